@@ -1,0 +1,37 @@
+//! dpq: an interpreter for a declarative language of differentially private queries over CSV data.
+//!
+//! The pipeline, one stage per module:
+//!
+//! ```text
+//! source text
+//!   | syntax::parse_script   pest Pairs never leave syntax/
+//!   v
+//! ast::Statement           every node carries a Span (byte offsets)
+//!   | check                names resolved against the schema, parameters validated
+//!   v
+//! plan::Plan               strictly typed: Epsilon, Probability, column indices
+//!   | eval::Session        tables, budget and history, RNG (injected, never global)
+//!   v
+//! output::Output (data)    noisy answers, estimates, budget reports; never text
+//!   | output::render       comfy-table or JSON, one place
+//!   v
+//! text
+//! ```
+//!
+//! `stats` is the estimator library (noise, Bayes posterior, accuracy formulas); it knows
+//! nothing of syntax or sessions and can be used alone (see `examples/embed.rs`).
+//! `data` is the in-memory column store and its CSV loader. The library never prints and
+//! never exits; the `dpq` binary owns the terminal.
+#![deny(clippy::unwrap_used)]
+
+pub mod ast;
+pub mod check;
+pub mod data;
+pub mod error;
+pub mod eval;
+pub mod help;
+pub mod output;
+pub mod plan;
+pub mod span;
+pub mod stats;
+pub mod syntax;

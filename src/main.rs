@@ -1,0 +1,2 @@
+//! The `dpq` binary: REPL, script runner and one-shot statements.
+fn main() {}
