@@ -1,5 +1,8 @@
 //! The estimator library: noise, the Bayes posterior of a count, accuracy formulas; no syntax, no sessions.
 
+pub mod accuracy;
+pub mod bayes;
+pub mod laplace;
 mod params;
 
 pub use params::{Epsilon, ParamError, Positive, Probability};

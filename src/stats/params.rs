@@ -103,7 +103,11 @@ mod tests {
     #[test]
     fn probability_is_open_unit_interval() {
         for bad in [0.0, 1.0, -0.5, 1.5, f64::NAN] {
-            assert_eq!(Probability::new(bad), Err(ParamError::InvalidProbability), "{bad}");
+            assert_eq!(
+                Probability::new(bad),
+                Err(ParamError::InvalidProbability),
+                "{bad}"
+            );
         }
         assert_eq!(Probability::new(0.3).map(Probability::get), Ok(0.3));
     }

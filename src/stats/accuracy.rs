@@ -1,0 +1,110 @@
+//! Accuracy of the Laplace mechanism for counts: out-of-range probabilities (paper 1) and the choice of epsilon from an interval (paper 2).
+
+use super::{Epsilon, Positive, Probability};
+
+/// Paper 1 eq. 2: P[noisy < 0 or noisy > n | true = a] = (e^{-eps a} + e^{eps (a-n)})/2 for 0<=a<=n.
+///
+/// The noise is Laplace with scale `1/eps`. For a true count outside `[0, n]` (not a count,
+/// but accepted rather than refused) the exact probability of the same event is returned,
+/// using the Laplace distribution function on each side; at `0 <= a <= n` it is eq. 2.
+pub fn out_of_range_probability(n: u64, eps: Epsilon, a: f64) -> f64 {
+    let e = eps.get();
+    let n = n as f64;
+    // P[N < -a] for N ~ Laplace(1/eps): e^{-eps a}/2 when a >= 0, else 1 - e^{eps a}/2.
+    let below = if a >= 0.0 {
+        0.5 * (-e * a).exp()
+    } else {
+        1.0 - 0.5 * (e * a).exp()
+    };
+    // P[N > n - a]: e^{eps (a - n)}/2 when a <= n, else 1 - e^{eps (n - a)}/2.
+    let above = if a <= n {
+        0.5 * (e * (a - n)).exp()
+    } else {
+        1.0 - 0.5 * (e * (n - a)).exp()
+    };
+    // Paper 1, eq. 2: P* = (e^{-eps a} + e^{eps (a - n)}) / 2 for 0 <= a <= n.
+    below + above
+}
+
+/// Paper 1 Theorem 1: max over true counts = (1 + e^{-eps n})/2.
+///
+/// Reached at a true count of `0` or `n` (eq. 5).
+pub fn out_of_range_max(n: u64, eps: Epsilon) -> f64 {
+    // Paper 1, eq. 5: max P* = (1 + e^{-eps n}) / 2.
+    0.5 * (1.0 + (-eps.get() * n as f64).exp())
+}
+
+/// The minimum over integer true counts `0..=n` of the out-of-range probability (paper 1, eq. 4 and 6).
+///
+/// By eq. 4 the probability falls while `a < (n-1)/2` and rises after, so the minimum over
+/// integers is at `a = floor(n/2)`: `e^{-eps n/2}` for even `n`, and for odd `n` exactly eq. 6,
+/// `(e^{-eps (n-1)/2} + e^{-eps (n+1)/2}) / 2`. For even `n` eq. 6 (the paper's `≃`) is larger
+/// than this minimum by the factor `cosh(eps/2)`.
+pub fn out_of_range_min(n: u64, eps: Epsilon) -> f64 {
+    // Paper 1, eq. 4: P*(a+1) > P*(a) iff a > (n-1)/2, so the integer minimum is at floor(n/2).
+    out_of_range_probability(n, eps, (n / 2) as f64)
+}
+
+/// Paper 2 eq. 10: eps = -ln(1-p)/(w c), relative half-width w (0.2 for 20%), assumed count c.
+///
+/// With this epsilon the noisy count lies within `±w c` of a true count `c` with probability
+/// `p`. `c` is an assumed count, never the true one (using the true count would leak it).
+/// The result is positive; it can overflow to infinity or underflow to 0 for extreme inputs,
+/// so callers turn it into an [`Epsilon`] with `Epsilon::new`, which refuses both.
+pub fn choose_eps_relative(w: Positive, confidence: Probability, assumed_count: Positive) -> f64 {
+    // Paper 2, eq. 10: eps = lambda = -ln(1 - p) / (w c).
+    -(-confidence.get()).ln_1p() / w.get() / assumed_count.get()
+}
+
+/// Absolute form: eps = -ln(1-p)/h.
+///
+/// Paper 2, eq. 9 with the half-width `h = w c` given directly: the noisy count lies within
+/// `±h` of the true count with probability `p`. Same range caveat as [`choose_eps_relative`].
+pub fn choose_eps_absolute(half_width: Positive, confidence: Probability) -> f64 {
+    // Paper 2, eq. 9 solved for eps: p = 1 - e^{-eps h}  =>  eps = -ln(1 - p) / h.
+    -(-confidence.get()).ln_1p() / half_width.get()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn eps(x: f64) -> Epsilon {
+        Epsilon::new(x).expect("test epsilon is valid")
+    }
+
+    #[test]
+    fn formula_matches_eq_2_inside_the_range() {
+        let (n, e, a) = (100u64, 0.1f64, 30.0f64);
+        let expected = ((-e * a).exp() + (e * (a - 100.0)).exp()) / 2.0;
+        assert!((out_of_range_probability(n, eps(e), a) - expected).abs() < 1e-15);
+    }
+
+    #[test]
+    fn outside_the_range_the_probability_is_continuous_and_tends_to_one() {
+        let e = eps(0.5);
+        let at_zero = out_of_range_probability(10, e, 0.0);
+        let just_below = out_of_range_probability(10, e, -1e-12);
+        assert!((at_zero - just_below).abs() < 1e-10);
+        assert!(out_of_range_probability(10, e, -100.0) > 0.999_999);
+        assert!(out_of_range_probability(10, e, 110.0) > 0.999_999);
+    }
+
+    #[test]
+    fn n_zero_gives_one_half_plus_one_half() {
+        assert_eq!(out_of_range_max(0, eps(1.0)), 1.0);
+        assert_eq!(out_of_range_min(0, eps(1.0)), 1.0);
+    }
+
+    #[test]
+    fn choose_eps_forms_agree() {
+        let p = Probability::new(0.9).expect("valid");
+        let rel = choose_eps_relative(
+            Positive::new(0.1).expect("valid"),
+            p,
+            Positive::new(50.0).expect("valid"),
+        );
+        let abs = choose_eps_absolute(Positive::new(5.0).expect("valid"), p);
+        assert!((rel - abs).abs() < 1e-15);
+    }
+}
