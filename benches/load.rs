@@ -1,1 +1,41 @@
-fn main() {}
+//! Benchmark of `load_csv` on a generated 10-million-row CSV file (about 280 MB).
+//!
+//! The file is written to a temporary directory at setup and removed afterwards. Set
+//! `DPQ_BENCH_ROWS` to use another row count.
+
+mod common;
+
+use common::{bench_rows, write_people};
+
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, SamplingMode, Throughput};
+use dpq::data::{load_csv, LoadOptions};
+
+fn load(c: &mut Criterion) {
+    let rows = bench_rows();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("people.csv");
+    write_people(&path, rows).expect("the benchmark file is written");
+    let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    let opts = LoadOptions::default();
+
+    let mut group = c.benchmark_group("load");
+    group.sample_size(10);
+    group.sampling_mode(SamplingMode::Flat);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(8));
+    group.throughput(Throughput::Bytes(bytes));
+    group.bench_function(format!("load_csv {rows} rows"), |b| {
+        // The table is dropped outside the timed part.
+        b.iter_batched(
+            || (),
+            |()| load_csv(&path, &opts).expect("the benchmark file loads"),
+            BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(benches, load);
+criterion_main!(benches);

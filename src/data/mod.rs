@@ -1,1 +1,26 @@
 //! The in-memory column store: CSV loading with type inference, schemas, and counting by predicate.
+//!
+//! A [`Table`] is loaded once by [`load_csv`] and never changes afterwards. Its cells are
+//! private: the public API exposes the schema and the public row count, and [`count`] gives
+//! the true number of rows matching a [`Predicate`], which the evaluator only ever uses to add
+//! noise to. No error, `Debug` or `Display` output of this module contains a cell value.
+//!
+//! Storage is columnar and split into segments (one per parallel load chunk): integers and
+//! floats as `i64`/`f64` vectors, booleans as bitmaps, text as `u32` codes into one sorted
+//! dictionary per column, and a validity bitmap per column where cells are missing.
+
+mod bitmap;
+mod count;
+mod error;
+mod intern;
+mod load;
+mod parse;
+mod predicate;
+mod source;
+mod table;
+
+pub use count::count;
+pub use error::DataError;
+pub use load::{load_csv, LoadOptions};
+pub use predicate::{CmpOp, Predicate, Value};
+pub use table::{ColumnType, Table};

@@ -1,0 +1,521 @@
+//! `count`: the true number of rows matching a predicate, evaluated in blocks of rows as bitmasks.
+//!
+//! A predicate is first compiled against the table once: every literal becomes a range or
+//! set over the column's storage (an integer range for integer columns, a code range or code
+//! set for text, whose dictionary is sorted, so text order is code order). Each block of
+//! [`BLOCK`] rows is then evaluated into two bitmasks, one word per 64 rows: `truth` (the
+//! predicate is true) and `known` (it is not unknown), with `truth ⊆ known`. Leaves take
+//! `known` from the column's validity bitmap; `AND`, `OR` and `NOT` combine masks by Kleene's
+//! rules word by word. Blocks run in parallel on rayon's pool.
+
+use rayon::prelude::*;
+
+use super::bitmap::low_mask;
+use super::predicate::{CmpOp, Predicate, Value};
+use super::table::{ColumnData, ColumnType, Dictionary, Segment, Table};
+
+/// Rows per block: the masks and the column slices a leaf reads stay in cache.
+const BLOCK: usize = 8192;
+
+/// The true number of rows of `table` where `pred` is true (unknown counts as not true).
+///
+/// Internal: this number must only ever be used to add noise to.
+pub fn count(table: &Table, pred: &Predicate) -> u64 {
+    let node = compile(table, pred);
+    table
+        .segments
+        .par_iter()
+        .map(|seg| {
+            let blocks = seg.len.div_ceil(BLOCK);
+            (0..blocks)
+                .into_par_iter()
+                .map_init(Scratch::default, |scratch, b| {
+                    count_block(
+                        seg,
+                        &node,
+                        b * BLOCK,
+                        BLOCK.min(seg.len - b * BLOCK),
+                        scratch,
+                    )
+                })
+                .sum::<u64>()
+        })
+        .sum()
+}
+
+/// A compiled predicate.
+#[derive(Debug, Clone, PartialEq)]
+enum Node {
+    /// A test of one column's cells; unknown where the cell is missing.
+    Leaf {
+        column: usize,
+        test: Test,
+    },
+    /// False on every row (a column that does not exist).
+    False,
+    And(Box<Node>, Box<Node>),
+    Or(Box<Node>, Box<Node>),
+    Not(Box<Node>),
+}
+
+/// What a leaf checks in a cell that has a value.
+#[derive(Debug, Clone, PartialEq)]
+enum Test {
+    /// Never true.
+    Never,
+    /// Always true.
+    Always,
+    /// `lo <= x <= lo + span` (as wrapping arithmetic), flipped when `negate`.
+    IntRange { lo: i64, span: u64, negate: bool },
+    /// `x` is one of the values.
+    IntSet(Vec<i64>),
+    /// `lo <= x <= hi`, flipped when `negate`.
+    FloatRange { lo: f64, hi: f64, negate: bool },
+    /// `x` is one of the values.
+    FloatSet(Vec<f64>),
+    /// `lo <= code <= lo + span`, flipped when `negate`.
+    CodeRange { lo: u32, span: u32, negate: bool },
+    /// `member[code]`.
+    CodeSet(Vec<bool>),
+    /// The result for a false cell and for a true cell.
+    Bools { when_false: bool, when_true: bool },
+}
+
+fn compile(table: &Table, pred: &Predicate) -> Node {
+    let leaf = |column: usize, test: Option<Test>| {
+        if column >= table.n_columns() {
+            Node::False
+        } else {
+            Node::Leaf {
+                column,
+                test: test.unwrap_or(Test::Never),
+            }
+        }
+    };
+    match pred {
+        Predicate::Compare { column, op, value } => {
+            leaf(*column, compare_test(table, *column, *op, value))
+        }
+        Predicate::In { column, values } => leaf(*column, in_test(table, *column, values)),
+        Predicate::Between { column, low, high } => {
+            leaf(*column, between_test(table, *column, low, high))
+        }
+        Predicate::And(a, b) => Node::And(Box::new(compile(table, a)), Box::new(compile(table, b))),
+        Predicate::Or(a, b) => Node::Or(Box::new(compile(table, a)), Box::new(compile(table, b))),
+        Predicate::Not(a) => Node::Not(Box::new(compile(table, a))),
+    }
+}
+
+/// The literal's place against a column of this type, or `None` for a type mismatch.
+enum Lit<'a> {
+    Number(f64),
+    Text(&'a str),
+    Bool(bool),
+}
+
+fn literal<'a>(ty: ColumnType, v: &'a Value) -> Option<Lit<'a>> {
+    match (ty, v) {
+        (ColumnType::Integer | ColumnType::Float, Value::Number(x)) => Some(Lit::Number(*x)),
+        (ColumnType::Text, Value::Text(s)) => Some(Lit::Text(s)),
+        (ColumnType::Boolean, Value::Bool(b)) => Some(Lit::Bool(*b)),
+        _ => None,
+    }
+}
+
+/// An inclusive range `[lo, hi]` of integers (empty when `lo > hi`), flipped when `negate`.
+fn int_range(lo: i128, hi: i128, negate: bool) -> Test {
+    let lo = lo.max(i64::MIN as i128);
+    let hi = hi.min(i64::MAX as i128);
+    if lo > hi {
+        return if negate { Test::Always } else { Test::Never };
+    }
+    Test::IntRange {
+        lo: lo as i64,
+        span: (hi - lo) as u64,
+        negate,
+    }
+}
+
+/// `f64` to `i128`, saturating (NaN is handled by the callers).
+fn wide(x: f64) -> i128 {
+    x as i128
+}
+
+/// The integers `x` with `x op v`, for a real `v`.
+fn int_compare(op: CmpOp, v: f64) -> Test {
+    if v.is_nan() {
+        // As IEEE: every comparison with NaN is false except `!=`.
+        return if op == CmpOp::Ne {
+            Test::Always
+        } else {
+            Test::Never
+        };
+    }
+    let (ceil, floor) = (wide(v.ceil()), wide(v.floor()));
+    let (min, max) = (i128::MIN, i128::MAX);
+    match op {
+        CmpOp::Eq => int_range(ceil, floor, false),
+        CmpOp::Ne => int_range(ceil, floor, true),
+        // x < v  <=>  x <= ceil(v) - 1, for integer x.
+        CmpOp::Lt => int_range(min, ceil.saturating_sub(1), false),
+        CmpOp::Le => int_range(min, floor, false),
+        // x > v  <=>  x >= floor(v) + 1, for integer x.
+        CmpOp::Gt => int_range(floor.saturating_add(1), max, false),
+        CmpOp::Ge => int_range(ceil, max, false),
+    }
+}
+
+/// The finite floats `x` with `x op v`.
+fn float_compare(op: CmpOp, v: f64) -> Test {
+    if v.is_nan() {
+        return if op == CmpOp::Ne {
+            Test::Always
+        } else {
+            Test::Never
+        };
+    }
+    let (lo, hi, negate) = match op {
+        CmpOp::Eq => (v, v, false),
+        CmpOp::Ne => (v, v, true),
+        CmpOp::Lt => (f64::NEG_INFINITY, v.next_down(), false),
+        CmpOp::Le => (f64::NEG_INFINITY, v, false),
+        CmpOp::Gt => (v.next_up(), f64::INFINITY, false),
+        CmpOp::Ge => (v, f64::INFINITY, false),
+    };
+    Test::FloatRange { lo, hi, negate }
+}
+
+/// Codes `[lo, hi)` of a sorted dictionary (empty when `lo >= hi`), flipped when `negate`.
+fn code_range(lo: usize, hi: usize, negate: bool) -> Test {
+    if lo >= hi {
+        return if negate { Test::Always } else { Test::Never };
+    }
+    Test::CodeRange {
+        lo: lo as u32,
+        span: (hi - 1 - lo) as u32,
+        negate,
+    }
+}
+
+/// First code whose value is `>= s`, and first whose value is `> s`.
+fn bounds(dict: &Dictionary, s: &str) -> (usize, usize) {
+    (dict.lower_bound(s), dict.upper_bound(s))
+}
+
+fn text_compare(dict: &Dictionary, op: CmpOp, s: &str) -> Test {
+    let (lb, ub) = bounds(dict, s);
+    let n = dict.len();
+    match op {
+        CmpOp::Eq => code_range(lb, ub, false),
+        CmpOp::Ne => code_range(lb, ub, true),
+        CmpOp::Lt => code_range(0, lb, false),
+        CmpOp::Le => code_range(0, ub, false),
+        CmpOp::Gt => code_range(ub, n, false),
+        CmpOp::Ge => code_range(lb, n, false),
+    }
+}
+
+fn bools(when_false: bool, when_true: bool) -> Test {
+    match (when_false, when_true) {
+        (false, false) => Test::Never,
+        (true, true) => Test::Always,
+        _ => Test::Bools {
+            when_false,
+            when_true,
+        },
+    }
+}
+
+fn compare_test(table: &Table, column: usize, op: CmpOp, value: &Value) -> Option<Test> {
+    let ty = *table.types.get(column)?;
+    Some(match literal(ty, value)? {
+        Lit::Number(v) if ty == ColumnType::Integer => int_compare(op, v),
+        Lit::Number(v) => float_compare(op, v),
+        Lit::Text(s) => text_compare(&table.dictionaries[column], op, s),
+        Lit::Bool(b) => bools(op.holds(false.cmp(&b)), op.holds(true.cmp(&b))),
+    })
+}
+
+fn between_test(table: &Table, column: usize, low: &Value, high: &Value) -> Option<Test> {
+    let ty = *table.types.get(column)?;
+    Some(match (literal(ty, low)?, literal(ty, high)?) {
+        (Lit::Number(a), Lit::Number(b)) if a.is_nan() || b.is_nan() => Test::Never,
+        (Lit::Number(a), Lit::Number(b)) if ty == ColumnType::Integer => {
+            int_range(wide(a.ceil()), wide(b.floor()), false)
+        }
+        (Lit::Number(a), Lit::Number(b)) => Test::FloatRange {
+            lo: a,
+            hi: b,
+            negate: false,
+        },
+        (Lit::Text(a), Lit::Text(b)) => {
+            let dict = &table.dictionaries[column];
+            code_range(bounds(dict, a).0, bounds(dict, b).1, false)
+        }
+        (Lit::Bool(a), Lit::Bool(b)) => {
+            // `a <= cell <= b` with false < true.
+            let within = |cell: bool| a.cmp(&cell).is_le() && cell.cmp(&b).is_le();
+            bools(within(false), within(true))
+        }
+        _ => Test::Never,
+    })
+}
+
+fn in_test(table: &Table, column: usize, values: &[Value]) -> Option<Test> {
+    let ty = *table.types.get(column)?;
+    let lits: Vec<Lit<'_>> = values.iter().filter_map(|v| literal(ty, v)).collect();
+    Some(match ty {
+        ColumnType::Integer => {
+            let mut set: Vec<i64> = lits
+                .iter()
+                .filter_map(|l| match l {
+                    // Only whole numbers within range can equal an integer cell.
+                    Lit::Number(v) if v.fract() == 0.0 && wide(*v) == wide(*v) as i64 as i128 => {
+                        Some(*v as i64)
+                    }
+                    _ => None,
+                })
+                .collect();
+            set.sort_unstable();
+            set.dedup();
+            match set.as_slice() {
+                [] => Test::Never,
+                [one] => int_range(*one as i128, *one as i128, false),
+                _ => Test::IntSet(set),
+            }
+        }
+        ColumnType::Float => {
+            let mut set: Vec<f64> = lits
+                .iter()
+                .filter_map(|l| match l {
+                    Lit::Number(v) if !v.is_nan() => Some(*v),
+                    _ => None,
+                })
+                .collect();
+            set.sort_by(f64::total_cmp);
+            set.dedup();
+            if set.is_empty() {
+                Test::Never
+            } else {
+                Test::FloatSet(set)
+            }
+        }
+        ColumnType::Text => {
+            let dict = &table.dictionaries[column];
+            let mut codes: Vec<usize> = lits
+                .iter()
+                .filter_map(|l| match l {
+                    Lit::Text(s) => dict.find(s),
+                    _ => None,
+                })
+                .collect();
+            codes.sort_unstable();
+            codes.dedup();
+            match codes.as_slice() {
+                [] => Test::Never,
+                [first, .., last] if last - first + 1 == codes.len() => {
+                    code_range(*first, *last + 1, false)
+                }
+                [one] => code_range(*one, *one + 1, false),
+                _ => {
+                    let mut member = vec![false; dict.len()];
+                    for c in codes {
+                        member[c] = true;
+                    }
+                    Test::CodeSet(member)
+                }
+            }
+        }
+        ColumnType::Boolean => {
+            let has = |b: bool| lits.iter().any(|l| matches!(l, Lit::Bool(x) if *x == b));
+            bools(has(false), has(true))
+        }
+    })
+}
+
+/// Mask buffers reused across the blocks one thread evaluates.
+#[derive(Default)]
+struct Scratch {
+    truth: Vec<u64>,
+    known: Vec<u64>,
+    /// Buffers for the right-hand sides of `AND` and `OR`, one pair per depth.
+    pool: Vec<(Vec<u64>, Vec<u64>)>,
+}
+
+fn count_block(seg: &Segment, node: &Node, base: usize, rows: usize, s: &mut Scratch) -> u64 {
+    let words = rows.div_ceil(64);
+    s.truth.resize(words, 0);
+    s.known.resize(words, 0);
+    let rows_here = Rows { seg, base, rows };
+    eval(node, &rows_here, &mut s.truth, &mut s.known, &mut s.pool);
+    s.truth.iter().map(|w| w.count_ones() as u64).sum()
+}
+
+/// A block: `rows` rows of `seg` from `base` (a multiple of 64).
+struct Rows<'a> {
+    seg: &'a Segment,
+    base: usize,
+    rows: usize,
+}
+
+/// Evaluates `node` on a block into `truth` and `known` (one word per 64 rows).
+fn eval(
+    node: &Node,
+    b: &Rows<'_>,
+    truth: &mut [u64],
+    known: &mut [u64],
+    pool: &mut Vec<(Vec<u64>, Vec<u64>)>,
+) {
+    let words = truth.len();
+    match node {
+        Node::Leaf { column, test } => leaf(*column, test, b, truth, known),
+        Node::False => {
+            truth.fill(0);
+            known.fill(u64::MAX);
+            known[words - 1] = low_mask(b.rows - (words - 1) * 64);
+        }
+        Node::Not(a) => {
+            eval(a, b, truth, known, pool);
+            for (t, k) in truth.iter_mut().zip(known.iter()) {
+                *t = *k & !*t;
+            }
+        }
+        Node::And(l, r) | Node::Or(l, r) => {
+            eval(l, b, truth, known, pool);
+            let (mut t2, mut k2) = pool.pop().unwrap_or_default();
+            t2.resize(words, 0);
+            k2.resize(words, 0);
+            eval(r, b, &mut t2, &mut k2, pool);
+            let is_and = matches!(node, Node::And(..));
+            for (((t, k), t2), k2) in truth.iter_mut().zip(known.iter_mut()).zip(&t2).zip(&k2) {
+                let f1 = *k & !*t;
+                let f2 = *k2 & !*t2;
+                let (tt, ff) = if is_and {
+                    // Kleene AND: true when both are, false when either is.
+                    (*t & *t2, f1 | f2)
+                } else {
+                    // Kleene OR: true when either is, false when both are.
+                    (*t | *t2, f1 & f2)
+                };
+                *t = tt;
+                *k = tt | ff;
+            }
+            pool.push((t2, k2));
+        }
+    }
+}
+
+/// Evaluates one test on one column of a block.
+fn leaf(column: usize, test: &Test, b: &Rows<'_>, truth: &mut [u64], known: &mut [u64]) {
+    let words = truth.len();
+    let Some(col) = b.seg.columns.get(column) else {
+        truth.fill(0);
+        known.fill(0);
+        return;
+    };
+    let first = b.base / 64;
+    match &col.valid {
+        Some(v) => known.copy_from_slice(&v[first..first + words]),
+        None => known.fill(u64::MAX),
+    }
+    known[words - 1] &= low_mask(b.rows - (words - 1) * 64);
+    let range = b.base..b.base + b.rows;
+    match (test, &col.data) {
+        (Test::Never, _) => truth.fill(0),
+        (Test::Always, _) => truth.copy_from_slice(known),
+        (Test::IntRange { lo, span, negate }, ColumnData::Integer(v)) => {
+            let flip = if *negate { u64::MAX } else { 0 };
+            for ((t, k), xs) in truth.iter_mut().zip(known.iter()).zip(v[range].chunks(64)) {
+                *t = (int_range_word(xs, *lo, *span) ^ flip) & k;
+            }
+        }
+        (Test::IntSet(set), ColumnData::Integer(v)) => {
+            for ((t, k), xs) in truth.iter_mut().zip(known.iter()).zip(v[range].chunks(64)) {
+                let mut w = 0;
+                for &x in set {
+                    w |= int_range_word(xs, x, 0);
+                }
+                *t = w & k;
+            }
+        }
+        (Test::FloatRange { lo, hi, negate }, ColumnData::Float(v)) => {
+            let flip = if *negate { u64::MAX } else { 0 };
+            for ((t, k), xs) in truth.iter_mut().zip(known.iter()).zip(v[range].chunks(64)) {
+                *t = (float_range_word(xs, *lo, *hi) ^ flip) & k;
+            }
+        }
+        (Test::FloatSet(set), ColumnData::Float(v)) => {
+            for ((t, k), xs) in truth.iter_mut().zip(known.iter()).zip(v[range].chunks(64)) {
+                let mut w = 0;
+                for &x in set {
+                    w |= float_range_word(xs, x, x);
+                }
+                *t = w & k;
+            }
+        }
+        (Test::CodeRange { lo, span, negate }, ColumnData::Text(v)) => {
+            let flip = if *negate { u64::MAX } else { 0 };
+            for ((t, k), xs) in truth.iter_mut().zip(known.iter()).zip(v[range].chunks(64)) {
+                *t = (code_range_word(xs, *lo, *span) ^ flip) & k;
+            }
+        }
+        (Test::CodeSet(member), ColumnData::Text(v)) => {
+            for ((t, k), xs) in truth.iter_mut().zip(known.iter()).zip(v[range].chunks(64)) {
+                let mut w = 0u64;
+                for (i, &c) in xs.iter().enumerate() {
+                    w |= (member.get(c as usize).copied().unwrap_or(false) as u64) << i;
+                }
+                *t = w & k;
+            }
+        }
+        (
+            Test::Bools {
+                when_false,
+                when_true,
+            },
+            ColumnData::Boolean(v),
+        ) => {
+            let if_true = if *when_true { u64::MAX } else { 0 };
+            let if_false = if *when_false { u64::MAX } else { 0 };
+            for ((t, k), &x) in truth
+                .iter_mut()
+                .zip(known.iter())
+                .zip(&v[first..first + words])
+            {
+                *t = ((x & if_true) | (!x & if_false)) & k;
+            }
+        }
+        // A test compiled for another storage type: false, as for a type mismatch.
+        _ => truth.fill(0),
+    }
+}
+
+/// Bit `i` set when `lo <= xs[i] <= lo + span` (wrapping: one unsigned compare per cell).
+#[inline]
+fn int_range_word(xs: &[i64], lo: i64, span: u64) -> u64 {
+    let mut w = 0u64;
+    for (i, &x) in xs.iter().enumerate() {
+        w |= ((x.wrapping_sub(lo) as u64 <= span) as u64) << i;
+    }
+    w
+}
+
+/// Bit `i` set when `lo <= xs[i] <= hi`.
+#[inline]
+fn float_range_word(xs: &[f64], lo: f64, hi: f64) -> u64 {
+    let mut w = 0u64;
+    for (i, &x) in xs.iter().enumerate() {
+        w |= (((x >= lo) & (x <= hi)) as u64) << i;
+    }
+    w
+}
+
+/// Bit `i` set when `lo <= xs[i] <= lo + span` (wrapping).
+#[inline]
+fn code_range_word(xs: &[u32], lo: u32, span: u32) -> u64 {
+    let mut w = 0u64;
+    for (i, &x) in xs.iter().enumerate() {
+        w |= ((x.wrapping_sub(lo) <= span) as u64) << i;
+    }
+    w
+}

@@ -1,0 +1,994 @@
+//! `load_csv`: reads a CSV file into a `Table`, parsing chunks of it in parallel and inferring column types.
+//!
+//! The header is read first, then the body is cut into chunks at line breaks. Each chunk is
+//! streamed on its own thread as if a record started there, keeping per column the narrowest
+//! type that fits so far (missing, integer, float, boolean, text). A cut inside a quoted
+//! field shows up as a chunk that does not start where its predecessor ended; the rest of
+//! the file is then parsed again in one piece, so the result never depends on where the
+//! cuts fell. Finally the chunks' column types are joined, values are converted to the
+//! joined type, and text dictionaries are merged and sorted.
+
+use std::fs::File;
+use std::io::{ErrorKind, Read};
+use std::path::Path;
+
+use rayon::prelude::*;
+
+use super::bitmap::BitBuilder;
+use super::error::DataError;
+use super::intern::{InternError, Interner};
+use super::parse::{is_missing, parse_bool, parse_f64, parse_i64};
+use super::source::{line_of, next_line_start, FileSource, RecordError, Records, Source};
+use super::table::{ColumnData, ColumnType, Dictionary, Segment, SegmentColumn, Table};
+
+/// Limits that protect the process from files it cannot sensibly hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// Largest file accepted, in bytes (default 4 GiB).
+    pub max_bytes: u64,
+    /// Most fields accepted in one record, header included (default 4096).
+    pub max_fields: usize,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            max_bytes: 4 << 30,
+            max_fields: 4096,
+        }
+    }
+}
+
+/// Reads the CSV file at `path` (a header row, then one record per row) into a [`Table`].
+///
+/// Column types are inferred over all non-missing cells: all `i64` gives integer, else all
+/// finite numbers gives float, else all `true`/`false` (any case) gives boolean, else text;
+/// a column with no values is text. Cells that are empty after trimming ASCII whitespace, or
+/// `NA`, are missing. Numbers and booleans are read after trimming ASCII whitespace; text is
+/// trimmed when unquoted and kept verbatim when quoted. Header names are trimmed. A leading
+/// UTF-8 byte-order mark is ignored. Quoting follows RFC 4180 as the `csv` crate reads it
+/// (`""` is a quote inside a quoted field; `\n`, `\r\n` and `\r` end records; empty lines are
+/// skipped), except that a quote still open at the end of the file is an error.
+///
+/// On any error no table is returned; the error names lines and columns, never values.
+pub fn load_csv(path: &Path, opts: &LoadOptions) -> Result<Table, DataError> {
+    let shown = path.display().to_string();
+    let io = |e: std::io::Error| DataError::Io {
+        path: shown.clone(),
+        message: e.to_string(),
+    };
+    let file = File::open(path).map_err(|e| match e.kind() {
+        ErrorKind::NotFound => DataError::NotFound {
+            path: shown.clone(),
+        },
+        _ => io(e),
+    })?;
+    let meta = file.metadata().map_err(io)?;
+    if meta.is_dir() {
+        return Err(DataError::Io {
+            path: shown.clone(),
+            message: "it is a directory".to_string(),
+        });
+    }
+    let too_large = DataError::TooLarge {
+        limit: opts.max_bytes,
+    };
+    if meta.len() > opts.max_bytes {
+        return Err(too_large);
+    }
+    if meta.is_file() {
+        let src = FileSource {
+            file,
+            len: meta.len(),
+        };
+        return parse_table(&src, &shown, opts, default_chunks(src.len));
+    }
+    // A pipe or device: read it whole, up to the limit.
+    let mut buf = Vec::new();
+    file.take(opts.max_bytes.saturating_add(1))
+        .read_to_end(&mut buf)
+        .map_err(io)?;
+    if buf.len() as u64 > opts.max_bytes {
+        return Err(too_large);
+    }
+    parse_table(&buf[..], &shown, opts, default_chunks(buf.len() as u64))
+}
+
+/// How many chunks to cut a body of `len` bytes into: a few per thread, none under 1 MiB.
+fn default_chunks(len: u64) -> usize {
+    const MIN_CHUNK: u64 = 1 << 20;
+    let threads = rayon::current_num_threads().max(1);
+    usize::try_from(len / MIN_CHUNK)
+        .unwrap_or(usize::MAX)
+        .clamp(1, threads * 4)
+}
+
+/// Parses a whole CSV source, cutting its body into about `chunks` pieces.
+pub(crate) fn parse_table<S: Source + ?Sized>(
+    src: &S,
+    path: &str,
+    opts: &LoadOptions,
+    chunks: usize,
+) -> Result<Table, DataError> {
+    let io = |message: String| DataError::Io {
+        path: path.to_string(),
+        message,
+    };
+    let len = src.len();
+    let mut head = [0u8; 3];
+    let n = src.read_at(&mut head, 0).map_err(|e| io(e.to_string()))?;
+    let start = if n == 3 && head == *b"\xEF\xBB\xBF" {
+        3
+    } else {
+        0
+    };
+    if start == len {
+        return Err(DataError::Empty {
+            path: path.to_string(),
+        });
+    }
+    let (names, body) = parse_header(src, start, path, opts)?;
+    let ncols = names.len();
+    let outs = parse_body(src, body, ncols, opts.max_fields, chunks)
+        .map_err(|e| e.into_data_error(src, path, &names, opts.max_fields, ncols))?;
+    assemble(src, path, names, outs, opts.max_fields)
+}
+
+/// Reads and checks the header record; returns the names and where the body starts.
+fn parse_header<S: Source + ?Sized>(
+    src: &S,
+    start: u64,
+    path: &str,
+    opts: &LoadOptions,
+) -> Result<(Vec<String>, u64), DataError> {
+    let mut records = Records::new(src, start, src.len(), opts.max_fields);
+    let raw: Vec<Vec<u8>> = match records.next() {
+        Ok(Some(rec)) => rec.fields.iter().map(|f| rec.bytes(f).to_vec()).collect(),
+        Ok(None) => {
+            return Err(DataError::NoHeader {
+                path: path.to_string(),
+            })
+        }
+        Err(e) => {
+            return Err(ChunkError::Record(e).into_data_error(src, path, &[], opts.max_fields, 0))
+        }
+    };
+    let body = records.position();
+    let mut names: Vec<String> = Vec::with_capacity(raw.len());
+    for (i, bytes) in raw.into_iter().enumerate() {
+        let name = String::from_utf8(bytes).map_err(|_| DataError::InvalidHeaderUtf8 {
+            column_number: i + 1,
+        })?;
+        let name = name.trim_ascii();
+        if name.is_empty() {
+            return Err(DataError::EmptyHeader {
+                column_number: i + 1,
+            });
+        }
+        if names.iter().any(|n| n == name) {
+            return Err(DataError::DuplicateHeader {
+                column: name.to_string(),
+            });
+        }
+        names.push(name.to_string());
+    }
+    Ok((names, body))
+}
+
+/// What went wrong in a chunk, by offset; turned into a `DataError` once it is known to be
+/// real (the chunk started at a true record boundary).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ChunkError {
+    /// The record could not be split or read.
+    Record(RecordError),
+    /// The record at this offset has another number of fields than the header.
+    Ragged { record: u64, found: usize },
+    /// A cell of the record at this offset is not UTF-8.
+    InvalidUtf8 { record: u64, column: usize },
+    /// A text column ran out of codes.
+    TooManyDistinct { column: usize },
+}
+
+impl ChunkError {
+    fn into_data_error<S: Source + ?Sized>(
+        self,
+        src: &S,
+        path: &str,
+        names: &[String],
+        max_fields: usize,
+        ncols: usize,
+    ) -> DataError {
+        let name = |c: usize| names.get(c).cloned().unwrap_or_default();
+        match self {
+            ChunkError::Record(RecordError::UnclosedQuote(at)) => DataError::UnclosedQuote {
+                line: line_of(src, at),
+            },
+            ChunkError::Record(RecordError::TooManyFields(at)) => DataError::TooManyFields {
+                line: line_of(src, at),
+                limit: max_fields,
+            },
+            ChunkError::Record(RecordError::Io(message)) => DataError::Io {
+                path: path.to_string(),
+                message,
+            },
+            ChunkError::Ragged { record, found } => DataError::RaggedRow {
+                line: line_of(src, record),
+                expected: ncols,
+                found,
+            },
+            ChunkError::InvalidUtf8 { record, column } => DataError::InvalidUtf8 {
+                line: line_of(src, record),
+                column: name(column),
+            },
+            ChunkError::TooManyDistinct { column } => DataError::TooManyDistinct {
+                column: name(column),
+            },
+        }
+    }
+}
+
+/// The type a column has so far, in a chunk or over the file: the join of its cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// No values yet.
+    Missing,
+    Integer,
+    Float,
+    Boolean,
+    Text,
+}
+
+impl Kind {
+    /// The least type that holds both.
+    fn join(self, other: Kind) -> Kind {
+        use Kind::*;
+        match (self, other) {
+            (Missing, k) | (k, Missing) => k,
+            (a, b) if a == b => a,
+            (Integer, Float) | (Float, Integer) => Float,
+            _ => Text,
+        }
+    }
+}
+
+/// A column's values so far, in the narrowest type that holds them.
+enum Values {
+    /// Only missing cells so far (the count is the validity length).
+    Missing,
+    Integer(Vec<i64>),
+    Float(Vec<f64>),
+    Boolean(BitBuilder),
+    Text(Vec<u32>, Interner),
+}
+
+/// Why a cell could not be added to a column builder.
+enum PushError {
+    /// The cell does not fit the column's type: the column must become text.
+    NeedsText,
+    /// The cell is not UTF-8.
+    InvalidUtf8,
+    /// The text column is out of codes.
+    Full,
+}
+
+impl From<InternError> for PushError {
+    fn from(e: InternError) -> Self {
+        match e {
+            InternError::InvalidUtf8 => PushError::InvalidUtf8,
+            InternError::Full => PushError::Full,
+        }
+    }
+}
+
+/// One column of one chunk, being built.
+struct ColumnBuilder {
+    valid: BitBuilder,
+    values: Values,
+}
+
+impl ColumnBuilder {
+    fn new() -> Self {
+        ColumnBuilder {
+            valid: BitBuilder::default(),
+            values: Values::Missing,
+        }
+    }
+
+    fn kind(&self) -> Kind {
+        match self.values {
+            Values::Missing => Kind::Missing,
+            Values::Integer(_) => Kind::Integer,
+            Values::Float(_) => Kind::Float,
+            Values::Boolean(_) => Kind::Boolean,
+            Values::Text(..) => Kind::Text,
+        }
+    }
+
+    /// Makes room for `additional` more rows.
+    fn reserve(&mut self, additional: usize) {
+        match &mut self.values {
+            Values::Integer(v) => v.reserve(additional),
+            Values::Float(v) => v.reserve(additional),
+            Values::Text(v, _) => v.reserve(additional),
+            Values::Missing | Values::Boolean(_) => {}
+        }
+    }
+
+    /// Adds one cell, widening the type when it allows; `NeedsText` when only text fits.
+    #[inline]
+    fn push(&mut self, bytes: &[u8], quoted: bool) -> Result<(), PushError> {
+        let t = bytes.trim_ascii();
+        match &mut self.values {
+            Values::Integer(v) => {
+                if let Some(x) = parse_i64(t) {
+                    v.push(x);
+                    self.valid.push(true);
+                } else if is_missing(t) {
+                    v.push(0);
+                    self.valid.push(false);
+                } else if let Some(x) = parse_f64(t) {
+                    // In-place: i64 and f64 have the same size. Every i64 that parses also
+                    // parses as the f64 nearest to it, which is what `as` gives.
+                    let mut f: Vec<f64> = std::mem::take(v).into_iter().map(|i| i as f64).collect();
+                    f.push(x);
+                    self.valid.push(true);
+                    self.values = Values::Float(f);
+                } else {
+                    return Err(PushError::NeedsText);
+                }
+            }
+            Values::Float(v) => {
+                if let Some(x) = parse_f64(t) {
+                    v.push(x);
+                    self.valid.push(true);
+                } else if is_missing(t) {
+                    v.push(0.0);
+                    self.valid.push(false);
+                } else {
+                    return Err(PushError::NeedsText);
+                }
+            }
+            Values::Boolean(bits) => {
+                if let Some(b) = parse_bool(t) {
+                    bits.push(b);
+                    self.valid.push(true);
+                } else if is_missing(t) {
+                    bits.push(false);
+                    self.valid.push(false);
+                } else {
+                    return Err(PushError::NeedsText);
+                }
+            }
+            Values::Text(codes, dict) => {
+                if is_missing(t) {
+                    codes.push(0);
+                    self.valid.push(false);
+                } else {
+                    codes.push(dict.intern(if quoted { bytes } else { t })?);
+                    self.valid.push(true);
+                }
+            }
+            Values::Missing => {
+                if is_missing(t) {
+                    self.valid.push(false);
+                    return Ok(());
+                }
+                let n = self.valid.len();
+                self.values = if parse_i64(t).is_some() {
+                    Values::Integer(vec![0; n])
+                } else if parse_f64(t).is_some() {
+                    Values::Float(vec![0.0; n])
+                } else if parse_bool(t).is_some() {
+                    Values::Boolean(BitBuilder::filled(n, false))
+                } else {
+                    Values::Text(vec![0; n], Interner::default())
+                };
+                return self.push(bytes, quoted);
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds one cell to a text column.
+    #[inline]
+    fn push_text(&mut self, bytes: &[u8], quoted: bool) -> Result<(), PushError> {
+        match self.values {
+            Values::Text(..) => self.push(bytes, quoted),
+            _ => Err(PushError::NeedsText),
+        }
+    }
+
+    /// An empty text column.
+    fn text(capacity: usize) -> Self {
+        ColumnBuilder {
+            valid: BitBuilder::with_capacity(capacity),
+            values: Values::Text(Vec::with_capacity(capacity), Interner::default()),
+        }
+    }
+}
+
+/// The parsed records of one chunk.
+struct ChunkOut {
+    /// Offset of the first record (after any empty lines), or `end` when there is none.
+    start: u64,
+    /// Offset after the last record and the empty lines that follow it.
+    end: u64,
+    rows: usize,
+    columns: Vec<ColumnBuilder>,
+    error: Option<ChunkError>,
+}
+
+/// The error for a cell that could not be added.
+fn cell_error(why: PushError, record: u64, column: usize) -> ChunkError {
+    match why {
+        PushError::Full => ChunkError::TooManyDistinct { column },
+        // `NeedsText` cannot happen for a text column, which takes every cell.
+        PushError::InvalidUtf8 | PushError::NeedsText => ChunkError::InvalidUtf8 { record, column },
+    }
+}
+
+/// Reads the first `rows` records from `start` again and collects column `col` as text.
+fn extract_text<S: Source + ?Sized>(
+    src: &S,
+    start: u64,
+    rows: usize,
+    col: usize,
+    max_fields: usize,
+) -> Result<ColumnBuilder, ChunkError> {
+    let mut out = ColumnBuilder::text(rows + rows / 8 + 16);
+    let mut records = Records::new(src, start, src.len(), max_fields);
+    for _ in 0..rows {
+        let Some(rec) = records.next().map_err(ChunkError::Record)? else {
+            break;
+        };
+        if let Some(f) = rec.fields.get(col) {
+            out.push_text(rec.bytes(f), f.quoted)
+                .map_err(|why| cell_error(why, rec.offset, col))?;
+        }
+    }
+    Ok(out)
+}
+
+/// Parses the records that start in `[from, until)` (the last may run past `until`).
+fn parse_chunk<S: Source + ?Sized>(
+    src: &S,
+    from: u64,
+    until: u64,
+    ncols: usize,
+    max_fields: usize,
+) -> ChunkOut {
+    let mut records = Records::new(src, from, until, max_fields);
+    let mut columns: Vec<ColumnBuilder> = (0..ncols).map(|_| ColumnBuilder::new()).collect();
+    let mut rows = 0usize;
+    let mut start = None;
+    let error = loop {
+        if rows == 1024 {
+            // Guess the chunk's row count from the first rows and reserve once.
+            let first = start.unwrap_or(from);
+            let per_row = ((records.position() - first) / rows as u64).max(1);
+            let guess = usize::try_from(until.saturating_sub(first) / per_row).unwrap_or(0);
+            let extra = (guess + guess / 16).saturating_sub(rows);
+            columns.iter_mut().for_each(|c| c.reserve(extra));
+        }
+        let rec = match records.next() {
+            Ok(Some(rec)) => rec,
+            Ok(None) => break None,
+            Err(e) => break Some(ChunkError::Record(e)),
+        };
+        let first = *start.get_or_insert(rec.offset);
+        if rec.fields.len() != ncols {
+            break Some(ChunkError::Ragged {
+                record: rec.offset,
+                found: rec.fields.len(),
+            });
+        }
+        let mut failed = None;
+        for (i, (f, column)) in rec.fields.iter().zip(columns.iter_mut()).enumerate() {
+            let bytes = rec.bytes(f);
+            match column.push(bytes, f.quoted) {
+                Ok(()) => {}
+                Err(PushError::NeedsText) => {
+                    let promoted =
+                        extract_text(src, first, rows, i, max_fields).and_then(|mut t| {
+                            t.push_text(bytes, f.quoted)
+                                .map_err(|why| cell_error(why, rec.offset, i))?;
+                            Ok(t)
+                        });
+                    match promoted {
+                        Ok(t) => *column = t,
+                        Err(e) => {
+                            failed = Some(e);
+                            break;
+                        }
+                    }
+                }
+                Err(why) => {
+                    failed = Some(cell_error(why, rec.offset, i));
+                    break;
+                }
+            }
+        }
+        if failed.is_some() {
+            break failed;
+        }
+        rows += 1;
+    };
+    let end = records.position();
+    ChunkOut {
+        start: start.unwrap_or(end),
+        end,
+        rows,
+        columns,
+        error,
+    }
+}
+
+/// Cuts `[body, len)` into about `chunks` pieces at line breaks and parses them in parallel.
+fn parse_body<S: Source + ?Sized>(
+    src: &S,
+    body: u64,
+    ncols: usize,
+    max_fields: usize,
+    chunks: usize,
+) -> Result<Vec<ChunkOut>, ChunkError> {
+    let len = src.len();
+    let chunks = chunks.max(1) as u64;
+    let mut cuts = vec![body];
+    for k in 1..chunks {
+        let nominal = body + (len - body) / chunks * k;
+        let from = nominal.max(cuts.last().copied().unwrap_or(body));
+        match next_line_start(src, from) {
+            Ok(Some(cut)) => cuts.push(cut),
+            Ok(None) => break,
+            Err(e) => return Err(ChunkError::Record(RecordError::Io(e.to_string()))),
+        }
+    }
+    cuts.dedup();
+    cuts.push(len);
+    let ranges: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
+    let parsed: Vec<ChunkOut> = ranges
+        .par_iter()
+        .map(|&(from, until)| parse_chunk(src, from, until, ncols, max_fields))
+        .collect();
+    let mut outs = Vec::with_capacity(parsed.len());
+    let mut parsed = parsed.into_iter().peekable();
+    while let Some(out) = parsed.next() {
+        // `out` starts at a true record boundary, so its error is real.
+        if let Some(e) = out.error {
+            return Err(e);
+        }
+        let end = out.end;
+        outs.push(out);
+        if let Some(next) = parsed.peek() {
+            if next.start != end {
+                // The cut fell inside a quoted field: parse the rest in one piece.
+                let rest = parse_chunk(src, end, len, ncols, max_fields);
+                if let Some(e) = rest.error {
+                    return Err(e);
+                }
+                outs.push(rest);
+                break;
+            }
+        }
+    }
+    Ok(outs)
+}
+
+/// Joins the chunks' column types, converts every chunk to them and builds the table.
+fn assemble<S: Source + ?Sized>(
+    src: &S,
+    path: &str,
+    names: Vec<String>,
+    mut outs: Vec<ChunkOut>,
+    max_fields: usize,
+) -> Result<Table, DataError> {
+    let ncols = names.len();
+    let kinds: Vec<Kind> = (0..ncols)
+        .map(|c| {
+            outs.iter()
+                .fold(Kind::Missing, |k, o| k.join(o.columns[c].kind()))
+        })
+        .collect();
+    // Text columns whose chunk saw only numbers or booleans: collect them as text again.
+    outs.par_iter_mut()
+        .try_for_each(|out| {
+            for (c, &kind) in kinds.iter().enumerate() {
+                let local = out.columns[c].kind();
+                if kind == Kind::Text && local != Kind::Text && local != Kind::Missing {
+                    out.columns[c] = extract_text(src, out.start, out.rows, c, max_fields)?;
+                }
+            }
+            Ok(())
+        })
+        .map_err(|e: ChunkError| e.into_data_error(src, path, &names, max_fields, ncols))?;
+    // One sorted dictionary per text column, and each chunk's map into it.
+    let mut dictionaries: Vec<Dictionary> = (0..ncols).map(|_| Dictionary::default()).collect();
+    let mut remaps: Vec<Vec<Vec<u32>>> = vec![Vec::new(); ncols];
+    for c in 0..ncols {
+        if kinds[c] == Kind::Text {
+            (dictionaries[c], remaps[c]) = merge_dictionaries(&outs, c);
+        }
+    }
+    let segments: Vec<Segment> = outs
+        .into_par_iter()
+        .enumerate()
+        .filter(|(_, out)| out.rows > 0)
+        .map(|(i, out)| {
+            let rows = out.rows;
+            let columns = out
+                .columns
+                .into_iter()
+                .enumerate()
+                .map(|(c, col)| finish_column(col, kinds[c], rows, remaps[c].get(i)))
+                .collect();
+            Segment { len: rows, columns }
+        })
+        .collect();
+    let n_rows = segments.iter().map(|s| s.len as u64).sum();
+    let types = kinds
+        .iter()
+        .map(|k| match k {
+            Kind::Integer => ColumnType::Integer,
+            Kind::Float => ColumnType::Float,
+            Kind::Boolean => ColumnType::Boolean,
+            Kind::Missing | Kind::Text => ColumnType::Text,
+        })
+        .collect();
+    Ok(Table {
+        names,
+        types,
+        dictionaries,
+        segments,
+        n_rows,
+    })
+}
+
+/// Merges the chunks' interned values of text column `c` into one sorted dictionary, and
+/// gives each chunk the map from its codes to the dictionary's.
+///
+/// All values are sorted together once (by an 8-byte prefix held inline, then by their
+/// bytes), and codes are handed out in one pass over the sorted list: no per-value search,
+/// whose cache misses dominate for columns of millions of distinct values.
+fn merge_dictionaries(outs: &[ChunkOut], c: usize) -> (Dictionary, Vec<Vec<u32>>) {
+    let interners: Vec<Option<&Interner>> = outs
+        .iter()
+        .map(|out| match &out.columns[c].values {
+            Values::Text(_, dict) => Some(dict),
+            _ => None,
+        })
+        .collect();
+    let value = |chunk: u32, code: u32| -> &[u8] {
+        interners[chunk as usize].map_or(&[][..], |d| d.get(code as usize))
+    };
+    // Big-endian and zero-padded: prefix order agrees with byte order, ties aside.
+    let prefix = |b: &[u8]| {
+        let mut w = [0u8; 8];
+        let n = b.len().min(8);
+        w[..n].copy_from_slice(&b[..n]);
+        u64::from_be_bytes(w)
+    };
+    let mut entries: Vec<(u64, u32, u32)> = Vec::new();
+    for (chunk, d) in interners.iter().enumerate() {
+        if let Some(d) = d {
+            entries
+                .extend((0..d.len()).map(|code| (prefix(d.get(code)), chunk as u32, code as u32)));
+        }
+    }
+    entries.par_sort_unstable_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then_with(|| value(a.1, a.2).cmp(value(b.1, b.2)))
+    });
+    let mut remaps: Vec<Vec<u32>> = interners
+        .iter()
+        .map(|d| vec![0; d.map_or(0, |d| d.len())])
+        .collect();
+    let mut bytes: Vec<u8> = Vec::new();
+    let mut ends: Vec<usize> = Vec::new();
+    let mut previous: Option<(u64, &[u8])> = None;
+    for &(key, chunk, code) in &entries {
+        let v = value(chunk, code);
+        // Equal prefixes first: most neighbours differ there, without touching the bytes.
+        if previous.is_none_or(|(k, p)| k != key || p != v) {
+            bytes.extend_from_slice(v);
+            ends.push(bytes.len());
+            previous = Some((key, v));
+        }
+        remaps[chunk as usize][code as usize] = (ends.len() - 1) as u32;
+    }
+    // Every interned value was checked to be UTF-8, so the concatenation is too.
+    let dictionary =
+        Dictionary::from_parts(bytes, ends).expect("the interner admits only UTF-8 values");
+    (dictionary, remaps)
+}
+
+/// Converts one chunk's column to the file's type for it.
+fn finish_column(
+    col: ColumnBuilder,
+    kind: Kind,
+    rows: usize,
+    remap: Option<&Vec<u32>>,
+) -> SegmentColumn {
+    let valid = (col.valid.ones() < rows).then(|| col.valid.finish());
+    let data = match (kind, col.values) {
+        (Kind::Integer, Values::Integer(v)) => ColumnData::Integer(v),
+        (Kind::Float, Values::Float(v)) => ColumnData::Float(v),
+        (Kind::Float, Values::Integer(v)) => {
+            ColumnData::Float(v.into_iter().map(|i| i as f64).collect())
+        }
+        (Kind::Boolean, Values::Boolean(b)) => ColumnData::Boolean(b.finish()),
+        (Kind::Text | Kind::Missing, Values::Text(mut codes, _)) => {
+            if let Some(map) = remap.filter(|m| !m.is_empty()) {
+                for code in &mut codes {
+                    *code = map.get(*code as usize).copied().unwrap_or(0);
+                }
+            }
+            ColumnData::Text(codes)
+        }
+        // Only missing cells in this chunk (any other pairing was converted before).
+        (Kind::Integer, _) => ColumnData::Integer(vec![0; rows]),
+        (Kind::Float, _) => ColumnData::Float(vec![0.0; rows]),
+        (Kind::Boolean, _) => ColumnData::Boolean(vec![0; rows.div_ceil(64)]),
+        (Kind::Text | Kind::Missing, _) => ColumnData::Text(vec![0; rows]),
+    };
+    SegmentColumn { data, valid }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::table::Cell;
+    use super::*;
+    use proptest::prelude::*;
+
+    fn load(bytes: &[u8], chunks: usize) -> Result<Table, DataError> {
+        parse_table(bytes, "mem.csv", &LoadOptions::default(), chunks)
+    }
+
+    /// A schema and every cell.
+    type Loaded = (Vec<(String, ColumnType)>, Vec<Vec<Option<Cell>>>);
+
+    /// A loaded table, or its error, in a form that can be compared.
+    fn outcome(bytes: &[u8], chunks: usize) -> Result<Loaded, DataError> {
+        load(bytes, chunks).map(|t| (t.schema(), t.cells()))
+    }
+
+    /// How a generated column's cells look.
+    #[derive(Debug, Clone, Copy)]
+    enum Flavor {
+        Int,
+        Float,
+        Bool,
+        Word,
+        Anything,
+    }
+
+    fn cell_text(flavor: Flavor) -> BoxedStrategy<String> {
+        let missing = prop_oneof![
+            Just(String::new()),
+            Just("NA".to_string()),
+            Just("  ".to_string())
+        ];
+        let value: BoxedStrategy<String> = match flavor {
+            Flavor::Int => (-1000i64..1000).prop_map(|i| i.to_string()).boxed(),
+            Flavor::Float => prop_oneof![
+                (-1000i64..1000).prop_map(|i| i.to_string()),
+                (-1e6f64..1e6).prop_map(|f| format!("{f:.3}")),
+                Just("1e3".to_string()),
+            ]
+            .boxed(),
+            Flavor::Bool => prop_oneof![
+                Just("true".to_string()),
+                Just("FALSE".to_string()),
+                Just(" True ".to_string())
+            ]
+            .boxed(),
+            Flavor::Word => "[a-c]{1,3}".boxed(),
+            Flavor::Anything => "[a1 ,\"\r\n.é-]{0,6}".boxed(),
+        };
+        prop_oneof![1 => missing, 6 => value].boxed()
+    }
+
+    /// A table as cells with a quoting choice, then serialised with random line endings.
+    fn csv_table() -> impl Strategy<Value = (Vec<Vec<(String, bool)>>, String)> {
+        let flavor = prop_oneof![
+            Just(Flavor::Int),
+            Just(Flavor::Float),
+            Just(Flavor::Bool),
+            Just(Flavor::Word),
+            Just(Flavor::Anything)
+        ];
+        (proptest::collection::vec(flavor, 1..4), 0usize..30)
+            .prop_flat_map(|(flavors, rows)| {
+                let row = flavors
+                    .iter()
+                    .map(|&f| (cell_text(f), any::<bool>()))
+                    .collect::<Vec<_>>();
+                let ends = proptest::collection::vec(
+                    prop_oneof![Just("\n"), Just("\r\n"), Just("\r"), Just("\n\n")],
+                    rows + 1,
+                );
+                (proptest::collection::vec(row, rows), ends, any::<bool>())
+            })
+            .prop_map(|(rows, ends, final_end)| {
+                let ncols = rows.first().map_or(1, |r: &Vec<(String, bool)>| r.len());
+                let mut text = (0..ncols)
+                    .map(|c| format!("c{c}"))
+                    .collect::<Vec<_>>()
+                    .join(",");
+                text.push_str(ends[0]);
+                let mut cells = Vec::new();
+                for (i, row) in rows.iter().enumerate() {
+                    let mut fields = Vec::new();
+                    let mut out = Vec::new();
+                    for (content, quote) in row {
+                        let must = content.contains([',', '"', '\r', '\n'])
+                            || (ncols == 1 && content.is_empty());
+                        let quoted = *quote || must;
+                        fields.push(if quoted {
+                            format!("\"{}\"", content.replace('"', "\"\""))
+                        } else {
+                            content.clone()
+                        });
+                        out.push((content.clone(), quoted));
+                    }
+                    text.push_str(&fields.join(","));
+                    if i + 1 < rows.len() || final_end {
+                        text.push_str(ends[i + 1]);
+                    }
+                    cells.push(out);
+                }
+                (cells, text)
+            })
+    }
+
+    /// The table the rules of `load_csv` give for these cells.
+    fn expected(
+        rows: &[Vec<(String, bool)>],
+        ncols: usize,
+    ) -> (Vec<ColumnType>, Vec<Vec<Option<Cell>>>) {
+        let mut types = Vec::new();
+        for c in 0..ncols {
+            let values: Vec<&str> = rows
+                .iter()
+                .map(|r| r[c].0.trim_ascii())
+                .filter(|t| !t.is_empty() && *t != "NA")
+                .collect();
+            let ty = if values.is_empty() {
+                ColumnType::Text
+            } else if values.iter().all(|t| t.parse::<i64>().is_ok()) {
+                ColumnType::Integer
+            } else if values
+                .iter()
+                .all(|t| t.parse::<f64>().is_ok_and(f64::is_finite))
+            {
+                ColumnType::Float
+            } else if values
+                .iter()
+                .all(|t| t.eq_ignore_ascii_case("true") || t.eq_ignore_ascii_case("false"))
+            {
+                ColumnType::Boolean
+            } else {
+                ColumnType::Text
+            };
+            types.push(ty);
+        }
+        let cells = rows
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .zip(&types)
+                    .map(|((content, quoted), ty)| {
+                        let t = content.trim_ascii();
+                        if t.is_empty() || t == "NA" {
+                            return None;
+                        }
+                        Some(match ty {
+                            ColumnType::Integer => Cell::Integer(t.parse().ok()?),
+                            ColumnType::Float => Cell::Float(t.parse().ok()?),
+                            ColumnType::Boolean => Cell::Boolean(t.eq_ignore_ascii_case("true")),
+                            ColumnType::Text => Cell::Text(if *quoted {
+                                content.clone()
+                            } else {
+                                t.to_string()
+                            }),
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
+        (types, cells)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn loads_what_was_written((rows, text) in csv_table(), chunks in 1usize..9) {
+            let ncols = rows.first().map_or(0, Vec::len);
+            let table = load(text.as_bytes(), chunks).expect("generated CSV is valid");
+            if ncols > 0 {
+                let (types, cells) = expected(&rows, ncols);
+                let got: Vec<ColumnType> = table.schema().into_iter().map(|(_, t)| t).collect();
+                prop_assert_eq!(got, types);
+                prop_assert_eq!(table.cells(), cells);
+            } else {
+                prop_assert_eq!(table.n_rows(), 0);
+            }
+        }
+
+        #[test]
+        fn chunking_never_changes_the_outcome(
+            bytes in proptest::collection::vec(
+                prop_oneof![
+                    Just(b'a'), Just(b'1'), Just(b','), Just(b'"'), Just(b'\n'),
+                    Just(b'\r'), Just(b' '), Just(b'.'), Just(0xff)
+                ],
+                0..200,
+            ),
+            chunks in 2usize..9,
+        ) {
+            prop_assert_eq!(outcome(&bytes, chunks), outcome(&bytes, 1));
+        }
+    }
+
+    #[test]
+    fn a_cut_inside_a_quoted_field_is_repaired() {
+        let mut text = String::from("id,note\n");
+        for i in 0..200 {
+            text.push_str(&format!("{i},\"line one\nline two\n\nline four, {i}\"\n"));
+        }
+        let whole = outcome(text.as_bytes(), 1).expect("valid");
+        assert_eq!(whole.1.len(), 200);
+        for chunks in 2..40 {
+            assert_eq!(outcome(text.as_bytes(), chunks).as_ref(), Ok(&whole));
+        }
+    }
+
+    #[test]
+    fn a_column_that_turns_to_text_late_keeps_its_earlier_cells() {
+        let mut text = String::from("a,b\n");
+        for i in 0..5000 {
+            text.push_str(&format!("{i},{}\n", i % 7));
+        }
+        text.push_str("x,2.5\n");
+        let (schema, cells) = outcome(text.as_bytes(), 1).expect("valid");
+        assert_eq!(schema[0].1, ColumnType::Text);
+        assert_eq!(schema[1].1, ColumnType::Float);
+        assert_eq!(cells[4999][0], Some(Cell::Text("4999".to_string())));
+        assert_eq!(cells[5000][0], Some(Cell::Text("x".to_string())));
+        assert_eq!(cells[12][1], Some(Cell::Float(5.0)));
+        for chunks in [2, 3, 8] {
+            assert_eq!(
+                outcome(text.as_bytes(), chunks),
+                Ok((schema.clone(), cells.clone()))
+            );
+        }
+    }
+
+    #[test]
+    fn errors_are_the_same_for_any_chunking() {
+        let mut text = String::from("a,b\n");
+        for i in 0..3000 {
+            text.push_str(&format!("{i},v{i}\n"));
+        }
+        let mut bad = text.clone().into_bytes();
+        bad.extend_from_slice(b"1,\xff\n");
+        let ragged = format!("{text}1,2,3\n");
+        for chunks in [1, 2, 5] {
+            assert_eq!(
+                load(&bad, chunks).err(),
+                Some(DataError::InvalidUtf8 {
+                    line: 3002,
+                    column: "b".to_string()
+                })
+            );
+            assert_eq!(
+                load(ragged.as_bytes(), chunks).err(),
+                Some(DataError::RaggedRow {
+                    line: 3002,
+                    expected: 2,
+                    found: 3
+                })
+            );
+        }
+    }
+}

@@ -1,0 +1,450 @@
+//! Byte-level CSV record splitting (RFC 4180, as the `csv` crate reads it) and cell parsing.
+//!
+//! The splitter follows `csv-core`'s state machine with its default settings: `,` separates
+//! fields, `\r`, `\n` and `\r\n` end records, empty lines are skipped, `"` opens a quoted
+//! field only at the start of a field, `""` inside quotes is one quote, and bytes after a
+//! closing quote continue the field unquoted. Unlike `csv`, a quote still open at the end of
+//! the input is an error. Unquoted fields are returned as slices of the input without copying.
+
+/// True for the bytes that end an unquoted field: `,`, `\n`, `\r`.
+static ENDS_FIELD: [bool; 256] = {
+    let mut t = [false; 256];
+    t[b',' as usize] = true;
+    t[b'\n' as usize] = true;
+    t[b'\r' as usize] = true;
+    t
+};
+
+/// True when `b` ends a record.
+#[inline]
+pub(crate) fn is_terminator(b: u8) -> bool {
+    b == b'\n' || b == b'\r'
+}
+
+#[cfg(test)]
+/// The first position at or after `pos` that is not a record terminator (empty lines are skipped).
+#[inline]
+pub(crate) fn skip_terminators(buf: &[u8], mut pos: usize) -> usize {
+    while pos < buf.len() && is_terminator(buf[pos]) {
+        pos += 1;
+    }
+    pos
+}
+
+/// Where one field's bytes are: a range of the input, or of the scratch buffer when the
+/// field had to be unescaped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FieldRef {
+    /// Start of the bytes.
+    pub(crate) start: usize,
+    /// End of the bytes.
+    pub(crate) end: usize,
+    /// True when the bytes are in the scratch buffer.
+    pub(crate) in_scratch: bool,
+    /// True when the field began with a quote.
+    pub(crate) quoted: bool,
+}
+
+impl FieldRef {
+    /// The field's bytes.
+    #[inline]
+    pub(crate) fn bytes<'a>(&self, buf: &'a [u8], scratch: &'a [u8]) -> &'a [u8] {
+        if self.in_scratch {
+            &scratch[self.start..self.end]
+        } else {
+            &buf[self.start..self.end]
+        }
+    }
+}
+
+/// How splitting a record ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Split {
+    /// The record ended with a terminator; the next record may start at this position.
+    Terminated(usize),
+    /// The record ran to the end of the input: complete only if the input is the whole file.
+    AtEnd,
+    /// The quote at this position is still open at the end of the input.
+    OpenQuote(usize),
+    /// The record has more than the allowed number of fields.
+    TooManyFields,
+}
+
+/// Splits the record that starts at `pos` (not a terminator) into `fields`, unescaped bytes
+/// going to `scratch` (both are cleared first). At most `max_fields` fields are accepted.
+#[inline]
+pub(crate) fn split_record(
+    buf: &[u8],
+    mut pos: usize,
+    scratch: &mut Vec<u8>,
+    fields: &mut Vec<FieldRef>,
+    max_fields: usize,
+) -> Split {
+    let len = buf.len();
+    fields.clear();
+    scratch.clear();
+    loop {
+        if fields.len() >= max_fields {
+            return Split::TooManyFields;
+        }
+        if pos < len && buf[pos] == b'"' {
+            match quoted_field(buf, pos, scratch) {
+                Ok((field, next)) => {
+                    fields.push(field);
+                    pos = next;
+                }
+                Err(open) => return Split::OpenQuote(open),
+            }
+        } else {
+            let start = pos;
+            while pos < len && !ENDS_FIELD[buf[pos] as usize] {
+                pos += 1;
+            }
+            fields.push(FieldRef {
+                start,
+                end: pos,
+                in_scratch: false,
+                quoted: false,
+            });
+        }
+        // `pos` is at a delimiter, a terminator or the end.
+        if pos >= len {
+            return Split::AtEnd;
+        }
+        let b = buf[pos];
+        pos += 1;
+        if b != b',' {
+            return Split::Terminated(pos);
+        }
+    }
+}
+
+/// Reads the quoted field whose opening quote is at `open`; returns it and the position of
+/// the byte that ends it (delimiter, terminator or end), or `Err(open)` when never closed.
+#[inline]
+fn quoted_field(
+    buf: &[u8],
+    open: usize,
+    scratch: &mut Vec<u8>,
+) -> Result<(FieldRef, usize), usize> {
+    let len = buf.len();
+    let start = open + 1;
+    let Some(off) = memchr::memchr(b'"', &buf[start..]) else {
+        return Err(open);
+    };
+    let close = start + off;
+    let after = close + 1;
+    if after >= len || ENDS_FIELD[buf[after] as usize] {
+        // The common case: a plain quoted field, no copy.
+        let field = FieldRef {
+            start,
+            end: close,
+            in_scratch: false,
+            quoted: true,
+        };
+        return Ok((field, after));
+    }
+    // Escaped quotes or bytes after the closing quote: build the field in `scratch`.
+    let from = scratch.len();
+    scratch.extend_from_slice(&buf[start..close]);
+    let mut pos = after;
+    // State: just after a closing quote, and `buf[pos]` ends nothing.
+    loop {
+        if pos >= len || ENDS_FIELD[buf[pos] as usize] {
+            break;
+        }
+        if buf[pos] == b'"' {
+            // `""`: a literal quote, and the quoted field goes on.
+            scratch.push(b'"');
+            pos += 1;
+            let Some(off) = memchr::memchr(b'"', &buf[pos..]) else {
+                return Err(open);
+            };
+            scratch.extend_from_slice(&buf[pos..pos + off]);
+            pos += off + 1;
+        } else {
+            // Bytes after a closing quote: the rest of the field is unquoted, quotes literal.
+            let rest = pos;
+            while pos < len && !ENDS_FIELD[buf[pos] as usize] {
+                pos += 1;
+            }
+            scratch.extend_from_slice(&buf[rest..pos]);
+            break;
+        }
+    }
+    let field = FieldRef {
+        start: from,
+        end: scratch.len(),
+        in_scratch: true,
+        quoted: true,
+    };
+    Ok((field, pos))
+}
+
+/// A cell with no value: empty after trimming ASCII whitespace, or `NA`.
+#[inline]
+pub(crate) fn is_missing(trimmed: &[u8]) -> bool {
+    trimmed.is_empty() || trimmed == b"NA"
+}
+
+/// Parses a trimmed cell as `i64` exactly as `str::parse::<i64>` does.
+#[inline]
+pub(crate) fn parse_i64(s: &[u8]) -> Option<i64> {
+    let (neg, digits) = match s.first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    if digits.len() <= 18 {
+        // At most 18 digits cannot overflow.
+        let mut v: i64 = 0;
+        for &d in digits {
+            let d = d.wrapping_sub(b'0');
+            if d > 9 {
+                return None;
+            }
+            v = v * 10 + d as i64;
+        }
+        return Some(if neg { -v } else { v });
+    }
+    let mut v: i64 = 0;
+    for &d in digits {
+        let d = d.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v.checked_mul(10)?;
+        v = if neg {
+            v.checked_sub(d as i64)?
+        } else {
+            v.checked_add(d as i64)?
+        };
+    }
+    Some(v)
+}
+
+/// Exact powers of ten as `f64` (all up to 10^22 are representable).
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// Parses a trimmed cell as a finite `f64`, with the result of `str::parse::<f64>`.
+///
+/// Plain decimals with at most 15 significant digits take Clinger's fast path (an exact
+/// mantissa divided by an exact power of ten is correctly rounded); anything else goes to
+/// the standard library. Infinities and NaN are not accepted.
+#[inline]
+pub(crate) fn parse_f64(s: &[u8]) -> Option<f64> {
+    let (neg, body) = match s.first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let mut mantissa: u64 = 0;
+    let mut digits = 0usize;
+    let mut frac_digits = 0usize;
+    let mut seen_dot = false;
+    let mut simple = !body.is_empty();
+    for &b in body {
+        if b.is_ascii_digit() {
+            mantissa = mantissa.wrapping_mul(10).wrapping_add((b - b'0') as u64);
+            digits += 1;
+            frac_digits += seen_dot as usize;
+        } else if b == b'.' && !seen_dot {
+            seen_dot = true;
+        } else {
+            simple = false;
+            break;
+        }
+    }
+    if simple && digits > 0 && digits <= 15 && frac_digits < POW10.len() {
+        let v = mantissa as f64 / POW10[frac_digits];
+        return Some(if neg { -v } else { v });
+    }
+    let text = std::str::from_utf8(s).ok()?;
+    let v: f64 = text.parse().ok()?;
+    v.is_finite().then_some(v)
+}
+
+/// Parses a trimmed cell as a boolean: `true` or `false`, ASCII case-insensitive.
+#[inline]
+pub(crate) fn parse_bool(s: &[u8]) -> Option<bool> {
+    if s.eq_ignore_ascii_case(b"true") {
+        Some(true)
+    } else if s.eq_ignore_ascii_case(b"false") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(input: &str) -> Result<Vec<Vec<String>>, usize> {
+        let buf = input.as_bytes();
+        let mut scratch = Vec::new();
+        let mut refs = Vec::new();
+        let mut out = Vec::new();
+        let mut pos = skip_terminators(buf, 0);
+        while pos < buf.len() {
+            let split = split_record(buf, pos, &mut scratch, &mut refs, usize::MAX);
+            out.push(
+                refs.iter()
+                    .map(|f| String::from_utf8_lossy(f.bytes(buf, &scratch)).into_owned())
+                    .collect(),
+            );
+            pos = match split {
+                Split::Terminated(next) => skip_terminators(buf, next),
+                Split::AtEnd => buf.len(),
+                Split::OpenQuote(at) => return Err(at),
+                Split::TooManyFields => unreachable!(),
+            };
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn field_limit_is_enforced() {
+        let mut scratch = Vec::new();
+        let mut refs = Vec::new();
+        assert_eq!(
+            split_record(b"a,b,c\n", 0, &mut scratch, &mut refs, 2),
+            Split::TooManyFields
+        );
+        assert_eq!(
+            split_record(b"a,b,c\n", 0, &mut scratch, &mut refs, 3),
+            Split::Terminated(6)
+        );
+        assert_eq!(
+            split_record(b"a,\"b", 0, &mut scratch, &mut refs, 3),
+            Split::OpenQuote(2)
+        );
+        assert_eq!(
+            split_record(b"a,b", 0, &mut scratch, &mut refs, 3),
+            Split::AtEnd
+        );
+    }
+
+    fn with_csv_crate(input: &str) -> Vec<Vec<String>> {
+        let mut r = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .from_reader(input.as_bytes());
+        r.byte_records()
+            .map(|rec| {
+                rec.expect("csv crate reads it")
+                    .iter()
+                    .map(|f| String::from_utf8_lossy(f).into_owned())
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn splits_like_the_csv_crate() {
+        let cases = [
+            "a,b\n1,2\n",
+            "a,b\r\n1,2\r\n",
+            "a,b\r1,2",
+            "\n\na,b\n\n\n1,2\n\n",
+            "a,\"b,c\"\n\"x\ny\",2\n",
+            "a,\"he said \"\"hi\"\"\"\n",
+            "\"ab\"cd,e\n",
+            "\"ab\"c\"d\",e\n",
+            "a\"b,c\n",
+            ",\n,,\n",
+            "\"\"\n\"\",\"\"\n",
+            "a,b,",
+            "x,\"\"\"\"\n",
+        ];
+        for c in cases {
+            assert_eq!(fields(c), Ok(with_csv_crate(c)), "input {c:?}");
+        }
+    }
+
+    #[test]
+    fn unclosed_quote_is_an_error() {
+        assert_eq!(fields("a,b\n1,\"2\n3,4\n"), Err(6));
+        assert_eq!(fields("\"a\"\"b"), Err(0));
+        assert_eq!(fields("x,\"ab\"\"\n"), Err(2));
+    }
+
+    #[test]
+    fn integers_parse_like_std() {
+        for s in [
+            "0",
+            "-0",
+            "+7",
+            "007",
+            "123456789012345678",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "9223372036854775808",
+            "-9223372036854775809",
+            "99999999999999999999",
+            "",
+            "-",
+            "+",
+            "1.0",
+            "1e3",
+            " 1",
+            "1_000",
+            "٣",
+        ] {
+            assert_eq!(
+                parse_i64(s.as_bytes()),
+                s.parse::<i64>().ok(),
+                "input {s:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn floats_parse_like_std() {
+        for s in [
+            "0",
+            "-0.0",
+            "1.5",
+            ".5",
+            "5.",
+            "-.5",
+            "+2.25",
+            "0.1",
+            "123456789012345",
+            "1234567890123456789",
+            "0.30000000000000004",
+            "1e10",
+            "1E-5",
+            "172.3",
+            "3.141592653589793",
+            "1.2.3",
+            ".",
+            "-",
+            "",
+            "1,5",
+        ] {
+            let std = s.parse::<f64>().ok().filter(|v| v.is_finite());
+            let ours = parse_f64(s.as_bytes());
+            assert_eq!(ours.map(f64::to_bits), std.map(f64::to_bits), "input {s:?}");
+        }
+        for s in ["inf", "-inf", "NaN", "infinity", "1e400"] {
+            assert_eq!(parse_f64(s.as_bytes()), None, "input {s:?}");
+        }
+    }
+
+    #[test]
+    fn booleans_and_missing() {
+        assert_eq!(parse_bool(b"TRUE"), Some(true));
+        assert_eq!(parse_bool(b"False"), Some(false));
+        assert_eq!(parse_bool(b"yes"), None);
+        assert!(is_missing(b""));
+        assert!(is_missing(b"NA"));
+        assert!(!is_missing(b"na"));
+    }
+}

@@ -1,0 +1,313 @@
+//! Reading records from a byte source (a file by positioned reads, or bytes in memory) through a reused window.
+//!
+//! Streaming through a window of a few hundred kilobytes keeps the bytes being parsed in
+//! cache and spares the page faults of holding a large file in fresh memory. Any record can
+//! be re-read later by its offset, which is how errors find their line numbers and how a
+//! column that turns out to be text collects its earlier cells again.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+
+use super::parse::{is_terminator, split_record, FieldRef, Split};
+
+/// Bytes that can be read at any offset, from several threads at once.
+pub(crate) trait Source: Sync {
+    /// Total length in bytes.
+    fn len(&self) -> u64;
+    /// Reads into `buf` from `offset`; returns the number of bytes read (0 at the end).
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+}
+
+impl Source for [u8] {
+    fn len(&self) -> u64 {
+        <[u8]>::len(self) as u64
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(<[u8]>::len(self));
+        let n = buf.len().min(<[u8]>::len(self) - start);
+        buf[..n].copy_from_slice(&self[start..start + n]);
+        Ok(n)
+    }
+}
+
+/// A regular file, read by positioned reads up to the length it had when opened.
+pub(crate) struct FileSource {
+    pub(crate) file: File,
+    pub(crate) len: u64,
+}
+
+impl Source for FileSource {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let room = self.len.saturating_sub(offset);
+        let n = buf.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+        loop {
+            match self.file.read_at(&mut buf[..n], offset) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => return other,
+            }
+        }
+    }
+}
+
+/// The initial window size.
+const WINDOW: usize = 512 << 10;
+
+/// Why the next record could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RecordError {
+    /// The quote at this offset is never closed.
+    UnclosedQuote(u64),
+    /// The record at this offset has more fields than allowed.
+    TooManyFields(u64),
+    /// Reading failed.
+    Io(String),
+}
+
+/// One record, borrowed from the reader until the next call.
+pub(crate) struct Record<'r> {
+    /// Offset of the record's first byte.
+    pub(crate) offset: u64,
+    /// Its fields.
+    pub(crate) fields: &'r [FieldRef],
+    buf: &'r [u8],
+    scratch: &'r [u8],
+}
+
+impl Record<'_> {
+    /// The bytes of field `f`.
+    #[inline]
+    pub(crate) fn bytes(&self, f: &FieldRef) -> &[u8] {
+        f.bytes(self.buf, self.scratch)
+    }
+}
+
+/// Reads the records that start in `[from, until)` of a source, the last one possibly
+/// running past `until`. Empty lines are skipped.
+pub(crate) struct Records<'s, S: Source + ?Sized> {
+    src: &'s S,
+    until: u64,
+    max_fields: usize,
+    buf: Vec<u8>,
+    /// Offset of `buf[0]` in the source.
+    base: u64,
+    /// Cursor in `buf`.
+    pos: usize,
+    /// Bytes of `buf` holding data.
+    filled: usize,
+    scratch: Vec<u8>,
+    fields: Vec<FieldRef>,
+}
+
+impl<'s, S: Source + ?Sized> Records<'s, S> {
+    /// A reader of the records starting in `[from, until)`.
+    pub(crate) fn new(src: &'s S, from: u64, until: u64, max_fields: usize) -> Self {
+        Records {
+            src,
+            until,
+            max_fields,
+            buf: Vec::new(),
+            base: from,
+            pos: 0,
+            filled: 0,
+            scratch: Vec::new(),
+            fields: Vec::new(),
+        }
+    }
+
+    /// The offset of the cursor: after the last record read and the empty lines after it,
+    /// once `next` has returned `None`.
+    pub(crate) fn position(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+
+    /// True when the window holds the source's last byte.
+    fn at_eof(&self) -> bool {
+        self.base + self.filled as u64 >= self.src.len()
+    }
+
+    /// Drops the bytes before the cursor and reads more after what is held, growing the
+    /// window when the cursor's record fills it. Returns false at the end of the source.
+    fn refill(&mut self) -> Result<bool, RecordError> {
+        if self.at_eof() {
+            return Ok(false);
+        }
+        if self.pos > 0 {
+            self.buf.copy_within(self.pos..self.filled, 0);
+            self.base += self.pos as u64;
+            self.filled -= self.pos;
+            self.pos = 0;
+        }
+        if self.filled == self.buf.len() {
+            let size = (self.buf.len() * 2).max(WINDOW);
+            self.buf.resize(size, 0);
+        }
+        let n = self
+            .src
+            .read_at(&mut self.buf[self.filled..], self.base + self.filled as u64)
+            .map_err(|e| RecordError::Io(e.to_string()))?;
+        if n == 0 {
+            return Err(RecordError::Io("the file ended early".to_string()));
+        }
+        self.filled += n;
+        Ok(true)
+    }
+
+    /// The next record, or `None` when no more start before `until`.
+    #[inline]
+    pub(crate) fn next(&mut self) -> Result<Option<Record<'_>>, RecordError> {
+        // Skip empty lines.
+        loop {
+            while self.pos < self.filled && is_terminator(self.buf[self.pos]) {
+                self.pos += 1;
+            }
+            if self.pos < self.filled || !self.refill()? {
+                break;
+            }
+        }
+        let offset = self.position();
+        if self.pos >= self.filled || offset >= self.until {
+            return Ok(None);
+        }
+        loop {
+            let data = &self.buf[..self.filled];
+            let split = split_record(
+                data,
+                self.pos,
+                &mut self.scratch,
+                &mut self.fields,
+                self.max_fields,
+            );
+            let next = match split {
+                Split::Terminated(next) => next,
+                Split::TooManyFields => return Err(RecordError::TooManyFields(offset)),
+                Split::AtEnd if self.at_eof() => self.filled,
+                Split::OpenQuote(q) if self.at_eof() => {
+                    return Err(RecordError::UnclosedQuote(self.base + q as u64))
+                }
+                // The record may go on past the window: read more and split it again.
+                Split::AtEnd | Split::OpenQuote(_) => {
+                    self.refill()?;
+                    continue;
+                }
+            };
+            let start = self.pos;
+            self.pos = next;
+            return Ok(Some(Record {
+                offset: self.base + start as u64,
+                fields: &self.fields,
+                buf: &self.buf[..self.filled],
+                scratch: &self.scratch,
+            }));
+        }
+    }
+}
+
+/// The 1-based line of byte `offset` of a source: one more than the line feeds before it.
+pub(crate) fn line_of<S: Source + ?Sized>(src: &S, offset: u64) -> u64 {
+    let mut buf = vec![0u8; WINDOW];
+    let mut at = 0u64;
+    let mut lines = 1u64;
+    while at < offset {
+        let want = usize::try_from(offset - at)
+            .unwrap_or(usize::MAX)
+            .min(WINDOW);
+        match src.read_at(&mut buf[..want], at) {
+            Ok(n) if n > 0 => {
+                lines += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
+                at += n as u64;
+            }
+            // Unreadable now: the lines counted so far are the best answer.
+            _ => break,
+        }
+    }
+    lines
+}
+
+/// The offset just after the first line feed at or after `from`, if any before the end.
+pub(crate) fn next_line_start<S: Source + ?Sized>(src: &S, from: u64) -> io::Result<Option<u64>> {
+    let mut buf = vec![0u8; 64 << 10];
+    let mut at = from;
+    loop {
+        let n = src.read_at(&mut buf, at)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        if let Some(i) = memchr::memchr(b'\n', &buf[..n]) {
+            let start = at + i as u64 + 1;
+            return Ok((start < src.len()).then_some(start));
+        }
+        at += n as u64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each record's offset and fields.
+    type Read = Vec<(u64, Vec<Vec<u8>>)>;
+
+    fn all(src: &[u8], from: u64, until: u64) -> Result<Read, RecordError> {
+        let mut r = Records::new(src, from, until, 100);
+        let mut out = Vec::new();
+        while let Some(rec) = r.next()? {
+            out.push((
+                rec.offset,
+                rec.fields.iter().map(|f| rec.bytes(f).to_vec()).collect(),
+            ));
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn records_across_window_boundaries() {
+        // Long fields force refills and window growth in the middle of records.
+        let long = "x".repeat(WINDOW + 100);
+        let text = format!("a,b\n\n{long},\"q\n{long}\"\r\n1,2");
+        let recs = all(text.as_bytes(), 0, text.len() as u64).expect("valid");
+        assert_eq!(recs.len(), 3);
+        assert_eq!(recs[1].0, 5);
+        assert_eq!(recs[1].1[0].len(), long.len());
+        assert_eq!(recs[1].1[1].len(), long.len() + 2);
+        assert_eq!(recs[2].1, vec![b"1".to_vec(), b"2".to_vec()]);
+    }
+
+    #[test]
+    fn records_start_before_until() {
+        let text = b"a\nbb\nccc\n";
+        let recs = all(text, 0, 3).expect("valid");
+        assert_eq!(recs.len(), 2);
+        let recs = all(text, 2, 5).expect("valid");
+        assert_eq!(recs.len(), 1);
+        assert_eq!(recs[0].0, 2);
+    }
+
+    #[test]
+    fn errors_carry_offsets() {
+        assert_eq!(all(b"a\n\"b\n", 0, 5), Err(RecordError::UnclosedQuote(2)));
+        let wide = "a,".repeat(200);
+        assert_eq!(
+            all(wide.as_bytes(), 0, wide.len() as u64),
+            Err(RecordError::TooManyFields(0))
+        );
+    }
+
+    #[test]
+    fn lines_and_line_starts() {
+        let text = b"a\nb\r\nc";
+        assert_eq!(line_of(&text[..], 0), 1);
+        assert_eq!(line_of(&text[..], 2), 2);
+        assert_eq!(line_of(&text[..], 5), 3);
+        assert_eq!(next_line_start(&text[..], 0).ok(), Some(Some(2)));
+        assert_eq!(next_line_start(&text[..], 3).ok(), Some(Some(5)));
+        assert_eq!(next_line_start(&text[..], 5).ok(), Some(None));
+    }
+}

@@ -1,0 +1,379 @@
+//! Loading CSV files: type inference, missing values, quoting, every `DataError`, and no panic on junk.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use dpq::data::{
+    count, load_csv, CmpOp, ColumnType, DataError, LoadOptions, Predicate, Table, Value,
+};
+use proptest::prelude::*;
+
+/// Writes `bytes` to `name` in `dir` and returns the path.
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.join(name);
+    let mut f = std::fs::File::create(&path).expect("create test file");
+    f.write_all(bytes).expect("write test file");
+    path
+}
+
+fn load_bytes(bytes: &[u8]) -> Result<Table, DataError> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    load_csv(&write(dir.path(), "t.csv", bytes), &LoadOptions::default())
+}
+
+fn types(t: &Table) -> Vec<ColumnType> {
+    t.schema().into_iter().map(|(_, ty)| ty).collect()
+}
+
+fn col(t: &Table, name: &str) -> usize {
+    t.column_index(name).expect("column exists")
+}
+
+fn cmp(t: &Table, name: &str, op: CmpOp, value: Value) -> Predicate {
+    Predicate::Compare {
+        column: col(t, name),
+        op,
+        value,
+    }
+}
+
+fn num(x: f64) -> Value {
+    Value::Number(x)
+}
+
+fn text(s: &str) -> Value {
+    Value::Text(s.to_string())
+}
+
+/// Rows where column `name` has a value: `c = v OR NOT c = v` is unknown only when missing.
+fn present(t: &Table, name: &str, v: Value) -> u64 {
+    let p = cmp(t, name, CmpOp::Eq, v);
+    count(
+        t,
+        &Predicate::Or(Box::new(p.clone()), Box::new(Predicate::Not(Box::new(p)))),
+    )
+}
+
+#[test]
+fn infers_each_type() {
+    let t = load_bytes(
+        b"i,f,s,b,none,mixed\n\
+          1,1.5,x,true,,1\n\
+          -2,2,y,FALSE,NA,true\n\
+          30, 4e2 ,7,True,,2.5\n",
+    )
+    .expect("loads");
+    assert_eq!(t.n_rows(), 3);
+    assert_eq!(t.n_columns(), 6);
+    assert_eq!(
+        types(&t),
+        [
+            ColumnType::Integer,
+            ColumnType::Float,
+            ColumnType::Text,
+            ColumnType::Boolean,
+            ColumnType::Text,
+            ColumnType::Text
+        ]
+    );
+    assert_eq!(t.column_name(1), "f");
+    assert_eq!(t.column_type(3), ColumnType::Boolean);
+    assert_eq!(
+        ColumnType::Integer.to_string() + ColumnType::Float.to_string().as_str(),
+        "integerfloat"
+    );
+    assert_eq!(ColumnType::Text.to_string(), "text");
+    assert_eq!(ColumnType::Boolean.to_string(), "boolean");
+    // Values survive: whitespace around numbers is trimmed, exponents parse.
+    assert_eq!(count(&t, &cmp(&t, "f", CmpOp::Eq, num(400.0))), 1);
+    assert_eq!(count(&t, &cmp(&t, "i", CmpOp::Lt, num(0.0))), 1);
+    assert_eq!(count(&t, &cmp(&t, "b", CmpOp::Eq, Value::Bool(true))), 2);
+    assert_eq!(count(&t, &cmp(&t, "s", CmpOp::Eq, text("7"))), 1);
+    assert_eq!(count(&t, &cmp(&t, "mixed", CmpOp::Eq, text("true"))), 1);
+}
+
+#[test]
+fn integers_too_large_for_i64_are_floats_and_non_finite_is_text() {
+    let t = load_bytes(b"big,inf\n9223372036854775808,inf\n1,2\n").expect("loads");
+    assert_eq!(types(&t), [ColumnType::Float, ColumnType::Text]);
+}
+
+#[test]
+fn missing_values_are_empty_or_na() {
+    let t = load_bytes(b"age,name\n30,ann\n,bob\nNA,NA\n  ,\"\"\n41,   \n").expect("loads");
+    assert_eq!(types(&t), [ColumnType::Integer, ColumnType::Text]);
+    assert_eq!(t.n_rows(), 5);
+    assert_eq!(present(&t, "age", num(30.0)), 2);
+    assert_eq!(present(&t, "name", text("ann")), 2);
+    // A missing cell matches no comparison, not even `!=`.
+    assert_eq!(count(&t, &cmp(&t, "age", CmpOp::Ne, num(30.0))), 1);
+}
+
+#[test]
+fn quoted_fields_keep_commas_quotes_and_newlines() {
+    let t = load_bytes(
+        b"id,note\r\n\
+          1,\"a, b\"\r\n\
+          2,\"two\nlines\"\r\n\
+          3,\"say \"\"hi\"\"\"\r\n\
+          4,\" padded \"\r\n\
+          5,  trimmed  \r\n",
+    )
+    .expect("loads");
+    assert_eq!(t.n_rows(), 5);
+    for (v, n) in [
+        ("a, b", 1),
+        ("two\nlines", 1),
+        ("say \"hi\"", 1),
+        (" padded ", 1),
+        ("padded", 0),
+        ("trimmed", 1),
+    ] {
+        assert_eq!(count(&t, &cmp(&t, "note", CmpOp::Eq, text(v))), n, "{v:?}");
+    }
+}
+
+#[test]
+fn header_names_are_trimmed_and_looked_up() {
+    let t = load_bytes("\u{feff} Age ,AGE,Sex\n1,2,F\n".as_bytes()).expect("loads");
+    assert_eq!(
+        t.schema(),
+        vec![
+            ("Age".to_string(), ColumnType::Integer),
+            ("AGE".to_string(), ColumnType::Integer),
+            ("Sex".to_string(), ColumnType::Text)
+        ]
+    );
+    assert_eq!(t.column_index("AGE"), Some(1));
+    assert_eq!(t.column_index("Age"), Some(0));
+    assert_eq!(
+        t.column_index("age"),
+        None,
+        "ambiguous without an exact match"
+    );
+    assert_eq!(t.column_index("sex"), Some(2));
+    assert_eq!(t.column_index("height"), None);
+}
+
+#[test]
+fn a_header_only_file_has_no_rows() {
+    let t = load_bytes(b"a,b\n").expect("loads");
+    assert_eq!(t.n_rows(), 0);
+    assert_eq!(types(&t), [ColumnType::Text, ColumnType::Text]);
+    assert_eq!(count(&t, &cmp(&t, "a", CmpOp::Eq, text("x"))), 0);
+}
+
+#[test]
+fn debug_shows_schema_not_cells() {
+    let t = load_bytes(b"name,salary\nzanzibar,987654\n").expect("loads");
+    let shown = format!("{t:?}");
+    assert!(
+        shown.contains("name") && shown.contains("n_rows: 1"),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains("zanzibar") && !shown.contains("987654"),
+        "{shown}"
+    );
+}
+
+/// Secret cell values planted in the error files; no message may contain them.
+const SECRETS: [&str; 4] = ["zanzibar", "987654", "hunter2", "31337"];
+
+fn assert_no_secret(e: &DataError) {
+    for text in [e.to_string(), format!("{e:?}")] {
+        for s in SECRETS {
+            assert!(!text.contains(s), "{text:?} reveals {s:?}");
+        }
+        assert!(!text.is_empty());
+    }
+}
+
+/// Loads `bytes` with `opts` and returns the error.
+fn error_of(bytes: &[u8], opts: &LoadOptions) -> DataError {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write(dir.path(), "bad.csv", bytes);
+    let e = load_csv(&path, opts).expect_err("must fail");
+    assert_no_secret(&e);
+    e
+}
+
+fn error(bytes: &[u8]) -> DataError {
+    error_of(bytes, &LoadOptions::default())
+}
+
+#[test]
+fn every_error_is_clear_and_shows_no_value() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("absent.csv");
+    let e = load_csv(&missing, &LoadOptions::default()).expect_err("absent");
+    assert_eq!(
+        e,
+        DataError::NotFound {
+            path: missing.display().to_string()
+        }
+    );
+    let e = load_csv(dir.path(), &LoadOptions::default()).expect_err("a directory");
+    assert!(matches!(e, DataError::Io { .. }), "{e:?}");
+
+    assert!(matches!(error(b""), DataError::Empty { .. }));
+    assert!(matches!(error(b"\xEF\xBB\xBF"), DataError::Empty { .. }));
+    assert!(matches!(error(b"\n\r\n\n"), DataError::NoHeader { .. }));
+    assert_eq!(
+        error(b"a,b,a\nzanzibar,987654,hunter2\n"),
+        DataError::DuplicateHeader {
+            column: "a".to_string()
+        }
+    );
+    assert_eq!(
+        error(b"a, ,c\nzanzibar,987654,hunter2\n"),
+        DataError::EmptyHeader { column_number: 2 }
+    );
+    assert_eq!(
+        error(b"a,b\xff\nzanzibar,987654\n"),
+        DataError::InvalidHeaderUtf8 { column_number: 2 }
+    );
+    assert_eq!(
+        error(b"a,b\nzanzibar,987654\nhunter2\n31337,1\n"),
+        DataError::RaggedRow {
+            line: 3,
+            expected: 2,
+            found: 1
+        }
+    );
+    // Line numbers count the lines inside quoted fields.
+    assert_eq!(
+        error(b"a,b\n\"zan\nzibar\",1\n987654,hunter2,31337\n"),
+        DataError::RaggedRow {
+            line: 4,
+            expected: 2,
+            found: 3
+        }
+    );
+    assert_eq!(
+        error(b"a,b\nzanzibar,987654\n\"hunter2,31337\n1,2\n"),
+        DataError::UnclosedQuote { line: 3 }
+    );
+    assert_eq!(
+        error(b"a,b\nzanzibar,987654\n31337,hunter2\xC3\x28\n"),
+        DataError::InvalidUtf8 {
+            line: 3,
+            column: "b".to_string()
+        }
+    );
+    let big = LoadOptions {
+        max_bytes: 10,
+        ..LoadOptions::default()
+    };
+    assert_eq!(
+        error_of(b"a,b\nzanzibar,987654\n", &big),
+        DataError::TooLarge { limit: 10 }
+    );
+    let narrow = LoadOptions {
+        max_fields: 2,
+        ..LoadOptions::default()
+    };
+    assert_eq!(
+        error_of(b"a,b,c\nzanzibar,987654,hunter2\n", &narrow),
+        DataError::TooManyFields { line: 1, limit: 2 }
+    );
+    assert_eq!(
+        error_of(b"a,b\nzanzibar,987654\n31337,hunter2,3\n", &narrow),
+        DataError::TooManyFields { line: 3, limit: 2 }
+    );
+}
+
+#[test]
+fn messages_are_plain_sentences() {
+    let e = DataError::RaggedRow {
+        line: 7,
+        expected: 3,
+        found: 2,
+    };
+    assert_eq!(e.to_string(), "line 7 has 2 fields but the header has 3");
+    let e = DataError::InvalidUtf8 {
+        line: 2,
+        column: "name".to_string(),
+    };
+    assert_eq!(
+        e.to_string(),
+        "line 2, column name: the cell is not valid UTF-8"
+    );
+    assert_eq!(
+        DataError::UnclosedQuote { line: 4 }.to_string(),
+        "the quoted field opened on line 4 is never closed"
+    );
+}
+
+#[test]
+fn a_large_file_loads_in_parallel_chunks_like_a_small_one() {
+    // About 4 MB: several chunks on any machine; quoted newlines sit near the cuts.
+    let mut s = String::from("id,group,score,note\n");
+    for i in 0..120_000u64 {
+        let note = if i % 97 == 0 {
+            "\"multi\nline, note\""
+        } else {
+            "plain"
+        };
+        let score = if i % 13 == 0 {
+            String::new()
+        } else {
+            format!("{}.5", i % 1000)
+        };
+        s.push_str(&format!("{i},g{},{score},{note}\n", i % 7));
+    }
+    let t = load_bytes(s.as_bytes()).expect("loads");
+    assert_eq!(t.n_rows(), 120_000);
+    assert_eq!(
+        types(&t),
+        [
+            ColumnType::Integer,
+            ColumnType::Text,
+            ColumnType::Float,
+            ColumnType::Text
+        ]
+    );
+    let expect = |f: &dyn Fn(u64) -> bool| (0..120_000u64).filter(|&i| f(i)).count() as u64;
+    assert_eq!(
+        count(&t, &cmp(&t, "note", CmpOp::Eq, text("multi\nline, note"))),
+        expect(&|i| i % 97 == 0)
+    );
+    assert_eq!(
+        count(&t, &cmp(&t, "score", CmpOp::Ge, num(500.0))),
+        expect(&|i| i % 13 != 0 && i % 1000 >= 500)
+    );
+    assert_eq!(
+        count(&t, &cmp(&t, "group", CmpOp::Eq, text("g3"))),
+        expect(&|i| i % 7 == 3)
+    );
+    assert_eq!(count(&t, &cmp(&t, "id", CmpOp::Lt, num(65_536.5))), 65_537);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Arbitrary bytes as a CSV file: a table or an error, never a panic.
+    #[test]
+    fn junk_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        if let Ok(t) = load_bytes(&bytes) {
+            prop_assert!(t.n_columns() >= 1);
+        }
+    }
+
+    /// Junk made of CSV's own special bytes, where the parser's corners are.
+    #[test]
+    fn csv_like_junk_never_panics(
+        bytes in proptest::collection::vec(
+            prop_oneof![
+                Just(b'a'), Just(b'1'), Just(b','), Just(b'"'), Just(b'\n'),
+                Just(b'\r'), Just(b' '), Just(0xC3), Just(0xFF)
+            ],
+            0..300,
+        )
+    ) {
+        match load_bytes(&bytes) {
+            Ok(t) => prop_assert!(t.n_columns() >= 1),
+            Err(e) => prop_assert!(!e.to_string().is_empty()),
+        }
+    }
+}
