@@ -1,1 +1,393 @@
-//! placeholder
+//! The owned syntax tree of dpq statements; `Display` prints canonical dpq that parses back to the same tree.
+
+use crate::span::Span;
+use std::fmt;
+
+/// One statement with the span of its text (without the closing `;`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Statement {
+    /// What the statement says.
+    pub kind: StatementKind,
+    /// Where it was written.
+    pub span: Span,
+}
+
+/// The statements of dpq.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StatementKind {
+    /// `LOAD 'people.csv' [AS people]`
+    Load {
+        /// The CSV file's path as written.
+        path: Text,
+        /// The table's name; by default the file's stem.
+        alias: Option<Ident>,
+    },
+    /// `USE people`
+    Use {
+        /// The table to make current.
+        table: Ident,
+    },
+    /// `SHOW TABLES`
+    ShowTables,
+    /// `SHOW BUDGET`
+    ShowBudget,
+    /// `SHOW HISTORY`
+    ShowHistory,
+    /// `DESCRIBE [people]`
+    Describe {
+        /// The table; the current one when absent.
+        table: Option<Ident>,
+    },
+    /// `SET BUDGET 2.0`
+    SetBudget {
+        /// The new total epsilon of the current table.
+        total: Number,
+    },
+    /// `SET SEED 42`
+    SetSeed {
+        /// The seed; a non-negative integer.
+        seed: Number,
+    },
+    /// `COUNT WHERE age <= 30 WITH EPS 0.1 [PRIOR p=0.3] [MECHANISM laplace]`
+    Count(CountQuery),
+    /// `CHOOSE EPS WITHIN 20% AT 0.8 FOR 100` or `CHOOSE EPS WITHIN 5 AT 0.95`
+    ChooseEps(ChooseEps),
+}
+
+/// A noisy counting query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CountQuery {
+    /// The rows counted.
+    pub predicate: Expr,
+    /// The privacy parameter spent.
+    pub eps: Number,
+    /// `PRIOR p=...`: the prior fraction of rows satisfying the predicate.
+    pub prior: Option<Number>,
+    /// `MECHANISM name`: the noise; Laplace when absent.
+    pub mechanism: Option<Ident>,
+}
+
+/// An accuracy requirement from which to choose epsilon.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChooseEps {
+    /// The interval's half-width: absolute, or relative when `within_percent`.
+    pub within: Number,
+    /// `WITHIN 20%` rather than `WITHIN 5`.
+    pub within_percent: bool,
+    /// The confidence level: a probability, or a percentage when `at_percent`.
+    pub at: Number,
+    /// `AT 80%` rather than `AT 0.8`.
+    pub at_percent: bool,
+    /// `FOR c`: the assumed count, needed by a relative half-width.
+    pub for_count: Option<Number>,
+}
+
+/// A boolean expression over the columns of a table.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    /// `a AND b`
+    And(Box<Expr>, Box<Expr>),
+    /// `a OR b`
+    Or(Box<Expr>, Box<Expr>),
+    /// `NOT a`
+    Not(Box<Expr>),
+    /// `col <op> literal`
+    Compare {
+        /// The column.
+        column: Ident,
+        /// The comparison.
+        op: CmpOp,
+        /// The literal compared with.
+        value: Literal,
+    },
+    /// `col [NOT] IN (v, ...)`
+    In {
+        /// The column.
+        column: Ident,
+        /// `NOT IN`.
+        negated: bool,
+        /// The listed values.
+        values: Vec<Literal>,
+    },
+    /// `col [NOT] BETWEEN a AND b` (both ends included)
+    Between {
+        /// The column.
+        column: Ident,
+        /// `NOT BETWEEN`.
+        negated: bool,
+        /// The lower end.
+        low: Literal,
+        /// The upper end.
+        high: Literal,
+    },
+}
+
+/// A comparison operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmpOp {
+    /// `=`
+    Eq,
+    /// `!=` or `<>`
+    Ne,
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+}
+
+/// A literal value in a predicate.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Literal {
+    /// `30`, `-2.5`, `1e3`
+    Number(Number),
+    /// `'F'`
+    Text(Text),
+    /// `TRUE` or `FALSE`
+    Bool(bool, Span),
+}
+
+/// A number literal, keeping the text as written (budgets are summed exactly from it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Number {
+    /// The literal as written, e.g. `0.1`.
+    pub text: String,
+    /// Its value; may be infinite for `1e400` (refused where a finite value is needed).
+    pub value: f64,
+    /// Where it was written.
+    pub span: Span,
+}
+
+/// A quoted string literal, unescaped.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Text {
+    /// The value without quotes, `''` turned into `'`.
+    pub value: String,
+    /// Where it was written, quotes included.
+    pub span: Span,
+}
+
+/// A name: a table, a column or a mechanism.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ident {
+    /// The name, unquoted.
+    pub name: String,
+    /// Where it was written.
+    pub span: Span,
+}
+
+impl Literal {
+    /// Where the literal was written.
+    pub fn span(&self) -> Span {
+        match self {
+            Literal::Number(n) => n.span,
+            Literal::Text(t) => t.span,
+            Literal::Bool(_, s) => *s,
+        }
+    }
+}
+
+impl Expr {
+    /// The first column named in the expression, for error positions.
+    pub fn first_column(&self) -> &Ident {
+        match self {
+            Expr::And(a, _) | Expr::Or(a, _) | Expr::Not(a) => a.first_column(),
+            Expr::Compare { column, .. }
+            | Expr::In { column, .. }
+            | Expr::Between { column, .. } => column,
+        }
+    }
+}
+
+/// Words that cannot be bare names (they can be written as `"quoted"` names).
+pub const RESERVED: &[&str] = &[
+    "and", "or", "not", "in", "between", "with", "true", "false", "where",
+];
+
+impl fmt::Display for Statement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{};", self.kind)
+    }
+}
+
+impl fmt::Display for StatementKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StatementKind::Load { path, alias } => {
+                write!(f, "LOAD {path}")?;
+                if let Some(a) = alias {
+                    write!(f, " AS {a}")?;
+                }
+                Ok(())
+            }
+            StatementKind::Use { table } => write!(f, "USE {table}"),
+            StatementKind::ShowTables => f.write_str("SHOW TABLES"),
+            StatementKind::ShowBudget => f.write_str("SHOW BUDGET"),
+            StatementKind::ShowHistory => f.write_str("SHOW HISTORY"),
+            StatementKind::Describe { table } => match table {
+                Some(t) => write!(f, "DESCRIBE {t}"),
+                None => f.write_str("DESCRIBE"),
+            },
+            StatementKind::SetBudget { total } => write!(f, "SET BUDGET {total}"),
+            StatementKind::SetSeed { seed } => write!(f, "SET SEED {seed}"),
+            StatementKind::Count(q) => write!(f, "{q}"),
+            StatementKind::ChooseEps(c) => write!(f, "{c}"),
+        }
+    }
+}
+
+impl fmt::Display for CountQuery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "COUNT WHERE {} WITH EPS {}", self.predicate, self.eps)?;
+        if let Some(p) = &self.prior {
+            write!(f, " PRIOR p={p}")?;
+        }
+        if let Some(m) = &self.mechanism {
+            write!(f, " MECHANISM {m}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for ChooseEps {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let pct = |b: bool| if b { "%" } else { "" };
+        write!(
+            f,
+            "CHOOSE EPS WITHIN {}{} AT {}{}",
+            self.within,
+            pct(self.within_percent),
+            self.at,
+            pct(self.at_percent)
+        )?;
+        if let Some(c) = &self.for_count {
+            write!(f, " FOR {c}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Expr {
+    fn precedence(&self) -> u8 {
+        match self {
+            Expr::Or(..) => 1,
+            Expr::And(..) => 2,
+            Expr::Not(..) => 3,
+            _ => 4,
+        }
+    }
+
+    fn fmt_operand(&self, f: &mut fmt::Formatter<'_>, min: u8) -> fmt::Result {
+        if self.precedence() < min {
+            write!(f, "({self})")
+        } else {
+            write!(f, "{self}")
+        }
+    }
+}
+
+impl fmt::Display for Expr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            // Left-associative: the right operand of the same operator needs parentheses.
+            Expr::Or(a, b) => {
+                a.fmt_operand(f, 1)?;
+                f.write_str(" OR ")?;
+                b.fmt_operand(f, 2)
+            }
+            Expr::And(a, b) => {
+                a.fmt_operand(f, 2)?;
+                f.write_str(" AND ")?;
+                b.fmt_operand(f, 3)
+            }
+            Expr::Not(a) => {
+                f.write_str("NOT ")?;
+                a.fmt_operand(f, 3)
+            }
+            Expr::Compare { column, op, value } => write!(f, "{column} {op} {value}"),
+            Expr::In {
+                column,
+                negated,
+                values,
+            } => {
+                write!(f, "{column} {}IN (", if *negated { "NOT " } else { "" })?;
+                for (i, v) in values.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{v}")?;
+                }
+                f.write_str(")")
+            }
+            Expr::Between {
+                column,
+                negated,
+                low,
+                high,
+            } => write!(
+                f,
+                "{column} {}BETWEEN {low} AND {high}",
+                if *negated { "NOT " } else { "" }
+            ),
+        }
+    }
+}
+
+impl fmt::Display for CmpOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CmpOp::Eq => "=",
+            CmpOp::Ne => "!=",
+            CmpOp::Lt => "<",
+            CmpOp::Le => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::Ge => ">=",
+        })
+    }
+}
+
+impl fmt::Display for Literal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Literal::Number(n) => write!(f, "{n}"),
+            Literal::Text(t) => write!(f, "{t}"),
+            Literal::Bool(b, _) => f.write_str(if *b { "TRUE" } else { "FALSE" }),
+        }
+    }
+}
+
+impl fmt::Display for Number {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl fmt::Display for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "'{}'", self.value.replace('\'', "''"))
+    }
+}
+
+impl fmt::Display for Ident {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if is_bare_name(&self.name) {
+            f.write_str(&self.name)
+        } else {
+            write!(f, "\"{}\"", self.name.replace('"', "\"\""))
+        }
+    }
+}
+
+/// Whether `name` can be written without double quotes.
+pub fn is_bare_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    let first_ok = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+    first_ok
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !RESERVED.iter().any(|r| r.eq_ignore_ascii_case(name))
+}

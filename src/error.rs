@@ -1,1 +1,388 @@
-//! placeholder
+//! One error enum per phase and one `Diagnostic` that renders any of them as `file:line:col: message`.
+//!
+//! No message carries a value from the data: errors about data speak of files, line numbers and
+//! column names (the schema is public), never of cell contents or counts.
+
+use crate::data::{ColumnType, DataError};
+use crate::span::{locate, Span};
+use rust_decimal::Decimal;
+
+/// A statement that does not parse.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SyntaxError {
+    /// The parser met something else than what the grammar allows here.
+    #[error("expected {expected}{}", after.as_ref().map(|a| format!(" after `{a}`")).unwrap_or_default())]
+    Expected {
+        /// What would have been accepted, in words ("a number", "EPS").
+        expected: String,
+        /// The token just before the error, if any.
+        after: Option<String>,
+        /// Where.
+        span: Span,
+    },
+    /// A `'` string with no closing quote.
+    #[error("this string has no closing quote")]
+    UnclosedString {
+        /// Where the string starts.
+        span: Span,
+    },
+    /// A `"` name with no closing quote.
+    #[error("this quoted name has no closing quote")]
+    UnclosedName {
+        /// Where the name starts.
+        span: Span,
+    },
+    /// The same clause written twice.
+    #[error("{clause} is given twice")]
+    DuplicateClause {
+        /// The clause.
+        clause: &'static str,
+        /// Where the second one is.
+        span: Span,
+    },
+    /// Parentheses or NOTs nested deeper than the parser accepts.
+    #[error("the predicate is nested more than {limit} levels deep")]
+    TooDeep {
+        /// The limit.
+        limit: usize,
+        /// Where the limit was passed.
+        span: Span,
+    },
+}
+
+/// A statement that parses but does not make sense against the session's tables.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CheckError {
+    /// No table has been loaded or chosen.
+    #[error("no table is in use")]
+    NoCurrentTable {
+        /// The statement.
+        span: Span,
+    },
+    /// A table name that no LOAD gave.
+    #[error("unknown table `{name}`")]
+    UnknownTable {
+        /// The name written.
+        name: String,
+        /// The tables there are.
+        known: Vec<String>,
+        /// Where.
+        span: Span,
+    },
+    /// A column that the table does not have.
+    #[error("unknown column `{column}` in table `{table}`")]
+    UnknownColumn {
+        /// The name written.
+        column: String,
+        /// The table searched.
+        table: String,
+        /// Its columns.
+        known: Vec<String>,
+        /// Where.
+        span: Span,
+    },
+    /// A literal of the wrong type for its column.
+    #[error("column `{column}` is {column_type}, but is compared with {literal}")]
+    TypeMismatch {
+        /// The column.
+        column: String,
+        /// Its type.
+        column_type: ColumnType,
+        /// What it was compared with, in words.
+        literal: &'static str,
+        /// Where the literal is.
+        span: Span,
+    },
+    /// An epsilon that is not a finite number greater than 0.
+    #[error("epsilon must be a finite number greater than 0, not {text}")]
+    InvalidEpsilon {
+        /// The literal as written.
+        text: String,
+        /// Where.
+        span: Span,
+    },
+    /// A probability outside (0, 1).
+    #[error("{what} must lie strictly between 0 and 1, not {text}")]
+    InvalidProbability {
+        /// Which parameter.
+        what: &'static str,
+        /// The literal as written (with `%` when given as a percentage).
+        text: String,
+        /// Where.
+        span: Span,
+    },
+    /// A quantity that must be a finite number greater than 0.
+    #[error("{what} must be a finite number greater than 0, not {text}")]
+    NotPositive {
+        /// Which parameter.
+        what: &'static str,
+        /// The literal as written.
+        text: String,
+        /// Where.
+        span: Span,
+    },
+    /// A number too large to be represented.
+    #[error("the number {text} is out of range")]
+    NumberOutOfRange {
+        /// The literal as written.
+        text: String,
+        /// Where.
+        span: Span,
+    },
+    /// A seed that is not a whole number in 0..2^64.
+    #[error("a seed must be a whole number from 0 to 18446744073709551615, not {text}")]
+    InvalidSeed {
+        /// The literal as written.
+        text: String,
+        /// Where.
+        span: Span,
+    },
+    /// A mechanism name dpq does not know.
+    #[error("unknown mechanism `{name}`")]
+    UnknownMechanism {
+        /// The name written.
+        name: String,
+        /// Where.
+        span: Span,
+    },
+    /// A mechanism that is designed but not built yet.
+    #[error("MECHANISM {name} is not available yet")]
+    MechanismUnavailable {
+        /// The mechanism.
+        name: String,
+        /// Where.
+        span: Span,
+    },
+    /// `WITHIN w%` with no `FOR c`.
+    #[error("a relative half-width needs an assumed count")]
+    RelativeWithoutCount {
+        /// Where.
+        span: Span,
+    },
+    /// `WITHIN h` (absolute) with a `FOR c` that would be ignored.
+    #[error("FOR applies only to a relative half-width such as WITHIN 20%")]
+    CountWithAbsolute {
+        /// Where.
+        span: Span,
+    },
+}
+
+/// A well-formed statement that could not be carried out. Nothing was spent or recorded.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EvalError {
+    /// The query would spend more than the table's remaining budget.
+    #[error("budget exceeded on table `{table}`: this query needs epsilon {requested}, {remaining} remains of {total}")]
+    BudgetExceeded {
+        /// The table.
+        table: String,
+        /// What the query would spend.
+        requested: Decimal,
+        /// What remains.
+        remaining: Decimal,
+        /// The total.
+        total: Decimal,
+        /// The statement.
+        span: Span,
+    },
+    /// `SET BUDGET` below what is already spent.
+    #[error("the budget of table `{table}` cannot be set to {total}: {spent} is already spent")]
+    BudgetBelowSpent {
+        /// The table.
+        table: String,
+        /// The total asked for.
+        total: Decimal,
+        /// Already spent.
+        spent: Decimal,
+        /// The statement.
+        span: Span,
+    },
+    /// `LOAD ... AS name` when `name` is taken.
+    #[error("a table named `{name}` is already loaded")]
+    TableExists {
+        /// The name.
+        name: String,
+        /// Where.
+        span: Span,
+    },
+    /// The CSV file could not be loaded; no table was created.
+    #[error("cannot load {path}: {error}")]
+    Load {
+        /// The file.
+        path: String,
+        /// Why.
+        error: DataError,
+        /// The path literal.
+        span: Span,
+    },
+}
+
+/// Any error of a statement.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Error {
+    /// It did not parse.
+    #[error(transparent)]
+    Syntax(#[from] SyntaxError),
+    /// It did not check.
+    #[error(transparent)]
+    Check(#[from] CheckError),
+    /// It could not run.
+    #[error(transparent)]
+    Eval(#[from] EvalError),
+}
+
+impl Error {
+    /// Where in the source the error points.
+    pub fn span(&self) -> Span {
+        match self {
+            Error::Syntax(e) => match e {
+                SyntaxError::Expected { span, .. }
+                | SyntaxError::UnclosedString { span }
+                | SyntaxError::UnclosedName { span }
+                | SyntaxError::TooDeep { span, .. }
+                | SyntaxError::DuplicateClause { span, .. } => *span,
+            },
+            Error::Check(e) => match e {
+                CheckError::NoCurrentTable { span }
+                | CheckError::UnknownTable { span, .. }
+                | CheckError::UnknownColumn { span, .. }
+                | CheckError::TypeMismatch { span, .. }
+                | CheckError::InvalidEpsilon { span, .. }
+                | CheckError::InvalidProbability { span, .. }
+                | CheckError::NotPositive { span, .. }
+                | CheckError::InvalidSeed { span, .. }
+                | CheckError::NumberOutOfRange { span, .. }
+                | CheckError::UnknownMechanism { span, .. }
+                | CheckError::MechanismUnavailable { span, .. }
+                | CheckError::RelativeWithoutCount { span }
+                | CheckError::CountWithAbsolute { span } => *span,
+            },
+            Error::Eval(e) => match e {
+                EvalError::BudgetExceeded { span, .. }
+                | EvalError::BudgetBelowSpent { span, .. }
+                | EvalError::TableExists { span, .. }
+                | EvalError::Load { span, .. } => *span,
+            },
+        }
+    }
+
+    /// A fix, where one is known.
+    pub fn help(&self) -> Option<String> {
+        match self {
+            Error::Syntax(SyntaxError::Expected { after: None, expected, .. })
+                if expected.starts_with("a statement") =>
+            {
+                Some("type `help` for the list of statements".into())
+            }
+            Error::Syntax(SyntaxError::UnclosedString { .. }) => {
+                Some("strings are written in single quotes; write '' for a quote inside".into())
+            }
+            Error::Syntax(_) => None,
+            Error::Check(e) => match e {
+                CheckError::NoCurrentTable { .. } => {
+                    Some("LOAD 'file.csv'; first, or USE a loaded table".into())
+                }
+                CheckError::UnknownTable { known, .. } if known.is_empty() => {
+                    Some("no table is loaded yet: LOAD 'file.csv' AS name;".into())
+                }
+                CheckError::UnknownTable { known, .. } => {
+                    Some(format!("loaded tables: {}", known.join(", ")))
+                }
+                CheckError::UnknownColumn { known, .. } => {
+                    Some(format!("columns: {}", known.join(", ")))
+                }
+                CheckError::TypeMismatch { column_type, .. } => Some(match column_type {
+                    ColumnType::Integer | ColumnType::Float => "compare it with a number".into(),
+                    ColumnType::Text => "compare it with a quoted string such as 'F'".into(),
+                    ColumnType::Boolean => "compare it with TRUE or FALSE".into(),
+                }),
+                CheckError::InvalidEpsilon { .. } => {
+                    Some("smaller epsilon means more noise and more privacy; 0.1 is common".into())
+                }
+                CheckError::UnknownMechanism { .. } => {
+                    Some("mechanisms: laplace, staircase, geometric".into())
+                }
+                CheckError::MechanismUnavailable { .. } => {
+                    Some("MECHANISM laplace (the default) is available".into())
+                }
+                CheckError::RelativeWithoutCount { .. } => Some(
+                    "add FOR c with an assumed count, e.g. FOR 100; the true count is private".into(),
+                ),
+                CheckError::CountWithAbsolute { .. } => {
+                    Some("write WITHIN 20% FOR 100, or drop FOR".into())
+                }
+                _ => None,
+            },
+            Error::Eval(e) => match e {
+                EvalError::BudgetExceeded { .. } => Some(
+                    "ask with a smaller EPS, or repeat an earlier query: its recorded answer is free"
+                        .into(),
+                ),
+                EvalError::TableExists { .. } => {
+                    Some("USE it, or LOAD the file AS another name".into())
+                }
+                _ => None,
+            },
+        }
+    }
+
+    /// The error as a diagnostic, ready to render.
+    pub fn diagnostic(&self) -> Diagnostic {
+        Diagnostic {
+            message: self.to_string(),
+            span: Some(self.span()),
+            help: self.help(),
+        }
+    }
+}
+
+/// A message with a position and an optional fix, rendered the same way everywhere.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diagnostic {
+    /// What is wrong, in plain words.
+    pub message: String,
+    /// Where, if known.
+    pub span: Option<Span>,
+    /// A fix, if known.
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    /// `file:line:col: message`, the source line, a caret under the span, and `help:`.
+    pub fn render(&self, origin: &str, source: &str) -> String {
+        let Some(span) = self.span else {
+            let mut out = format!("{origin}: {}", self.message);
+            if let Some(h) = &self.help {
+                out.push_str(&format!("\nhelp: {h}"));
+            }
+            return out;
+        };
+        let (lc, line) = locate(source, span.start);
+        let mut out = format!("{origin}:{}:{}: {}\n", lc.line, lc.column, self.message);
+        let gutter = lc.line.to_string();
+        let pad = " ".repeat(gutter.len());
+        let width = {
+            let start = span.start.min(source.len());
+            let end = span.end.clamp(start, source.len());
+            let text = source.get(start..end).unwrap_or("");
+            text.lines().next().unwrap_or("").chars().count().max(1)
+        };
+        out.push_str(&format!("{pad} |\n{gutter} | {line}\n"));
+        out.push_str(&format!(
+            "{pad} | {}{}",
+            " ".repeat(lc.column - 1),
+            "^".repeat(width)
+        ));
+        if let Some(h) = &self.help {
+            out.push_str(&format!("\n{pad} = help: {h}"));
+        }
+        out
+    }
+
+    /// The 1-based line and column of the span in `source`, if any.
+    pub fn line_col(&self, source: &str) -> Option<(usize, usize)> {
+        self.span.map(|s| {
+            let (lc, _) = locate(source, s.start);
+            (lc.line, lc.column)
+        })
+    }
+}

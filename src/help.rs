@@ -1,1 +1,117 @@
-//! placeholder
+//! The text of `help` and `help STATEMENT`: one entry per statement, with syntax and an example.
+
+/// One statement's help.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Topic {
+    /// The keyword(s) naming it, as typed after `help`.
+    pub name: &'static str,
+    /// Its syntax.
+    pub synopsis: &'static str,
+    /// What it does, in a few lines.
+    pub about: &'static str,
+    /// An example.
+    pub example: &'static str,
+}
+
+/// Every statement, in the order of the manual.
+pub const TOPICS: &[Topic] = &[
+    Topic {
+        name: "LOAD",
+        synopsis: "LOAD 'file.csv' [AS name];",
+        about:
+            "Reads a CSV file with a header row into a table and makes it current. Column types \
+(integer, float, text, boolean) are inferred; empty and NA cells are missing and match no \
+comparison. Shows the schema, the public row count n and the budget (total epsilon 1 by default).",
+        example: "LOAD 'examples/data/people.csv' AS people;",
+    },
+    Topic {
+        name: "USE",
+        synopsis: "USE name;",
+        about: "Makes a loaded table the current one.",
+        example: "USE people;",
+    },
+    Topic {
+        name: "SHOW",
+        synopsis: "SHOW TABLES; | SHOW BUDGET; | SHOW HISTORY;",
+        about: "TABLES lists the loaded tables. BUDGET shows the current table's total, spent and \
+remaining epsilon and every spending. HISTORY lists the answers released so far, with their \
+epsilon, sensitivity and noisy value.",
+        example: "SHOW BUDGET;",
+    },
+    Topic {
+        name: "DESCRIBE",
+        synopsis: "DESCRIBE [name];",
+        about: "Shows a table's columns and types, its row count n and its budget. Never values.",
+        example: "DESCRIBE people;",
+    },
+    Topic {
+        name: "SET",
+        synopsis: "SET BUDGET e; | SET SEED n;",
+        about:
+            "BUDGET sets the current table's total epsilon (not below what is spent). SEED makes \
+the noise reproducible, for teaching and tests: every result then says it is not private.",
+        example: "SET BUDGET 2;",
+    },
+    Topic {
+        name: "COUNT",
+        synopsis: "COUNT WHERE condition WITH EPS e [PRIOR p=q] [MECHANISM laplace];",
+        about: "Releases the number of rows satisfying the condition plus Laplace noise of scale \
+1/e, spending e of the budget (checked before any noise is drawn). Shows the 95% noise interval \
+noisy +- ln(20)/e. With PRIOR, also the Bayes estimate of the true count under a Binomial(n, q) \
+prior and its 95% credible interval (free: post-processing). An identical query (same \
+condition, epsilon and mechanism) returns its recorded answer at no cost. Conditions: = != <> < \
+<= > >= against numbers, 'strings' and TRUE/FALSE; col IN (v, ...); col BETWEEN a AND b; AND, \
+OR, NOT, parentheses.",
+        example: "COUNT WHERE age <= 30 WITH EPS 0.1 PRIOR p=0.3;",
+    },
+    Topic {
+        name: "CHOOSE",
+        synopsis: "CHOOSE EPS WITHIN w% AT p FOR c; | CHOOSE EPS WITHIN h AT p;",
+        about:
+            "The epsilon whose Laplace noise keeps the answer within +-w% of an assumed count c \
+(or within +-h) with probability p: eps = -ln(1-p)/(w c). FOR takes an assumed count, never a \
+query: using the true count would leak it. Spends nothing.",
+        example: "CHOOSE EPS WITHIN 20% AT 0.8 FOR 100;",
+    },
+];
+
+/// The topic named `name` (case-insensitive), if any.
+pub fn topic(name: &str) -> Option<&'static Topic> {
+    let word = name.split_whitespace().next().unwrap_or("");
+    TOPICS.iter().find(|t| t.name.eq_ignore_ascii_case(word))
+}
+
+/// The overview printed by `help`.
+pub fn overview() -> String {
+    let mut out = String::from("Statements (end each with ;):\n");
+    for t in TOPICS {
+        out.push_str(&format!("  {}\n", t.synopsis));
+    }
+    out.push_str("Type `help COUNT` (or any statement) for more. Keywords are case-insensitive; -- starts a comment.");
+    out
+}
+
+/// The full text of one topic.
+pub fn render(t: &Topic) -> String {
+    format!("{}\n\n{}\n\nExample:\n  {}", t.synopsis, t.about, t.example)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_topic_example_parses() {
+        for t in TOPICS {
+            crate::syntax::parse_script(t.example)
+                .unwrap_or_else(|e| panic!("help example of {} does not parse: {e}", t.name));
+        }
+    }
+
+    #[test]
+    fn topics_are_found_case_insensitively() {
+        assert_eq!(topic("count").map(|t| t.name), Some("COUNT"));
+        assert_eq!(topic("Show budget").map(|t| t.name), Some("SHOW"));
+        assert!(topic("nothing").is_none());
+    }
+}

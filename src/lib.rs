@@ -27,6 +27,7 @@
 pub mod ast;
 pub mod check;
 pub mod data;
+pub mod driver;
 pub mod error;
 pub mod eval;
 pub mod help;

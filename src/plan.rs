@@ -1,1 +1,115 @@
-//! placeholder
+//! Checked statements: names resolved to tables and column indices, parameters validated and typed.
+
+use crate::data::Predicate;
+use crate::stats::{Epsilon, Positive, Probability};
+use rust_decimal::Decimal;
+use std::fmt;
+use std::path::PathBuf;
+
+/// A statement ready to run: nothing in it needs checking again.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plan {
+    /// Load a CSV file as a table and make it current.
+    Load {
+        /// The file.
+        path: PathBuf,
+        /// The table's name.
+        name: String,
+    },
+    /// Make a loaded table current.
+    Use {
+        /// The table.
+        table: String,
+    },
+    /// List the loaded tables.
+    ShowTables,
+    /// The budget of a table and its spending lines.
+    ShowBudget {
+        /// The table.
+        table: String,
+    },
+    /// The releases recorded for a table.
+    ShowHistory {
+        /// The table.
+        table: String,
+    },
+    /// Schema, `n` and budget of a table.
+    Describe {
+        /// The table.
+        table: String,
+    },
+    /// Change the total budget of a table.
+    SetBudget {
+        /// The table.
+        table: String,
+        /// The new total epsilon, exact.
+        total: Decimal,
+    },
+    /// Seed the session's generator: reproducible, and no longer private.
+    SetSeed {
+        /// The seed.
+        seed: u64,
+    },
+    /// A noisy count.
+    Count(CountPlan),
+    /// Epsilon from an accuracy requirement.
+    ChooseEps(ChoosePlan),
+}
+
+/// A checked counting query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CountPlan {
+    /// The table.
+    pub table: String,
+    /// The rows counted, over column indices.
+    pub predicate: Predicate,
+    /// The privacy parameter, for the noise.
+    pub eps: Epsilon,
+    /// The same epsilon, exact, for the budget.
+    pub eps_exact: Decimal,
+    /// The Binomial prior's fraction, for the Bayes estimate.
+    pub prior: Option<Probability>,
+    /// The noise.
+    pub mechanism: Mechanism,
+    /// The statement, canonical, as recorded in the history.
+    pub statement: String,
+    /// What makes two queries identical (predicate, epsilon, mechanism): an identical query
+    /// is answered from the history, free.
+    pub key: String,
+}
+
+/// The noise a release adds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mechanism {
+    /// Laplace noise of scale `sensitivity / eps`.
+    Laplace,
+}
+
+impl fmt::Display for Mechanism {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Mechanism::Laplace => "laplace",
+        })
+    }
+}
+
+/// A checked accuracy requirement.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ChoosePlan {
+    /// Within `fraction * count` of the true count with probability `confidence` (paper 2, eq. 7).
+    Relative {
+        /// The relative half-width (0.2 for 20%).
+        fraction: Positive,
+        /// The confidence level.
+        confidence: Probability,
+        /// The assumed count (never the true one).
+        count: Positive,
+    },
+    /// Within `half_width` of the true count with probability `confidence`.
+    Absolute {
+        /// The absolute half-width.
+        half_width: Positive,
+        /// The confidence level.
+        confidence: Probability,
+    },
+}

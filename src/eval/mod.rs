@@ -1,1 +1,347 @@
-//! placeholder
+//! The session: loaded tables, their budgets and histories, the random generator, and statement execution.
+
+mod history;
+
+pub use history::{History, Release};
+
+use crate::ast::Statement;
+use crate::check::{self, Catalog};
+use crate::data::{self, LoadOptions, Table};
+use crate::error::{Error, EvalError};
+use crate::output::{
+    BudgetReport, ChooseEpsResult, CountResult, HistoryReport, Output, ReleaseRow, Response,
+    SpendLine, TableInfo,
+};
+use crate::plan::{ChoosePlan, CountPlan, Mechanism, Plan};
+use crate::span::Span;
+use crate::stats::{accuracy, bayes, laplace, Probability};
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+use rust_decimal::Decimal;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The budget a table gets when loaded.
+pub const DEFAULT_BUDGET: Decimal = Decimal::ONE;
+
+/// Where the session's randomness comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Randomness {
+    /// ChaCha20 seeded from the operating system's generator: private.
+    #[default]
+    Os,
+    /// ChaCha20 from a fixed seed: reproducible, and not private.
+    Seeded(u64),
+}
+
+struct Entry {
+    name: String,
+    path: String,
+    table: Table,
+    history: History,
+}
+
+/// An interpreter session: tables loaded so far, the current one, and the generator.
+pub struct Session {
+    entries: Vec<Entry>,
+    current: Option<usize>,
+    rng: ChaCha20Rng,
+    seed: Option<u64>,
+    load_options: LoadOptions,
+    clock: fn() -> u64,
+}
+
+impl Default for Session {
+    fn default() -> Self {
+        Self::new(Randomness::Os)
+    }
+}
+
+impl Session {
+    /// A session with no tables.
+    pub fn new(randomness: Randomness) -> Self {
+        let (rng, seed) = match randomness {
+            Randomness::Os => (ChaCha20Rng::from_os_rng(), None),
+            Randomness::Seeded(s) => (ChaCha20Rng::seed_from_u64(s), Some(s)),
+        };
+        Self {
+            entries: Vec::new(),
+            current: None,
+            rng,
+            seed,
+            load_options: LoadOptions::default(),
+            clock: now,
+        }
+    }
+
+    /// Replaces the clock that stamps releases (seconds since the Unix epoch); golden tests
+    /// fix it so transcripts do not change from run to run.
+    pub fn set_clock(&mut self, clock: fn() -> u64) {
+        self.clock = clock;
+    }
+
+    /// The seed in force, if any (then results are not private).
+    pub fn seed(&self) -> Option<u64> {
+        self.seed
+    }
+
+    /// Names of the loaded tables and, for each, its column names: for completion.
+    pub fn names(&self) -> Vec<(String, Vec<String>)> {
+        self.entries
+            .iter()
+            .map(|e| {
+                let cols = e.table.schema().into_iter().map(|(n, _)| n).collect();
+                (e.name.clone(), cols)
+            })
+            .collect()
+    }
+
+    /// Checks and runs one statement. On error nothing changes: no budget spent, no history
+    /// row, no table.
+    pub fn execute(&mut self, stmt: &Statement) -> Result<Response, Error> {
+        let plan = check::check(stmt, self)?;
+        let output = self.run(plan, stmt.span)?;
+        Ok(Response {
+            output,
+            seed: self.seed,
+        })
+    }
+
+    fn run(&mut self, plan: Plan, span: Span) -> Result<Output, EvalError> {
+        Ok(match plan {
+            Plan::Load { path, name } => {
+                if self.entries.iter().any(|e| e.name == name) {
+                    return Err(EvalError::TableExists { name, span });
+                }
+                let path_text = path.display().to_string();
+                let table =
+                    data::load_csv(&path, &self.load_options).map_err(|error| EvalError::Load {
+                        path: path_text.clone(),
+                        error,
+                        span,
+                    })?;
+                self.entries.push(Entry {
+                    name,
+                    path: path_text,
+                    table,
+                    history: History::new(DEFAULT_BUDGET),
+                });
+                self.current = Some(self.entries.len() - 1);
+                Output::Loaded(self.info(self.entries.len() - 1))
+            }
+            Plan::Use { table } => {
+                let i = self.index(&table);
+                self.current = Some(i);
+                Output::Using(self.info(i))
+            }
+            Plan::ShowTables => {
+                Output::Tables((0..self.entries.len()).map(|i| self.info(i)).collect())
+            }
+            Plan::Describe { table } => Output::Described(self.info(self.index(&table))),
+            Plan::ShowBudget { table } => Output::Budget(self.budget(self.index(&table))),
+            Plan::ShowHistory { table } => Output::History(self.history(self.index(&table))),
+            Plan::SetBudget { table, total } => {
+                let i = self.index(&table);
+                let spent = self.entries[i].history.spent();
+                if total < spent {
+                    return Err(EvalError::BudgetBelowSpent {
+                        table,
+                        total,
+                        spent,
+                        span,
+                    });
+                }
+                self.entries[i].history.set_total(total);
+                Output::Budget(self.budget(i))
+            }
+            Plan::SetSeed { seed } => {
+                self.rng = ChaCha20Rng::seed_from_u64(seed);
+                self.seed = Some(seed);
+                Output::SeedSet { seed }
+            }
+            Plan::Count(plan) => Output::Count(self.count(plan, span)?),
+            Plan::ChooseEps(plan) => Output::ChooseEps(choose_eps(plan)),
+        })
+    }
+
+    fn count(&mut self, plan: CountPlan, span: Span) -> Result<CountResult, EvalError> {
+        let i = self.index(&plan.table);
+        let entry = &mut self.entries[i];
+        let n = entry.table.n_rows();
+        let (noisy, from_history) = match entry.history.find(&plan.key) {
+            Some(earlier) => (earlier.noisy, true),
+            None => {
+                // The budget is checked before any noise is drawn: a refused query changes nothing.
+                if !entry.history.can_spend(plan.eps_exact) {
+                    return Err(EvalError::BudgetExceeded {
+                        table: plan.table,
+                        requested: plan.eps_exact,
+                        remaining: entry.history.remaining(),
+                        total: entry.history.total(),
+                        span,
+                    });
+                }
+                let noisy = match plan.mechanism {
+                    // Paper 1, section 2: the Laplace mechanism, noise of scale Δf/ε with Δf = 1.
+                    Mechanism::Laplace => {
+                        let truth = data::count(&entry.table, &plan.predicate) as f64;
+                        truth + laplace::sample(&mut self.rng, 1.0 / plan.eps.get())
+                    }
+                };
+                entry.history.record(Release {
+                    seq: entry.history.next_seq(),
+                    statement: plan.statement.clone(),
+                    key: plan.key.clone(),
+                    row: Vec::new(),
+                    eps: plan.eps_exact,
+                    sensitivity: 1.0,
+                    mechanism: plan.mechanism,
+                    noisy,
+                    time: (self.clock)(),
+                });
+                (noisy, false)
+            }
+        };
+        let eps = plan.eps;
+        let half = laplace::interval_half_width(eps, ninety_five());
+        let posterior = plan
+            .prior
+            .map(|p| bayes::posterior(n, p, eps, noisy, ninety_five()));
+        let out_of_range =
+            (noisy < 0.0 || noisy > n as f64).then(|| accuracy::out_of_range_max(n, eps));
+        Ok(CountResult {
+            table: plan.table,
+            statement: plan.statement,
+            noisy,
+            eps: plan.eps_exact,
+            mechanism: plan.mechanism.to_string(),
+            scale: 1.0 / eps.get(),
+            n,
+            interval95: (noisy - half, noisy + half),
+            prior: plan.prior.map(Probability::get),
+            bayes: posterior.map(|p| p.mean),
+            credible95: posterior.map(|p| (p.lower, p.upper)),
+            out_of_range,
+            from_history,
+            eps_spent: if from_history {
+                Decimal::ZERO
+            } else {
+                plan.eps_exact
+            },
+            budget_spent: entry.history.spent(),
+            budget_remaining: entry.history.remaining(),
+        })
+    }
+
+    fn index(&self, name: &str) -> usize {
+        self.entries
+            .iter()
+            .position(|e| e.name == name)
+            .expect("the checker resolved the table name")
+    }
+
+    fn info(&self, i: usize) -> TableInfo {
+        let e = &self.entries[i];
+        TableInfo {
+            name: e.name.clone(),
+            path: e.path.clone(),
+            n: e.table.n_rows(),
+            columns: e.table.schema(),
+            budget: self.budget(i),
+            current: self.current == Some(i),
+        }
+    }
+
+    fn budget(&self, i: usize) -> BudgetReport {
+        let e = &self.entries[i];
+        BudgetReport {
+            table: e.name.clone(),
+            total: e.history.total(),
+            spent: e.history.spent(),
+            remaining: e.history.remaining(),
+            lines: e
+                .history
+                .releases()
+                .iter()
+                .map(|r| SpendLine {
+                    seq: r.seq,
+                    statement: r.statement.clone(),
+                    eps: r.eps,
+                    time: r.time,
+                })
+                .collect(),
+        }
+    }
+
+    fn history(&self, i: usize) -> HistoryReport {
+        let e = &self.entries[i];
+        HistoryReport {
+            table: e.name.clone(),
+            releases: e
+                .history
+                .releases()
+                .iter()
+                .map(|r| ReleaseRow {
+                    seq: r.seq,
+                    statement: r.statement.clone(),
+                    eps: r.eps,
+                    sensitivity: r.sensitivity,
+                    mechanism: r.mechanism.to_string(),
+                    noisy: r.noisy,
+                    time: r.time,
+                })
+                .collect(),
+        }
+    }
+}
+
+impl Catalog for Session {
+    fn current_table(&self) -> Option<&str> {
+        self.current.map(|i| self.entries[i].name.as_str())
+    }
+
+    fn table(&self, name: &str) -> Option<&Table> {
+        self.entries
+            .iter()
+            .find(|e| e.name == name)
+            .map(|e| &e.table)
+    }
+
+    fn table_names(&self) -> Vec<String> {
+        self.entries.iter().map(|e| e.name.clone()).collect()
+    }
+}
+
+fn choose_eps(plan: ChoosePlan) -> ChooseEpsResult {
+    let (eps, half_width) = match plan {
+        ChoosePlan::Relative {
+            fraction,
+            confidence,
+            count,
+        } => (
+            accuracy::choose_eps_relative(fraction, confidence, count),
+            fraction.get() * count.get(),
+        ),
+        ChoosePlan::Absolute {
+            half_width,
+            confidence,
+        } => (
+            accuracy::choose_eps_absolute(half_width, confidence),
+            half_width.get(),
+        ),
+    };
+    ChooseEpsResult {
+        requirement: plan,
+        eps,
+        half_width,
+    }
+}
+
+fn ninety_five() -> Probability {
+    Probability::new(0.95).expect("0.95 lies in (0, 1)")
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

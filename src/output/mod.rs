@@ -1,1 +1,178 @@
-//! placeholder
+//! Statement results as data, and their rendering as comfy-table text or JSON lines.
+
+mod json;
+mod table;
+
+pub use json::{error_json, render_json};
+pub use table::render_table;
+
+use crate::data::ColumnType;
+use crate::plan::ChoosePlan;
+use rust_decimal::Decimal;
+
+/// How results are shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    /// Tables for people (comfy-table).
+    #[default]
+    Table,
+    /// One JSON object per statement result, one per line.
+    Json,
+}
+
+/// The result of one statement, with the session's privacy status.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    /// What the statement produced.
+    pub output: Output,
+    /// `Some(seed)` when `SET SEED` is in force: results are reproducible and not private.
+    pub seed: Option<u64>,
+}
+
+/// What a statement produced. Never a raw value, a row or a true count.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    /// `LOAD`: the new table.
+    Loaded(TableInfo),
+    /// `USE`: the table now current.
+    Using(TableInfo),
+    /// `SHOW TABLES`.
+    Tables(Vec<TableInfo>),
+    /// `DESCRIBE`.
+    Described(TableInfo),
+    /// `SHOW BUDGET` and `SET BUDGET`.
+    Budget(BudgetReport),
+    /// `SHOW HISTORY`.
+    History(HistoryReport),
+    /// `SET SEED`.
+    SeedSet {
+        /// The seed.
+        seed: u64,
+    },
+    /// `COUNT`.
+    Count(CountResult),
+    /// `CHOOSE EPS`.
+    ChooseEps(ChooseEpsResult),
+}
+
+/// Public facts of a table: name, file, schema, row count, budget.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableInfo {
+    /// The table's name.
+    pub name: String,
+    /// The file it was loaded from, as written.
+    pub path: String,
+    /// The public row count.
+    pub n: u64,
+    /// Column names and types.
+    pub columns: Vec<(String, ColumnType)>,
+    /// Its budget.
+    pub budget: BudgetReport,
+    /// Whether it is the current table.
+    pub current: bool,
+}
+
+/// A table's budget: total, spent, remaining, and every spending.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BudgetReport {
+    /// The table.
+    pub table: String,
+    /// The total epsilon.
+    pub total: Decimal,
+    /// The epsilon spent (sum of the releases' epsilons: sequential composition).
+    pub spent: Decimal,
+    /// `total - spent`.
+    pub remaining: Decimal,
+    /// One line per release.
+    pub lines: Vec<SpendLine>,
+}
+
+/// One spending of the budget.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpendLine {
+    /// The release's number in the table's history, from 1.
+    pub seq: u64,
+    /// The statement that spent it, canonical.
+    pub statement: String,
+    /// The epsilon spent.
+    pub eps: Decimal,
+    /// When, as seconds since the Unix epoch.
+    pub time: u64,
+}
+
+/// The releases of a table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryReport {
+    /// The table.
+    pub table: String,
+    /// Every release, in order.
+    pub releases: Vec<ReleaseRow>,
+}
+
+/// One release as shown: all of it is public (it was released).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReleaseRow {
+    /// Its number, from 1.
+    pub seq: u64,
+    /// The statement, canonical.
+    pub statement: String,
+    /// The epsilon spent.
+    pub eps: Decimal,
+    /// The query's sensitivity.
+    pub sensitivity: f64,
+    /// The noise.
+    pub mechanism: String,
+    /// The noisy answer released.
+    pub noisy: f64,
+    /// When, as seconds since the Unix epoch.
+    pub time: u64,
+}
+
+/// A noisy count and what can be said of it from public facts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CountResult {
+    /// The table.
+    pub table: String,
+    /// The statement, canonical.
+    pub statement: String,
+    /// The noisy answer.
+    pub noisy: f64,
+    /// The epsilon of the release.
+    pub eps: Decimal,
+    /// The noise.
+    pub mechanism: String,
+    /// The noise scale `1/eps`.
+    pub scale: f64,
+    /// The public row count.
+    pub n: u64,
+    /// `noisy +- ln(20)/eps`: holds the true count with probability 0.95 over the noise.
+    pub interval95: (f64, f64),
+    /// The prior fraction, when `PRIOR p=` was given.
+    pub prior: Option<f64>,
+    /// The Bayes posterior mean of the true count (paper 1, eq. 11).
+    pub bayes: Option<f64>,
+    /// The 95% equal-tailed posterior credible interval.
+    pub credible95: Option<(u64, u64)>,
+    /// When the noisy answer is outside `[0, n]`: the largest probability, over true counts,
+    /// of such an answer (paper 1, Theorem 1).
+    pub out_of_range: Option<f64>,
+    /// Whether the answer is the recorded one of an identical earlier query (nothing spent).
+    pub from_history: bool,
+    /// Epsilon spent by this statement (0 when from history).
+    pub eps_spent: Decimal,
+    /// The table's spent budget after this statement.
+    pub budget_spent: Decimal,
+    /// The table's remaining budget after this statement.
+    pub budget_remaining: Decimal,
+}
+
+/// The epsilon meeting an accuracy requirement (paper 2, eq. 10).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChooseEpsResult {
+    /// The requirement.
+    pub requirement: ChoosePlan,
+    /// The epsilon.
+    pub eps: f64,
+    /// The absolute half-width the requirement asks for.
+    pub half_width: f64,
+}

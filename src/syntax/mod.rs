@@ -1,1 +1,291 @@
-//! placeholder
+//! Parsing: source text to owned `ast::Statement`s; pest's `Pairs` never leave this module.
+
+mod names;
+pub mod split;
+
+use crate::ast::{
+    ChooseEps, CmpOp, CountQuery, Expr, Ident, Literal, Number, Statement, StatementKind, Text,
+};
+use crate::error::SyntaxError;
+use crate::span::Span;
+use pest::iterators::{Pair, Pairs};
+use pest::pratt_parser::{Assoc, Op, PrattParser};
+use pest::Parser as _;
+use std::sync::LazyLock;
+
+/// Most conditions and operators in one predicate; keeps every recursive walk of it shallow.
+pub const MAX_TERMS: usize = 1000;
+
+#[derive(pest_derive::Parser)]
+#[grammar = "../grammar/dpq.pest"]
+struct DpqParser;
+
+static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
+    PrattParser::new()
+        .op(Op::infix(Rule::kw_or, Assoc::Left))
+        .op(Op::infix(Rule::kw_and, Assoc::Left))
+        .op(Op::prefix(Rule::kw_not))
+});
+
+/// Parses a whole script: statements in order, or the first syntax error.
+///
+/// The script is split at `;` first, so an error in one statement points there precisely and
+/// nothing after it is parsed.
+pub fn parse_script(source: &str) -> Result<Vec<Statement>, SyntaxError> {
+    split::split(source)?
+        .into_iter()
+        .map(|piece| parse_statement_at(source, piece.span))
+        .collect()
+}
+
+/// Parses one statement found at `span` of `source` (spans in the result are into `source`).
+pub fn parse_statement_at(source: &str, span: Span) -> Result<Statement, SyntaxError> {
+    let text = &source[span.start..span.end];
+    let offset = span.start;
+    let mut pairs = DpqParser::parse(Rule::statement, text)
+        .map_err(|e| names::syntax_error(source, offset, &e))?;
+    let statement = pairs.next().expect("the entry rule yields one pair");
+    let stmt = statement
+        .into_inner()
+        .next()
+        .expect("a statement holds one statement rule");
+    let b = Builder { offset };
+    // The statement's span covers its code, without surrounding blanks and comments.
+    let span = b.span(&stmt);
+    Ok(Statement {
+        kind: b.statement(stmt)?,
+        span,
+    })
+}
+
+/// Builds the owned AST from pest pairs, one method per grammar rule.
+struct Builder {
+    offset: usize,
+}
+
+impl Builder {
+    fn span(&self, pair: &Pair<'_, Rule>) -> Span {
+        let s = pair.as_span();
+        Span::new(s.start(), s.end()).shifted(self.offset)
+    }
+
+    fn statement(&self, pair: Pair<'_, Rule>) -> Result<StatementKind, SyntaxError> {
+        let rule = pair.as_rule();
+        let mut inner = pair.into_inner();
+        Ok(match rule {
+            Rule::load_stmt => {
+                inner.next(); // LOAD
+                let path = self.text(inner.next().expect("LOAD has a path"));
+                let alias = inner.nth(1).map(|p| self.name(p));
+                StatementKind::Load { path, alias }
+            }
+            Rule::use_stmt => StatementKind::Use {
+                table: self.name(inner.nth(1).expect("USE has a name")),
+            },
+            Rule::show_stmt => match inner.nth(1).expect("SHOW has a subject").as_rule() {
+                Rule::kw_tables => StatementKind::ShowTables,
+                Rule::kw_budget => StatementKind::ShowBudget,
+                _ => StatementKind::ShowHistory,
+            },
+            Rule::describe_stmt => StatementKind::Describe {
+                table: inner.nth(1).map(|p| self.name(p)),
+            },
+            Rule::set_stmt => {
+                let what = inner.nth(1).expect("SET has a subject");
+                let is_budget = what.as_rule() == Rule::set_budget;
+                let number = self.number(what.into_inner().nth(1).expect("SET x has a number"));
+                if is_budget {
+                    StatementKind::SetBudget { total: number }
+                } else {
+                    StatementKind::SetSeed { seed: number }
+                }
+            }
+            Rule::count_stmt => StatementKind::Count(self.count(inner)?),
+            Rule::choose_stmt => StatementKind::ChooseEps(self.choose(inner)),
+            other => unreachable!("the grammar has no statement rule {other:?}"),
+        })
+    }
+
+    fn count(&self, mut inner: Pairs<'_, Rule>) -> Result<CountQuery, SyntaxError> {
+        inner.next(); // COUNT
+        inner.next(); // WHERE
+        let predicate = self.predicate(inner.next().expect("COUNT has a predicate"))?;
+        inner.next(); // WITH
+        inner.next(); // EPS
+        let eps = self.number(inner.next().expect("COUNT has an epsilon"));
+        let mut prior = None;
+        let mut mechanism = None;
+        for clause in inner {
+            let span = self.span(&clause);
+            let rule = clause.as_rule();
+            let value = clause.into_inner().last().expect("a clause has a value");
+            match rule {
+                Rule::prior_clause if prior.is_none() => prior = Some(self.number(value)),
+                Rule::mechanism_clause if mechanism.is_none() => mechanism = Some(self.name(value)),
+                Rule::prior_clause => return Err(duplicate("PRIOR", span)),
+                _ => return Err(duplicate("MECHANISM", span)),
+            }
+        }
+        Ok(CountQuery {
+            predicate,
+            eps,
+            prior,
+            mechanism,
+        })
+    }
+
+    fn choose(&self, mut inner: Pairs<'_, Rule>) -> ChooseEps {
+        inner.next(); // CHOOSE
+        inner.next(); // EPS
+        inner.next(); // WITHIN
+        let (within, within_percent) = self.amount(inner.next().expect("WITHIN has an amount"));
+        inner.next(); // AT
+        let (at, at_percent) = self.amount(inner.next().expect("AT has an amount"));
+        let for_count = inner.nth(1).map(|p| self.number(p));
+        ChooseEps {
+            within,
+            within_percent,
+            at,
+            at_percent,
+            for_count,
+        }
+    }
+
+    fn amount(&self, pair: Pair<'_, Rule>) -> (Number, bool) {
+        let mut inner = pair.into_inner();
+        let number = self.number(inner.next().expect("an amount has a number"));
+        (number, inner.next().is_some())
+    }
+
+    fn predicate(&self, pair: Pair<'_, Rule>) -> Result<Expr, SyntaxError> {
+        let span = self.span(&pair);
+        let pairs = pair.into_inner();
+        let mut terms = 0usize;
+        let mut nots = 0usize;
+        for p in pairs.clone() {
+            terms += 1;
+            nots = if p.as_rule() == Rule::kw_not {
+                nots + 1
+            } else {
+                0
+            };
+            if terms > MAX_TERMS || nots > split::MAX_DEPTH {
+                return Err(SyntaxError::TooDeep {
+                    limit: if nots > split::MAX_DEPTH {
+                        split::MAX_DEPTH
+                    } else {
+                        MAX_TERMS
+                    },
+                    span,
+                });
+            }
+        }
+        PRATT
+            .map_primary(|p| self.primary(p))
+            .map_prefix(|_, rhs| Ok(Expr::Not(Box::new(rhs?))))
+            .map_infix(|lhs, op, rhs| {
+                let (l, r) = (Box::new(lhs?), Box::new(rhs?));
+                Ok(if op.as_rule() == Rule::kw_and {
+                    Expr::And(l, r)
+                } else {
+                    Expr::Or(l, r)
+                })
+            })
+            .parse(pairs)
+    }
+
+    fn primary(&self, pair: Pair<'_, Rule>) -> Result<Expr, SyntaxError> {
+        let rule = pair.as_rule();
+        if rule == Rule::predicate {
+            return self.predicate(pair);
+        }
+        let mut inner = pair.into_inner().peekable();
+        let column = self.name(inner.next().expect("a condition starts with a column"));
+        let negated = inner.next_if(|p| p.as_rule() == Rule::negation).is_some();
+        Ok(match rule {
+            Rule::comparison => {
+                let op = match inner.next().expect("a comparison has an operator").as_str() {
+                    "=" => CmpOp::Eq,
+                    "!=" | "<>" => CmpOp::Ne,
+                    "<" => CmpOp::Lt,
+                    "<=" => CmpOp::Le,
+                    ">" => CmpOp::Gt,
+                    _ => CmpOp::Ge,
+                };
+                let value = self.literal(inner.next().expect("a comparison has a value"));
+                Expr::Compare { column, op, value }
+            }
+            Rule::in_list => {
+                inner.next(); // IN
+                let values = inner.map(|p| self.literal(p)).collect();
+                Expr::In {
+                    column,
+                    negated,
+                    values,
+                }
+            }
+            Rule::between => {
+                inner.next(); // BETWEEN
+                let low = self.literal(inner.next().expect("BETWEEN has a low end"));
+                inner.next(); // AND
+                let high = self.literal(inner.next().expect("BETWEEN has a high end"));
+                Expr::Between {
+                    column,
+                    negated,
+                    low,
+                    high,
+                }
+            }
+            other => unreachable!("the grammar has no condition rule {other:?}"),
+        })
+    }
+
+    fn literal(&self, pair: Pair<'_, Rule>) -> Literal {
+        let span = self.span(&pair);
+        match pair.as_rule() {
+            Rule::number => Literal::Number(self.number(pair)),
+            Rule::string => Literal::Text(self.text(pair)),
+            Rule::kw_true => Literal::Bool(true, span),
+            _ => Literal::Bool(false, span),
+        }
+    }
+
+    fn number(&self, pair: Pair<'_, Rule>) -> Number {
+        let text = pair.as_str().to_string();
+        // The grammar admits only decimal literals, which f64 parsing accepts; overflow gives inf.
+        let value = text.parse::<f64>().unwrap_or(f64::NAN);
+        Number {
+            text,
+            value,
+            span: self.span(&pair),
+        }
+    }
+
+    fn text(&self, pair: Pair<'_, Rule>) -> Text {
+        let raw = pair.as_str();
+        Text {
+            value: raw[1..raw.len() - 1].replace("''", "'"),
+            span: self.span(&pair),
+        }
+    }
+
+    fn name(&self, pair: Pair<'_, Rule>) -> Ident {
+        let raw = pair.as_str();
+        let name = if pair.as_rule() == Rule::quoted_name {
+            raw[1..raw.len() - 1].replace("\"\"", "\"")
+        } else {
+            raw.to_string()
+        };
+        Ident {
+            name,
+            span: self.span(&pair),
+        }
+    }
+}
+
+fn duplicate(clause: &'static str, span: Span) -> SyntaxError {
+    SyntaxError::DuplicateClause { clause, span }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,153 @@
+//! Command-line arguments and the script and `-c` modes; the REPL is in `repl`.
+
+mod repl;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use dpq::driver::{run_source, Emitted};
+use dpq::eval::{Randomness, Session};
+use dpq::output::Format;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Exit status when every statement ran.
+pub const EXIT_OK: u8 = 0;
+/// Exit status when a statement failed or a script could not be read.
+pub const EXIT_STATEMENT_FAILED: u8 = 1;
+
+/// dpq: differentially private queries over CSV data.
+///
+/// With no arguments, opens the interactive prompt.
+#[derive(Debug, Parser)]
+#[command(name = "dpq", version, about, long_about = None, args_conflicts_with_subcommands = true)]
+pub struct Args {
+    /// Run these statements and exit, e.g. -c "LOAD 'people.csv'; SHOW TABLES;"
+    #[arg(short = 'c', value_name = "STATEMENTS")]
+    pub statements: Option<String>,
+    /// How results are shown: tables, or one JSON object per line.
+    #[arg(long, value_enum, default_value_t = FormatArg::Table, global = true)]
+    pub format: FormatArg,
+    /// Seed the noise (SET SEED before the first statement): reproducible, and not private.
+    #[arg(long, value_name = "N", global = true)]
+    pub seed: Option<u64>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run .dpq scripts in order, in one session; stop at the first error.
+    Run {
+        /// The scripts.
+        #[arg(required = true, value_name = "FILE.dpq")]
+        files: Vec<PathBuf>,
+    },
+}
+
+/// The output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// Tables (comfy-table), for people.
+    Table,
+    /// One JSON object per statement result, one per line.
+    Json,
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Self {
+        match f {
+            FormatArg::Table => Format::Table,
+            FormatArg::Json => Format::Json,
+        }
+    }
+}
+
+/// Runs the command line; the exit code says whether every statement ran.
+pub fn main(args: Args) -> ExitCode {
+    let format = Format::from(args.format);
+    let mut session = Session::new(match args.seed {
+        Some(s) => Randomness::Seeded(s),
+        None => Randomness::Os,
+    });
+    let ok = match (&args.command, &args.statements) {
+        (Some(Command::Run { files }), _) => run_files(&mut session, files, format),
+        (None, Some(statements)) => run_text(&mut session, "-c", statements, format),
+        (None, None) => repl::run(&mut session, format),
+    };
+    ExitCode::from(if ok { EXIT_OK } else { EXIT_STATEMENT_FAILED })
+}
+
+fn run_files(session: &mut Session, files: &[PathBuf], format: Format) -> bool {
+    for file in files {
+        let origin = file.display().to_string();
+        let source = match std::fs::read_to_string(file) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("dpq: cannot read {origin}: {e}");
+                return false;
+            }
+        };
+        if !run_text(session, &origin, &source, format) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Runs `source`, printing results to stdout and errors to stderr (table) or stdout (JSON).
+pub fn run_text(session: &mut Session, origin: &str, source: &str, format: Format) -> bool {
+    let mut printer = Printer::new(format);
+    run_source(session, origin, source, format, &mut |e| printer.emit(e))
+}
+
+/// Prints emitted results, a blank line between tables.
+pub struct Printer {
+    format: Format,
+    first: bool,
+}
+
+impl Printer {
+    /// A printer for `format`.
+    pub fn new(format: Format) -> Self {
+        Self {
+            format,
+            first: true,
+        }
+    }
+
+    /// Prints one piece of output where it belongs.
+    pub fn emit(&mut self, e: Emitted) {
+        let separate = self.format == Format::Table && !self.first;
+        self.first = false;
+        let mut out = std::io::stdout().lock();
+        match e {
+            Emitted::Result(text) => {
+                if separate {
+                    let _ = writeln!(out);
+                }
+                let _ = writeln!(out, "{text}");
+            }
+            Emitted::Error(text) if self.format == Format::Json => {
+                let _ = writeln!(out, "{text}");
+            }
+            Emitted::Error(text) => {
+                let _ = out.flush();
+                eprintln!("{text}");
+            }
+        }
+        let _ = out.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Args;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Args::command().debug_assert();
+    }
+}

@@ -1,0 +1,199 @@
+//! The interactive prompt: rustyline with history, multi-line statements, completion and help.
+
+use super::Printer;
+use dpq::driver::{run_source, Emitted};
+use dpq::eval::Session;
+use dpq::output::Format;
+use dpq::{help, syntax};
+use rustyline::completion::{Completer, Pair};
+use rustyline::error::ReadlineError;
+use rustyline::highlight::Highlighter;
+use rustyline::hint::Hinter;
+use rustyline::history::DefaultHistory;
+use rustyline::validate::Validator;
+use rustyline::{Context, Editor, Helper};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+const KEYWORDS: &[&str] = &[
+    "LOAD",
+    "AS",
+    "USE",
+    "SHOW",
+    "TABLES",
+    "BUDGET",
+    "HISTORY",
+    "DESCRIBE",
+    "SET",
+    "SEED",
+    "COUNT",
+    "WHERE",
+    "WITH",
+    "EPS",
+    "PRIOR",
+    "MECHANISM",
+    "CHOOSE",
+    "WITHIN",
+    "AT",
+    "FOR",
+    "AND",
+    "OR",
+    "NOT",
+    "IN",
+    "BETWEEN",
+    "TRUE",
+    "FALSE",
+    "laplace",
+    "help",
+];
+
+/// Completes keywords, table names and column names.
+struct DpqHelper {
+    names: Vec<String>,
+}
+
+impl Completer for DpqHelper {
+    type Candidate = Pair;
+
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _ctx: &Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<Pair>)> {
+        let start = line[..pos]
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .map_or(0, |i| i + 1);
+        let word = &line[start..pos];
+        if word.is_empty() {
+            return Ok((pos, Vec::new()));
+        }
+        let mut out: Vec<Pair> = KEYWORDS
+            .iter()
+            .map(|k| k.to_string())
+            .chain(self.names.iter().cloned())
+            .filter(|c| {
+                c.len() > word.len()
+                    && c.to_ascii_lowercase()
+                        .starts_with(&word.to_ascii_lowercase())
+            })
+            .map(|c| Pair {
+                display: c.clone(),
+                replacement: c,
+            })
+            .collect();
+        out.dedup_by(|a, b| a.replacement == b.replacement);
+        Ok((start, out))
+    }
+}
+
+impl Hinter for DpqHelper {
+    type Hint = String;
+}
+impl Highlighter for DpqHelper {}
+impl Validator for DpqHelper {}
+impl Helper for DpqHelper {}
+
+fn history_path() -> Option<PathBuf> {
+    dirs::data_dir().map(|d| d.join("dpq").join("repl_history.txt"))
+}
+
+/// Runs the prompt until Ctrl-D (or end of input). Returns false when input was not a terminal
+/// and a statement failed, so piped sessions report failure.
+pub fn run(session: &mut Session, format: Format) -> bool {
+    let interactive = std::io::stdin().is_terminal();
+    let mut editor: Editor<DpqHelper, DefaultHistory> = match Editor::new() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("dpq: cannot open the prompt: {e}");
+            return false;
+        }
+    };
+    editor.set_helper(Some(DpqHelper { names: Vec::new() }));
+    let history = history_path().filter(|_| interactive);
+    if let Some(h) = &history {
+        let _ = editor.load_history(h);
+    }
+    if interactive {
+        println!("dpq {} -- differentially private queries. Type `help`, end statements with ;, Ctrl-D quits.", env!("CARGO_PKG_VERSION"));
+    }
+    let mut all_ok = true;
+    let mut buffer = String::new();
+    loop {
+        let prompt = if buffer.is_empty() { "dpq> " } else { "  -> " };
+        match editor.readline(prompt) {
+            Ok(line) => {
+                if buffer.is_empty() {
+                    let word = line.trim().trim_end_matches(';').trim();
+                    if let Some(text) = help_text(word) {
+                        println!("{text}");
+                        continue;
+                    }
+                    if matches!(word.to_ascii_lowercase().as_str(), "quit" | "exit") {
+                        break;
+                    }
+                }
+                buffer.push_str(&line);
+                buffer.push('\n');
+                if !syntax::split::is_complete(&buffer) {
+                    continue;
+                }
+                let source = std::mem::take(&mut buffer);
+                if source.trim().is_empty() {
+                    continue;
+                }
+                let _ = editor.add_history_entry(source.trim_end());
+                let mut printer = Printer::new(format);
+                let mut failed = false;
+                run_source(session, "<repl>", &source, format, &mut |e| {
+                    failed |= matches!(e, Emitted::Error(_));
+                    printer.emit(e)
+                });
+                all_ok &= !failed;
+                if let Some(h) = editor.helper_mut() {
+                    h.names = session
+                        .names()
+                        .into_iter()
+                        .flat_map(|(t, cols)| std::iter::once(t).chain(cols))
+                        .collect();
+                }
+            }
+            Err(ReadlineError::Interrupted) => buffer.clear(),
+            Err(ReadlineError::Eof) => break,
+            Err(e) => {
+                eprintln!("dpq: {e}");
+                all_ok = false;
+                break;
+            }
+        }
+    }
+    if !buffer.trim().is_empty() {
+        // Input ended inside a statement: run what there is, as a script would.
+        let mut printer = Printer::new(format);
+        all_ok &= run_source(session, "<repl>", &buffer, format, &mut |e| printer.emit(e));
+    }
+    if let Some(h) = &history {
+        if let Some(dir) = h.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = editor.save_history(h);
+    }
+    interactive || all_ok
+}
+
+/// The text for `help` or `help TOPIC`, if the line asks for help.
+fn help_text(line: &str) -> Option<String> {
+    let mut words = line.split_whitespace();
+    if !words.next()?.eq_ignore_ascii_case("help") {
+        return None;
+    }
+    let rest: Vec<&str> = words.collect();
+    Some(if rest.is_empty() {
+        help::overview()
+    } else {
+        match help::topic(&rest.join(" ")) {
+            Some(t) => help::render(t),
+            None => format!("No help for `{}`.\n{}", rest.join(" "), help::overview()),
+        }
+    })
+}

@@ -1,0 +1,130 @@
+//! Rendering of results as one JSON object per line, with the fields of SPEC section 4.
+
+use super::{BudgetReport, HistoryReport, Output, Response, TableInfo};
+use crate::plan::ChoosePlan;
+use rust_decimal::prelude::ToPrimitive;
+use rust_decimal::Decimal;
+use serde_json::{json, Value};
+
+/// The result as one line of JSON.
+pub fn render_json(response: &Response) -> String {
+    let mut v = match &response.output {
+        Output::Loaded(info) => table_info("loaded", info),
+        Output::Using(info) => table_info("using", info),
+        Output::Described(info) => table_info("table", info),
+        Output::Tables(tables) => json!({
+            "kind": "tables",
+            "tables": tables.iter().map(|t| table_info("table", t)).collect::<Vec<_>>(),
+        }),
+        Output::Budget(b) => budget(b),
+        Output::History(h) => history(h),
+        Output::SeedSet { seed } => json!({ "kind": "seed", "seed": seed }),
+        Output::Count(c) => json!({
+            "kind": "count",
+            "table": c.table,
+            "statement": c.statement,
+            "noisy": c.noisy,
+            "eps": dec(c.eps),
+            "mechanism": c.mechanism,
+            "scale": c.scale,
+            "n": c.n,
+            "interval95": [c.interval95.0, c.interval95.1],
+            "prior": c.prior,
+            "bayes": c.bayes,
+            "credible95": c.credible95.map(|(lo, hi)| [lo, hi]),
+            "p_out_of_range_max": c.out_of_range,
+            "from_history": c.from_history,
+            "eps_spent": dec(c.eps_spent),
+            "budget_spent": dec(c.budget_spent),
+            "budget_remaining": dec(c.budget_remaining),
+        }),
+        Output::ChooseEps(c) => {
+            let (confidence, relative) = match c.requirement {
+                ChoosePlan::Relative {
+                    fraction,
+                    confidence,
+                    count,
+                } => (
+                    confidence.get(),
+                    json!({ "fraction": fraction.get(), "count": count.get() }),
+                ),
+                ChoosePlan::Absolute { confidence, .. } => (confidence.get(), Value::Null),
+            };
+            json!({
+                "kind": "choose_eps",
+                "eps": c.eps,
+                "half_width": c.half_width,
+                "confidence": confidence,
+                "relative": relative,
+            })
+        }
+    };
+    if let Value::Object(map) = &mut v {
+        map.insert("private".into(), Value::Bool(response.seed.is_none()));
+        if let Some(seed) = response.seed {
+            map.insert("seed".into(), json!(seed));
+        }
+    }
+    v.to_string()
+}
+
+/// An error as one line of JSON: `message`, `line`, `column`, and `help` when known.
+pub fn error_json(
+    message: &str,
+    line: Option<usize>,
+    column: Option<usize>,
+    help: Option<&str>,
+) -> String {
+    json!({
+        "kind": "error",
+        "message": message,
+        "line": line,
+        "column": column,
+        "help": help,
+    })
+    .to_string()
+}
+
+fn table_info(kind: &str, info: &TableInfo) -> Value {
+    json!({
+        "kind": kind,
+        "name": info.name,
+        "path": info.path,
+        "n": info.n,
+        "columns": info.columns.iter().map(|(n, t)| json!({ "name": n, "type": t.to_string() })).collect::<Vec<_>>(),
+        "budget_total": dec(info.budget.total),
+        "budget_spent": dec(info.budget.spent),
+        "budget_remaining": dec(info.budget.remaining),
+        "current": info.current,
+    })
+}
+
+fn budget(b: &BudgetReport) -> Value {
+    json!({
+        "kind": "budget",
+        "table": b.table,
+        "total": dec(b.total),
+        "spent": dec(b.spent),
+        "remaining": dec(b.remaining),
+        // TODO(#3): the path of the persistent ledger; spending lives in memory until then.
+        "ledger": Value::Null,
+        "spending": b.lines.iter().map(|l| json!({
+            "seq": l.seq, "statement": l.statement, "eps": dec(l.eps), "time": l.time,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn history(h: &HistoryReport) -> Value {
+    json!({
+        "kind": "history",
+        "table": h.table,
+        "releases": h.releases.iter().map(|r| json!({
+            "seq": r.seq, "statement": r.statement, "eps": dec(r.eps),
+            "sensitivity": r.sensitivity, "mechanism": r.mechanism, "noisy": r.noisy, "time": r.time,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn dec(d: Decimal) -> Value {
+    d.to_f64().map_or(Value::Null, |f| json!(f))
+}

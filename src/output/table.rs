@@ -1,0 +1,278 @@
+//! Rendering of results as comfy-table tables with short explanations, for people.
+
+use super::{
+    BudgetReport, ChooseEpsResult, CountResult, HistoryReport, Output, Response, TableInfo,
+};
+use crate::plan::ChoosePlan;
+use comfy_table::{presets, ContentArrangement, Table};
+use rust_decimal::Decimal;
+use std::fmt::Write as _;
+
+/// The result as text for a terminal or a transcript: a title, a table, notes.
+pub fn render_table(response: &Response) -> String {
+    let mut out = match &response.output {
+        Output::Loaded(info) => format!("Loaded table {}.\n{}", info.name, table_info(info)),
+        Output::Using(info) => format!("Using table {}.\n{}", info.name, table_info(info)),
+        Output::Described(info) => table_info(info),
+        Output::Tables(tables) => tables_list(tables),
+        Output::Budget(b) => budget(b),
+        Output::History(h) => history(h),
+        Output::SeedSet { seed } => {
+            format!("Seed set to {seed}: from now on results are reproducible and NOT private.")
+        }
+        Output::Count(c) => count(c),
+        Output::ChooseEps(c) => choose_eps(c),
+    };
+    if let Some(seed) = response.seed {
+        if !matches!(response.output, Output::SeedSet { .. }) {
+            let _ = write!(
+                out,
+                "\nnote: seed {seed} is in force: this result is reproducible and NOT private"
+            );
+        }
+    }
+    out
+}
+
+fn new_table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Disabled);
+    if !header.is_empty() {
+        t.set_header(header.iter().copied());
+    }
+    t
+}
+
+fn table_info(info: &TableInfo) -> String {
+    let mut t = new_table(&["column", "type"]);
+    for (name, ty) in &info.columns {
+        t.add_row(vec![name.clone(), ty.to_string()]);
+    }
+    format!(
+        "{t}\ntable {} from {}: n = {} rows (public), budget {} spent of {}, {} remaining",
+        info.name,
+        info.path,
+        info.n,
+        dec(info.budget.spent),
+        dec(info.budget.total),
+        dec(info.budget.remaining)
+    )
+}
+
+fn tables_list(tables: &[TableInfo]) -> String {
+    if tables.is_empty() {
+        return "No tables are loaded.".into();
+    }
+    let mut t = new_table(&[
+        "table",
+        "file",
+        "n",
+        "columns",
+        "budget spent",
+        "remaining",
+        "",
+    ]);
+    for info in tables {
+        t.add_row(vec![
+            info.name.clone(),
+            info.path.clone(),
+            info.n.to_string(),
+            info.columns.len().to_string(),
+            dec(info.budget.spent),
+            dec(info.budget.remaining),
+            if info.current {
+                "current".into()
+            } else {
+                String::new()
+            },
+        ]);
+    }
+    t.to_string()
+}
+
+fn budget(b: &BudgetReport) -> String {
+    let mut t = new_table(&["table", "total epsilon", "spent", "remaining"]);
+    t.add_row(vec![
+        b.table.clone(),
+        dec(b.total),
+        dec(b.spent),
+        dec(b.remaining),
+    ]);
+    let mut out = t.to_string();
+    if b.lines.is_empty() {
+        out.push_str("\nNothing spent yet.");
+    } else {
+        let mut lines = new_table(&["#", "statement", "epsilon"]);
+        for l in &b.lines {
+            lines.add_row(vec![l.seq.to_string(), l.statement.clone(), dec(l.eps)]);
+        }
+        let _ = write!(
+            out,
+            "\n{lines}\nSpent is the sum of the epsilons above (sequential composition)."
+        );
+    }
+    out
+}
+
+fn history(h: &HistoryReport) -> String {
+    if h.releases.is_empty() {
+        return format!("No answers have been released from table {} yet.", h.table);
+    }
+    let mut t = new_table(&[
+        "#",
+        "statement",
+        "epsilon",
+        "sensitivity",
+        "mechanism",
+        "noisy answer",
+    ]);
+    for r in &h.releases {
+        t.add_row(vec![
+            r.seq.to_string(),
+            r.statement.clone(),
+            dec(r.eps),
+            num(r.sensitivity),
+            r.mechanism.clone(),
+            fixed(r.noisy, 2),
+        ]);
+    }
+    t.to_string()
+}
+
+fn count(c: &CountResult) -> String {
+    let mut t = new_table(&[]);
+    t.add_row(vec!["noisy count".to_string(), fixed(c.noisy, 2)]);
+    t.add_row(vec![
+        "95% noise interval".to_string(),
+        format!(
+            "[{}, {}]",
+            fixed(c.interval95.0, 1),
+            fixed(c.interval95.1, 1)
+        ),
+    ]);
+    if let (Some(b), Some((lo, hi)), Some(p)) = (c.bayes, c.credible95, c.prior) {
+        t.add_row(vec![
+            "Bayes estimate".to_string(),
+            format!("{} (prior Binomial(n={}, p={}))", fixed(b, 2), c.n, num(p)),
+        ]);
+        t.add_row(vec![
+            "95% credible interval".to_string(),
+            format!("[{lo}, {hi}]"),
+        ]);
+    }
+    if let Some(p) = c.out_of_range {
+        t.add_row(vec![
+            "out of range".to_string(),
+            format!(
+                "outside [0, {}]; such answers occur with probability up to {}",
+                c.n,
+                num(p)
+            ),
+        ]);
+    }
+    t.add_row(vec![
+        "epsilon spent".to_string(),
+        if c.from_history {
+            format!(
+                "0 (identical to an earlier query: its recorded answer, epsilon {})",
+                dec(c.eps)
+            )
+        } else {
+            format!(
+                "{} ({} noise, scale {})",
+                dec(c.eps_spent),
+                c.mechanism,
+                num(c.scale)
+            )
+        },
+    ]);
+    t.add_row(vec![
+        "budget".to_string(),
+        format!(
+            "{} spent, {} remaining",
+            dec(c.budget_spent),
+            dec(c.budget_remaining)
+        ),
+    ]);
+    let mut out = format!("{} -- table {}, n = {}\n{t}", c.statement, c.table, c.n);
+    out.push_str("\nThe noise interval holds the true count with probability 0.95 over the noise.");
+    if c.bayes.is_some() {
+        out.push_str(
+            "\nThe Bayes estimate and credible interval combine the noisy answer with the prior (post-processing: free).",
+        );
+    }
+    out
+}
+
+fn choose_eps(c: &ChooseEpsResult) -> String {
+    let (meaning, conf) = match c.requirement {
+        ChoosePlan::Relative {
+            fraction,
+            confidence,
+            count,
+        } => (
+            format!(
+                "the noisy answer lies within {}% of a true count of {} (+-{}) with probability {}",
+                num(fraction.get() * 100.0),
+                num(count.get()),
+                num(c.half_width),
+                num(confidence.get())
+            ),
+            confidence.get(),
+        ),
+        ChoosePlan::Absolute {
+            half_width,
+            confidence,
+        } => (
+            format!(
+                "the noisy answer lies within +-{} of the true count with probability {}",
+                num(half_width.get()),
+                num(confidence.get())
+            ),
+            confidence.get(),
+        ),
+    };
+    let mut t = new_table(&[]);
+    t.add_row(vec!["epsilon".to_string(), sig(c.eps, 4)]);
+    t.add_row(vec!["noise scale 1/eps".to_string(), sig(1.0 / c.eps, 4)]);
+    t.add_row(vec!["requirement".to_string(), meaning]);
+    format!(
+        "{t}\neps = -ln(1 - {}) / {} (Naldi and D'Acquisto, eq. 10). Smaller epsilon is more private; spending nothing.",
+        num(conf),
+        num(c.half_width)
+    )
+}
+
+/// A decimal without trailing zeros.
+fn dec(d: Decimal) -> String {
+    d.normalize().to_string()
+}
+
+/// A float with `digits` decimals.
+fn fixed(x: f64, digits: usize) -> String {
+    format!("{x:.digits$}")
+}
+
+/// A float to `digits` significant digits, without trailing zeros.
+fn sig(x: f64, digits: i32) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return x.to_string();
+    }
+    let magnitude = x.abs().log10().floor() as i32;
+    let decimals = (digits - 1 - magnitude).max(0) as usize;
+    trim(format!("{x:.decimals$}"))
+}
+
+/// A float as short as it reads well: up to 6 significant digits.
+fn num(x: f64) -> String {
+    sig(x, 6)
+}
+
+fn trim(s: String) -> String {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}

@@ -1,0 +1,156 @@
+//! Human names for grammar rules, so a parse error reads `expected a number after EPS`.
+
+use super::Rule;
+use crate::error::SyntaxError;
+use crate::span::Span;
+use pest::error::{ErrorVariant, InputLocation};
+
+/// What a rule is called in an error message. Exhaustive on purpose: a new rule must get a name.
+pub fn human(rule: Rule) -> &'static str {
+    match rule {
+        Rule::statement | Rule::EOI => "the end of the statement",
+        Rule::load_stmt => "LOAD",
+        Rule::use_stmt => "USE",
+        Rule::show_stmt => "SHOW",
+        Rule::describe_stmt => "DESCRIBE",
+        Rule::set_stmt => "SET",
+        Rule::set_budget => "BUDGET",
+        Rule::set_seed => "SEED",
+        Rule::count_stmt => "COUNT",
+        Rule::prior_clause => "PRIOR",
+        Rule::mechanism_clause => "MECHANISM",
+        Rule::choose_stmt => "CHOOSE",
+        Rule::amount => "a number",
+        Rule::percent => "%",
+        Rule::predicate => "a condition",
+        Rule::comparison | Rule::in_list | Rule::between => "a condition",
+        Rule::negation => "NOT",
+        Rule::cmp_op => "a comparison (=, !=, <, <=, >, >=)",
+        Rule::number => "a number",
+        Rule::string => "a quoted string",
+        Rule::bare_name | Rule::quoted_name => "a name",
+        Rule::kw_load => "LOAD",
+        Rule::kw_as => "AS",
+        Rule::kw_use => "USE",
+        Rule::kw_show => "SHOW",
+        Rule::kw_tables => "TABLES",
+        Rule::kw_budget => "BUDGET",
+        Rule::kw_history => "HISTORY",
+        Rule::kw_describe => "DESCRIBE",
+        Rule::kw_set => "SET",
+        Rule::kw_seed => "SEED",
+        Rule::kw_count => "COUNT",
+        Rule::kw_where => "WHERE",
+        Rule::kw_with => "WITH",
+        Rule::kw_eps => "EPS",
+        Rule::kw_prior => "PRIOR",
+        Rule::kw_p => "p",
+        Rule::kw_mechanism => "MECHANISM",
+        Rule::kw_choose => "CHOOSE",
+        Rule::kw_within => "WITHIN",
+        Rule::kw_at => "AT",
+        Rule::kw_for => "FOR",
+        Rule::kw_and => "AND",
+        Rule::kw_or => "OR",
+        Rule::kw_not => "NOT",
+        Rule::kw_in => "IN",
+        Rule::kw_between => "BETWEEN",
+        Rule::kw_true => "TRUE",
+        Rule::kw_false => "FALSE",
+        Rule::stmt => "a statement",
+        Rule::infix => "AND or OR",
+        Rule::primary | Rule::literal => "a value",
+        Rule::name => "a name",
+        Rule::ident_char | Rule::reserved => "a name",
+        Rule::WHITESPACE | Rule::COMMENT => "a blank",
+    }
+}
+
+const STATEMENT_STARTS: &[Rule] = &[
+    Rule::kw_load,
+    Rule::kw_use,
+    Rule::kw_show,
+    Rule::kw_describe,
+    Rule::kw_set,
+    Rule::kw_count,
+    Rule::kw_choose,
+];
+
+/// Turns a pest error on a statement starting at `offset` of `source` into a `SyntaxError`.
+pub fn syntax_error(
+    source: &str,
+    offset: usize,
+    e: &pest::error::Error<super::Rule>,
+) -> SyntaxError {
+    let pos = match e.location {
+        InputLocation::Pos(p) => p,
+        InputLocation::Span((s, _)) => s,
+    } + offset;
+    let rules: Vec<Rule> = match &e.variant {
+        ErrorVariant::ParsingError { positives, .. } => positives.clone(),
+        ErrorVariant::CustomError { .. } => Vec::new(),
+    };
+    let after = previous_token(&source[offset..pos]);
+    let at_start = after.is_none();
+    let expected = if at_start || rules.iter().all(|r| STATEMENT_STARTS.contains(r)) {
+        "a statement (LOAD, USE, SHOW, DESCRIBE, SET, COUNT or CHOOSE)".to_string()
+    } else {
+        let mut names: Vec<&str> = Vec::new();
+        for r in &rules {
+            let n = human(*r);
+            if !names.contains(&n) {
+                names.push(n);
+            }
+        }
+        match names.len() {
+            0 => "something else".to_string(),
+            1 => names[0].to_string(),
+            _ => {
+                let last = names.pop().unwrap_or_default();
+                format!("{} or {last}", names.join(", "))
+            }
+        }
+    };
+    let end = next_token_end(source, pos);
+    SyntaxError::Expected {
+        expected,
+        after,
+        span: Span::new(pos, end),
+    }
+}
+
+/// The last word or symbol before the error, to say where it happened.
+fn previous_token(before: &str) -> Option<String> {
+    let code = strip_comments(before);
+    let trimmed = code.trim_end();
+    let last = trimmed.chars().last()?;
+    let token: String = if last.is_ascii_alphanumeric() || last == '_' || last == '.' {
+        let start = trimmed
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
+            .map_or(0, |i| i + 1);
+        trimmed[start..].to_string()
+    } else if last == '\'' {
+        return Some("the string".to_string());
+    } else {
+        last.to_string()
+    };
+    Some(token)
+}
+
+fn strip_comments(text: &str) -> String {
+    text.lines()
+        .map(|l| match l.find("--") {
+            Some(i) if !l[..i].contains('\'') => &l[..i],
+            _ => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn next_token_end(source: &str, pos: usize) -> usize {
+    let rest = &source[pos.min(source.len())..];
+    let len = rest
+        .find(|c: char| c.is_whitespace() || c == ';')
+        .unwrap_or(rest.len());
+    pos + len.max(if rest.is_empty() { 0 } else { 1 }).min(rest.len())
+}

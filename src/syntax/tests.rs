@@ -1,0 +1,155 @@
+//! Parser tests: statements, precedence, keywords, error messages.
+
+use super::*;
+use crate::ast::StatementKind as K;
+
+fn one(src: &str) -> StatementKind {
+    let mut v = parse_script(src).unwrap_or_else(|e| panic!("{src}: {e}"));
+    assert_eq!(v.len(), 1, "{src}");
+    v.remove(0).kind
+}
+
+fn err(src: &str) -> String {
+    parse_script(src).expect_err(src).to_string()
+}
+
+#[test]
+fn design_card_statements_parse() {
+    let K::Count(q) = one("COUNT WHERE age<=30 WITH EPS 0.1 PRIOR p=0.3;") else {
+        panic!("not a count")
+    };
+    assert_eq!(q.eps.text, "0.1");
+    assert_eq!(q.prior.map(|p| p.value), Some(0.3));
+    assert_eq!(q.predicate.to_string(), "age <= 30");
+    let K::ChooseEps(c) = one("CHOOSE EPS WITHIN 20% AT 0.8 FOR 100;") else {
+        panic!("not choose")
+    };
+    assert!(c.within_percent && !c.at_percent);
+    assert_eq!(c.for_count.map(|n| n.value), Some(100.0));
+}
+
+#[test]
+fn keywords_are_case_insensitive_and_word_bounded() {
+    assert!(matches!(one("show tables"), K::ShowTables));
+    assert!(matches!(one("Show Budget;"), K::ShowBudget));
+    // COUNTRY is a column, not COUNT followed by RY.
+    let K::Count(q) = one("count where country = 'IT' with eps 1") else {
+        panic!("not a count")
+    };
+    assert_eq!(q.predicate.to_string(), "country = 'IT'");
+    // A column may start with a reserved word.
+    let K::Count(q) = one("COUNT WHERE notes = 'x' AND index > 1 OR order_id < 3 WITH EPS 1")
+    else {
+        panic!("not a count")
+    };
+    assert_eq!(
+        q.predicate.to_string(),
+        "notes = 'x' AND index > 1 OR order_id < 3"
+    );
+}
+
+#[test]
+fn and_binds_tighter_than_or_and_not_tightest() {
+    let K::Count(q) = one("COUNT WHERE a = 1 OR b = 2 AND NOT c = 3 WITH EPS 1") else {
+        panic!()
+    };
+    match q.predicate {
+        Expr::Or(_, rhs) => match *rhs {
+            Expr::And(_, not) => assert!(matches!(*not, Expr::Not(_))),
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn in_between_and_parentheses() {
+    let K::Count(q) = one(
+        "COUNT WHERE (region IN ('North', 'South') OR age NOT BETWEEN 20 AND 30) AND employed = TRUE WITH EPS 0.5",
+    ) else {
+        panic!()
+    };
+    assert_eq!(
+        q.predicate.to_string(),
+        "(region IN ('North', 'South') OR age NOT BETWEEN 20 AND 30) AND employed = TRUE"
+    );
+}
+
+#[test]
+fn strings_and_quoted_names_unescape() {
+    let K::Count(q) = one("COUNT WHERE \"first name\" = 'O''Brien' WITH EPS 1") else {
+        panic!()
+    };
+    assert_eq!(q.predicate.to_string(), "\"first name\" = 'O''Brien'");
+}
+
+#[test]
+fn comments_and_blank_statements() {
+    let v = parse_script("-- setup\nSHOW TABLES; -- trailing\n;\nSHOW BUDGET -- no semicolon")
+        .expect("parses");
+    assert_eq!(v.len(), 2);
+}
+
+#[test]
+fn errors_read_like_sentences() {
+    assert_eq!(
+        err("COUNT WHERE age < 30 WITH EPS;"),
+        "expected a number after `EPS`"
+    );
+    assert_eq!(
+        err("COUNT WHERE age < 30 EPS 0.1;"),
+        "expected WITH, AND or OR after `30`"
+    );
+    assert!(err("SELECT * FROM t;").starts_with("expected a statement"));
+    assert_eq!(
+        err("SHOW ME;"),
+        "expected TABLES, BUDGET or HISTORY after `SHOW`"
+    );
+    assert_eq!(
+        err("COUNT WHERE a = 1 WITH EPS 1 PRIOR p=0.2 PRIOR p=0.3"),
+        "PRIOR is given twice"
+    );
+}
+
+#[test]
+fn error_spans_point_into_the_script() {
+    let src = "SHOW TABLES;\nCOUNT WHERE age < 30 WITH EPS;";
+    let e = parse_script(src).expect_err("bad");
+    let span = crate::error::Error::from(e).span();
+    assert_eq!(&src[span.start..span.end], ";");
+    assert_eq!(crate::span::locate(src, span.start).0.line, 2);
+}
+
+#[test]
+fn deep_not_chains_are_refused_not_overflowed() {
+    let src = format!("COUNT WHERE {} a = 1 WITH EPS 1", "NOT ".repeat(100_000));
+    assert!(matches!(
+        parse_script(&src),
+        Err(SyntaxError::TooDeep { .. })
+    ));
+    let src = format!("COUNT WHERE a = 1{} WITH EPS 1", " AND a = 1".repeat(5_000));
+    assert!(matches!(
+        parse_script(&src),
+        Err(SyntaxError::TooDeep { .. })
+    ));
+}
+
+#[test]
+fn display_is_canonical_and_reparses() {
+    for src in [
+        "LOAD 'examples/data/people.csv' AS people;",
+        "LOAD 'it''s.csv';",
+        "USE people;",
+        "DESCRIBE;",
+        "SET BUDGET 2.5;",
+        "SET SEED 7;",
+        "COUNT WHERE NOT (a = 1 OR b != 'x') AND c IN (1, 2) WITH EPS 1e-2 PRIOR p=0.5 MECHANISM laplace;",
+        "COUNT WHERE a = 1 AND (b = 2 AND c = 3) WITH EPS 1;",
+        "CHOOSE EPS WITHIN 5 AT 95%;",
+    ] {
+        let stmt = &parse_script(src).expect("parses")[0];
+        let printed = stmt.to_string();
+        assert_eq!(printed, src);
+        assert_eq!(&parse_script(&printed).expect("reparses")[0], stmt);
+    }
+}

@@ -1,0 +1,234 @@
+//! Drives the real `dpq` binary: script mode, `-c`, JSON, the piped REPL, exit codes.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn dpq(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dpq"))
+        .args(args)
+        .output()
+        .expect("the dpq binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn quickstart_runs_as_a_script() {
+    let o = dpq(&["run", "examples/quickstart.dpq"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("Bayes estimate"), "{out}");
+    assert!(out.contains("0.08047"), "{out}");
+    assert!(
+        !out.contains("NOT private"),
+        "an unseeded run is private: {out}"
+    );
+}
+
+#[test]
+fn a_failing_script_names_file_line_and_column_and_exits_1() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = dir.path().join("bad.dpq");
+    std::fs::write(
+        &script,
+        "LOAD 'examples/data/people.csv';\n\nCOUNT WHERE age < 30 WITH EPS 0;\nSHOW TABLES;\n",
+    )
+    .expect("write script");
+    let o = dpq(&["run", script.to_str().expect("utf-8 path")]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    let expected = format!("{}:3:31: epsilon must be", script.display());
+    assert!(err.starts_with(&expected), "{err}");
+    assert!(err.contains("COUNT WHERE age < 30 WITH EPS 0;"), "{err}");
+    assert!(err.contains('^'), "{err}");
+    // Nothing after the error ran.
+    assert!(
+        !stdout(&o).contains("Loaded table people.\n\nLoaded"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(!stdout(&o).contains("current"));
+}
+
+#[test]
+fn scripts_share_one_session_in_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let a = dir.path().join("a.dpq");
+    let b = dir.path().join("b.dpq");
+    std::fs::write(&a, "LOAD 'examples/data/people.csv' AS p;").expect("write");
+    std::fs::write(&b, "DESCRIBE p;").expect("write");
+    let o = dpq(&[
+        "run",
+        a.to_str().expect("utf-8"),
+        b.to_str().expect("utf-8"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn missing_script_is_a_clear_error() {
+    let o = dpq(&["run", "no/such/script.dpq"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("cannot read no/such/script.dpq"));
+}
+
+#[test]
+fn dash_c_with_json_gives_one_object_per_statement() {
+    let o = dpq(&[
+        "--format",
+        "json",
+        "--seed",
+        "7",
+        "-c",
+        "LOAD 'examples/data/people.csv'; COUNT WHERE age <= 30 WITH EPS 0.1 PRIOR p=0.3; CHOOSE EPS WITHIN 20% AT 0.8 FOR 100; SHOW BUDGET;",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect();
+    assert_eq!(lines.len(), 4);
+    let count = &lines[1];
+    assert_eq!(count["kind"], "count");
+    for field in [
+        "noisy",
+        "eps",
+        "mechanism",
+        "n",
+        "interval95",
+        "bayes",
+        "credible95",
+        "budget_spent",
+        "budget_remaining",
+    ] {
+        assert!(count.get(field).is_some(), "count lacks {field}: {count}");
+    }
+    assert_eq!(count["private"], false);
+    assert_eq!(count["seed"], 7);
+    assert_eq!(lines[2]["kind"], "choose_eps");
+    let eps = lines[2]["eps"].as_f64().expect("eps is a number");
+    assert!((eps - 0.080_471_895_6).abs() < 1e-9, "{eps}");
+    assert_eq!(lines[3]["kind"], "budget");
+    for field in ["total", "spent", "remaining", "ledger"] {
+        assert!(lines[3].get(field).is_some(), "budget lacks {field}");
+    }
+}
+
+#[test]
+fn json_errors_are_objects_with_line_and_column() {
+    let o = dpq(&[
+        "--format",
+        "json",
+        "-c",
+        "SHOW TABLES;\n  COUNT WHERE x < 1 WITH EPS 1;",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let last = stdout(&o)
+        .lines()
+        .last()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("JSON"))
+        .expect("an error line");
+    assert_eq!(last["kind"], "error");
+    assert_eq!(last["line"], 2);
+    assert_eq!(last["column"], 3);
+    assert!(last["message"]
+        .as_str()
+        .expect("message")
+        .contains("no table"));
+}
+
+#[test]
+fn seeded_runs_are_reproducible_and_say_they_are_not_private() {
+    let run = || {
+        stdout(&dpq(&[
+            "--seed",
+            "11",
+            "-c",
+            "LOAD 'examples/data/people.csv'; COUNT WHERE age < 40 WITH EPS 0.2;",
+        ]))
+    };
+    let (a, b) = (run(), run());
+    assert_eq!(a, b);
+    assert!(a.contains("NOT private"), "{a}");
+}
+
+#[test]
+fn unseeded_runs_draw_fresh_noise() {
+    let run = || {
+        let o = dpq(&[
+            "--format",
+            "json",
+            "-c",
+            "LOAD 'examples/data/people.csv'; COUNT WHERE age < 40 WITH EPS 0.2;",
+        ]);
+        let line = stdout(&o).lines().nth(1).expect("count line").to_string();
+        serde_json::from_str::<serde_json::Value>(&line).expect("JSON")["noisy"]
+            .as_f64()
+            .expect("noisy")
+    };
+    // Two continuous Laplace draws coincide with probability 0.
+    assert_ne!(run(), run());
+}
+
+#[test]
+fn the_repl_reads_a_pipe_with_multi_line_statements_and_help() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dpq"))
+        .args(["--seed", "3"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn dpq");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(
+            b"help\nhelp count\nLOAD 'examples/data/people.csv'\n  AS people;\nCOUNT WHERE age\n < 30\n WITH EPS 0.1;\nSHOW BUDGET;\n",
+        )
+        .expect("write");
+    let o = child.wait_with_output().expect("dpq ends at end of input");
+    let out = stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.contains("Statements (end each with ;)"), "{out}");
+    assert!(out.contains("COUNT WHERE condition WITH EPS e"), "{out}");
+    assert!(out.contains("Loaded table people."), "{out}");
+    assert!(out.contains("noisy count"), "{out}");
+    assert!(out.contains("0.1 spent, 0.9 remaining"), "{out}");
+}
+
+#[test]
+fn a_piped_repl_keeps_going_after_an_error_and_reports_it() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dpq"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn dpq");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"USE nothing;\nCHOOSE EPS WITHIN 5 AT 0.95;\n")
+        .expect("write");
+    let o = child.wait_with_output().expect("dpq ends");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("<repl>:1:5: unknown table `nothing`"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stdout(&o).contains("0.5991"), "{}", stdout(&o));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(dpq(&["--format", "yaml"]).status.code(), Some(2));
+    assert_eq!(dpq(&["run"]).status.code(), Some(2));
+}

@@ -1,0 +1,110 @@
+//! Golden transcripts: every `tests/golden/**/*.dpq` and `examples/*.dpq` run as `dpq run --seed 2`
+//! would run them, compared with the sibling `.out` file. `DPQ_BLESS=1 cargo test` rewrites them.
+//!
+//! A script whose first line is `-- format: json` is run with `--format json`. Transcripts of
+//! `examples/NAME.dpq` live in `tests/golden/examples/NAME.out`.
+
+use dpq::driver::{run_source, Emitted};
+use dpq::eval::{Randomness, Session};
+use dpq::output::Format;
+use std::path::{Path, PathBuf};
+
+/// The seed of every golden run: transcripts are reproducible, and say they are not private.
+const SEED: u64 = 2;
+
+fn scripts(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            scripts(&path, out);
+        } else if path.extension().is_some_and(|e| e == "dpq") {
+            out.push(path);
+        }
+    }
+}
+
+/// What `dpq run --seed 2 FILE` prints, stdout and stderr interleaved, and its exit status.
+fn transcript(path: &Path) -> String {
+    let source = std::fs::read_to_string(path).expect("a golden script is readable");
+    let format = if source.starts_with("-- format: json") {
+        Format::Json
+    } else {
+        Format::Table
+    };
+    let mut session = Session::new(Randomness::Seeded(SEED));
+    session.set_clock(|| 0);
+    let mut out = String::new();
+    let origin = path.to_string_lossy().replace('\\', "/");
+    let ok = run_source(&mut session, &origin, &source, format, &mut |e| {
+        if format == Format::Table && !out.is_empty() {
+            out.push('\n');
+        }
+        match e {
+            Emitted::Result(text) => out.push_str(&text),
+            Emitted::Error(text) => {
+                out.push_str("[stderr] ");
+                out.push_str(&text);
+            }
+        }
+        out.push('\n');
+    });
+    out.push_str(&format!("[exit {}]\n", if ok { 0 } else { 1 }));
+    out
+}
+
+fn expected_path(script: &Path) -> PathBuf {
+    if script.starts_with("examples") {
+        let name = script.file_stem().expect("a script has a name");
+        Path::new("tests/golden/examples")
+            .join(name)
+            .with_extension("out")
+    } else {
+        script.with_extension("out")
+    }
+}
+
+#[test]
+fn golden_transcripts() {
+    let mut all = Vec::new();
+    scripts(Path::new("tests/golden"), &mut all);
+    if let Ok(entries) = std::fs::read_dir("examples") {
+        all.extend(
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "dpq")),
+        );
+    }
+    all.sort();
+    assert!(all.len() >= 10, "the golden scripts were not found");
+    let bless = std::env::var_os("DPQ_BLESS").is_some();
+    let mut failures = Vec::new();
+    for script in &all {
+        let got = transcript(script);
+        let expected_file = expected_path(script);
+        if bless {
+            if let Some(dir) = expected_file.parent() {
+                std::fs::create_dir_all(dir).expect("create golden dir");
+            }
+            std::fs::write(&expected_file, &got).expect("write golden file");
+            continue;
+        }
+        match std::fs::read_to_string(&expected_file) {
+            Ok(expected) if expected == got => {}
+            Ok(expected) => failures.push(format!(
+                "{}: transcript differs from {}\n--- expected\n{expected}\n--- got\n{got}",
+                script.display(),
+                expected_file.display()
+            )),
+            Err(_) => failures.push(format!(
+                "{}: no {} (run DPQ_BLESS=1 cargo test)",
+                script.display(),
+                expected_file.display()
+            )),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
