@@ -213,7 +213,7 @@ fn choose_eps(c: &ChooseEpsResult) -> String {
             count,
         } => (
             format!(
-                "the noisy answer lies within {}% of a true count of {} (+-{}) with probability {}",
+                "the noisy answer lies within {}% of a true count of {} (±{}) with probability {}",
                 num(fraction.get() * 100.0),
                 num(count.get()),
                 num(c.half_width),
@@ -226,7 +226,7 @@ fn choose_eps(c: &ChooseEpsResult) -> String {
             confidence,
         } => (
             format!(
-                "the noisy answer lies within +-{} of the true count with probability {}",
+                "the noisy answer lies within ±{} of the true count with probability {}",
                 num(half_width.get()),
                 num(confidence.get())
             ),
