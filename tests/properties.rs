@@ -1,0 +1,184 @@
+//! Properties of the front end: the canonical print of any AST parses back to the same AST, and
+//! no input, however malformed, makes the interpreter panic.
+
+use dpq::ast::{
+    ChooseEps, CmpOp, CountQuery, Expr, Ident, Literal, Number, Statement, StatementKind, Text,
+};
+use dpq::driver::run_source;
+use dpq::eval::{Randomness, Session};
+use dpq::output::Format;
+use dpq::span::Span;
+use dpq::syntax::parse_script;
+use proptest::prelude::*;
+
+fn name() -> impl Strategy<Value = Ident> {
+    prop_oneof![
+        "[a-z_][a-z0-9_]{0,6}",
+        // Reserved words and odd names must come back through quoting.
+        Just("and".to_string()),
+        Just("count".to_string()),
+        "[ a-zA-Z\"'é;-]{1,6}",
+    ]
+    .prop_map(|name| Ident {
+        name,
+        span: Span::default(),
+    })
+}
+
+fn number() -> impl Strategy<Value = Number> {
+    prop_oneof![
+        (0u32..100_000).prop_map(|n| n.to_string()),
+        (-1000i32..1000, 0u32..1000).prop_map(|(a, b)| format!("{a}.{b}")),
+        (1u32..10, -30i32..30).prop_map(|(m, e)| format!("{m}e{e}")),
+    ]
+    .prop_map(|text| Number {
+        value: text.parse().unwrap_or(f64::NAN),
+        text,
+        span: Span::default(),
+    })
+}
+
+fn text() -> impl Strategy<Value = Text> {
+    "[ a-zA-Z0-9'\";-é]{0,8}".prop_map(|value| Text {
+        value,
+        span: Span::default(),
+    })
+}
+
+fn literal() -> impl Strategy<Value = Literal> {
+    prop_oneof![
+        number().prop_map(Literal::Number),
+        text().prop_map(Literal::Text),
+        any::<bool>().prop_map(|b| Literal::Bool(b, Span::default())),
+    ]
+}
+
+fn cmp_op() -> impl Strategy<Value = CmpOp> {
+    prop_oneof![
+        Just(CmpOp::Eq),
+        Just(CmpOp::Ne),
+        Just(CmpOp::Lt),
+        Just(CmpOp::Le),
+        Just(CmpOp::Gt),
+        Just(CmpOp::Ge),
+    ]
+}
+
+fn expr() -> impl Strategy<Value = Expr> {
+    let leaf = prop_oneof![
+        (name(), cmp_op(), literal()).prop_map(|(column, op, value)| Expr::Compare {
+            column,
+            op,
+            value
+        }),
+        (
+            name(),
+            any::<bool>(),
+            prop::collection::vec(literal(), 1..4)
+        )
+            .prop_map(|(column, negated, values)| Expr::In {
+                column,
+                negated,
+                values
+            }),
+        (name(), any::<bool>(), literal(), literal()).prop_map(|(column, negated, low, high)| {
+            Expr::Between {
+                column,
+                negated,
+                low,
+                high,
+            }
+        }),
+    ];
+    leaf.prop_recursive(4, 24, 2, |inner| {
+        prop_oneof![
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| Expr::And(Box::new(a), Box::new(b))),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| Expr::Or(Box::new(a), Box::new(b))),
+            inner.prop_map(|a| Expr::Not(Box::new(a))),
+        ]
+    })
+}
+
+fn statement() -> impl Strategy<Value = StatementKind> {
+    prop_oneof![
+        (text(), prop::option::of(name()))
+            .prop_map(|(path, alias)| StatementKind::Load { path, alias }),
+        name().prop_map(|table| StatementKind::Use { table }),
+        Just(StatementKind::ShowTables),
+        Just(StatementKind::ShowBudget),
+        Just(StatementKind::ShowHistory),
+        prop::option::of(name()).prop_map(|table| StatementKind::Describe { table }),
+        number().prop_map(|total| StatementKind::SetBudget { total }),
+        number().prop_map(|seed| StatementKind::SetSeed { seed }),
+        (
+            expr(),
+            number(),
+            prop::option::of(number()),
+            prop::option::of(name())
+        )
+            .prop_map(|(predicate, eps, prior, mechanism)| StatementKind::Count(
+                CountQuery {
+                    predicate,
+                    eps,
+                    prior,
+                    mechanism
+                }
+            )),
+        (
+            number(),
+            any::<bool>(),
+            number(),
+            any::<bool>(),
+            prop::option::of(number())
+        )
+            .prop_map(|(within, within_percent, at, at_percent, for_count)| {
+                StatementKind::ChooseEps(ChooseEps {
+                    within,
+                    within_percent,
+                    at,
+                    at_percent,
+                    for_count,
+                })
+            }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn parse_of_display_is_the_identity(kind in statement()) {
+        let stmt = Statement { kind, span: Span::default() };
+        let printed = stmt.to_string();
+        let parsed = parse_script(&printed)
+            .map_err(|e| TestCaseError::fail(format!("{printed}: {e}")))?;
+        prop_assert_eq!(parsed.len(), 1, "{}", printed);
+        prop_assert_eq!(&parsed[0], &stmt, "{}", printed);
+    }
+
+    #[test]
+    fn no_input_makes_the_interpreter_panic(
+        tail in prop_oneof![
+            any::<String>(),
+            // Fragments of the language glued at random reach deeper than random text.
+            prop::collection::vec(
+                prop::sample::select(vec![
+                    "COUNT", "WHERE", "WITH", "EPS", "PRIOR", "p=", "age", "sex", "'F'", "30",
+                    "-1", "1e400", "0.1", "(", ")", "AND", "OR", "NOT", "IN", "BETWEEN", ",",
+                    ";", "<=", "=", "CHOOSE", "WITHIN", "%", "AT", "FOR", "SET", "BUDGET",
+                    "SEED", "SHOW", "HISTORY", "LOAD", "USE", "DESCRIBE", "--", "\n", "\"",
+                    "'", "é", "TRUE", "MECHANISM", "laplace", "geometric",
+                ]),
+                0..24,
+            ).prop_map(|words| words.join(" ")),
+        ]
+    ) {
+        let source = format!("LOAD 'examples/data/people.csv' AS people; SET BUDGET 1000;\n{tail}");
+        for format in [Format::Table, Format::Json] {
+            let mut session = Session::new(Randomness::Seeded(1));
+            let mut outputs = 0usize;
+            run_source(&mut session, "prop", &source, format, &mut |_| outputs += 1);
+            prop_assert!(outputs >= 1);
+        }
+    }
+}
