@@ -10,7 +10,6 @@ use crate::span::Span;
 use crate::stats::{Epsilon, Positive, Probability};
 use rust_decimal::Decimal;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
 /// What the checker may ask of the session: public facts only (names and schemas).
 pub trait Catalog {
@@ -28,6 +27,7 @@ pub fn check(stmt: &Statement, catalog: &dyn Catalog) -> Result<Plan, CheckError
     Ok(match &stmt.kind {
         StatementKind::Load { path, alias } => Plan::Load {
             path: PathBuf::from(&path.value),
+            path_span: path.span,
             name: match alias {
                 Some(a) => a.name.clone(),
                 None => default_table_name(Path::new(&path.value)),
@@ -79,7 +79,16 @@ fn check_count(q: &CountQuery, catalog: &dyn Catalog, span: Span) -> Result<Coun
         text: q.eps.text.clone(),
         span: q.eps.span,
     };
-    let eps_exact = exact_positive(&q.eps).ok_or_else(invalid_eps)?;
+    let eps_exact = exact_positive(&q.eps).ok_or_else(|| {
+        if q.eps.value.is_finite() && q.eps.value > 0.0 {
+            CheckError::InexactEpsilon {
+                text: q.eps.text.clone(),
+                span: q.eps.span,
+            }
+        } else {
+            invalid_eps()
+        }
+    })?;
     let eps = Epsilon::new(q.eps.value).map_err(|_| invalid_eps())?;
     let prior = q
         .prior
@@ -162,16 +171,20 @@ fn probability(n: &Number, percent: bool, what: &'static str) -> Result<Probabil
     })
 }
 
-/// The literal as an exact decimal, when it is finite, greater than 0 and representable.
+/// The literal as an exact decimal, when it is finite, greater than 0, and representable
+/// without rounding (budgets add exactly: at most 28 decimal places).
 fn exact_positive(n: &Number) -> Option<Decimal> {
     if !(n.value.is_finite() && n.value > 0.0) {
         return None;
     }
     let text = n.text.trim_start_matches('+');
     let d = if text.contains(['e', 'E']) {
-        Decimal::from_scientific(text).ok()?
+        let d = Decimal::from_scientific(text).ok()?;
+        // from_scientific may round; the value must come back to the same float.
+        let same = d.to_string().parse::<f64>().ok() == Some(n.value);
+        same.then_some(d)?
     } else {
-        Decimal::from_str(text).ok()?
+        Decimal::from_str_exact(text).ok()?
     };
     (d > Decimal::ZERO).then_some(d)
 }

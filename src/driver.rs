@@ -25,13 +25,20 @@ pub fn run_source(
     format: Format,
     emit: &mut dyn FnMut(Emitted),
 ) -> bool {
-    let pieces = match syntax::split::split(source) {
-        Ok(p) => p,
-        Err(e) => {
-            emit(render_error(origin, source, &e.into(), format));
-            return false;
-        }
-    };
+    run_source_from(session, origin, source, 1, format, emit)
+}
+
+/// As [`run_source`], for a `source` that starts at line `first_line` of its origin, so that
+/// errors name the line of the whole input (the REPL runs one statement at a time).
+pub fn run_source_from(
+    session: &mut Session,
+    origin: &str,
+    source: &str,
+    first_line: usize,
+    format: Format,
+    emit: &mut dyn FnMut(Emitted),
+) -> bool {
+    let (pieces, split_error) = syntax::split::split(source);
     for piece in pieces {
         let result = syntax::parse_statement_at(source, piece.span)
             .map_err(Error::from)
@@ -42,21 +49,34 @@ pub fn run_source(
                 Format::Json => render_json(&response),
             })),
             Err(e) => {
-                emit(render_error(origin, source, &e, format));
+                emit(render_error(origin, source, first_line, &e, format));
                 return false;
             }
         }
     }
-    true
+    match split_error {
+        Some(e) => {
+            emit(render_error(origin, source, first_line, &e.into(), format));
+            false
+        }
+        None => true,
+    }
 }
 
 /// An error as the user sees it: `origin:line:col: message`, the line, a caret and help; or JSON.
-pub fn render_error(origin: &str, source: &str, error: &Error, format: Format) -> Emitted {
+pub fn render_error(
+    origin: &str,
+    source: &str,
+    first_line: usize,
+    error: &Error,
+    format: Format,
+) -> Emitted {
     let d = error.diagnostic();
     Emitted::Error(match format {
-        Format::Table => d.render(origin, source),
+        Format::Table => d.render_from(origin, source, first_line),
         Format::Json => {
             let (line, column) = d.line_col(source).unzip();
+            let line = line.map(|l| l + first_line - 1);
             error_json(&d.message, line, column, d.help.as_deref())
         }
     })

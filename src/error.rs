@@ -40,8 +40,18 @@ pub enum SyntaxError {
         /// Where the second one is.
         span: Span,
     },
-    /// Parentheses or NOTs nested deeper than the parser accepts.
-    #[error("the predicate is nested more than {limit} levels deep")]
+    /// A predicate with more conditions or values than the parser accepts.
+    #[error("the condition has more than {limit} {what}")]
+    TooLong {
+        /// What was counted.
+        what: &'static str,
+        /// The limit.
+        limit: usize,
+        /// Where the condition starts.
+        span: Span,
+    },
+    /// Parentheses nested deeper than the parser accepts.
+    #[error("parentheses are nested more than {limit} levels deep")]
     TooDeep {
         /// The limit.
         limit: usize,
@@ -96,6 +106,14 @@ pub enum CheckError {
     /// An epsilon that is not a finite number greater than 0.
     #[error("epsilon must be a finite number greater than 0, not {text}")]
     InvalidEpsilon {
+        /// The literal as written.
+        text: String,
+        /// Where.
+        span: Span,
+    },
+    /// An epsilon with more digits than the budget can add exactly.
+    #[error("epsilon {text} cannot be added to the budget exactly: at most 28 decimal places")]
+    InexactEpsilon {
         /// The literal as written.
         text: String,
         /// Where.
@@ -196,6 +214,20 @@ pub enum EvalError {
         /// The statement.
         span: Span,
     },
+    /// An accuracy requirement whose epsilon is 0 or infinite in floating point.
+    #[error("this requirement gives an epsilon of {eps}, which no query can use")]
+    UnusableEpsilon {
+        /// The epsilon computed.
+        eps: f64,
+        /// The statement.
+        span: Span,
+    },
+    /// `SET SEED` after noise was drawn in the session.
+    #[error("SET SEED must come before the first noisy answer of the session")]
+    SeedAfterNoise {
+        /// The statement.
+        span: Span,
+    },
     /// `LOAD ... AS name` when `name` is taken.
     #[error("a table named `{name}` is already loaded")]
     TableExists {
@@ -239,7 +271,8 @@ impl Error {
                 | SyntaxError::UnclosedString { span }
                 | SyntaxError::UnclosedName { span }
                 | SyntaxError::TooDeep { span, .. }
-                | SyntaxError::DuplicateClause { span, .. } => *span,
+                | SyntaxError::DuplicateClause { span, .. }
+                | SyntaxError::TooLong { span, .. } => *span,
             },
             Error::Check(e) => match e {
                 CheckError::NoCurrentTable { span }
@@ -247,6 +280,7 @@ impl Error {
                 | CheckError::UnknownColumn { span, .. }
                 | CheckError::TypeMismatch { span, .. }
                 | CheckError::InvalidEpsilon { span, .. }
+                | CheckError::InexactEpsilon { span, .. }
                 | CheckError::InvalidProbability { span, .. }
                 | CheckError::NotPositive { span, .. }
                 | CheckError::InvalidSeed { span, .. }
@@ -260,6 +294,8 @@ impl Error {
                 EvalError::BudgetExceeded { span, .. }
                 | EvalError::BudgetBelowSpent { span, .. }
                 | EvalError::TableExists { span, .. }
+                | EvalError::SeedAfterNoise { span }
+                | EvalError::UnusableEpsilon { span, .. }
                 | EvalError::Load { span, .. } => *span,
             },
         }
@@ -317,6 +353,10 @@ impl Error {
                     "ask with a smaller EPS, or repeat an earlier query: its recorded answer is free"
                         .into(),
                 ),
+                EvalError::SeedAfterNoise { .. } => Some(
+                    "reseeding would let two queries share their noise; use --seed N or SET SEED first"
+                        .into(),
+                ),
                 EvalError::TableExists { .. } => {
                     Some("USE it, or LOAD the file AS another name".into())
                 }
@@ -349,6 +389,12 @@ pub struct Diagnostic {
 impl Diagnostic {
     /// `file:line:col: message`, the source line, a caret under the span, and `help:`.
     pub fn render(&self, origin: &str, source: &str) -> String {
+        self.render_from(origin, source, 1)
+    }
+
+    /// As [`Diagnostic::render`], for a `source` whose first line is line `first_line` of its
+    /// origin (the REPL hands over one statement at a time).
+    pub fn render_from(&self, origin: &str, source: &str, first_line: usize) -> String {
         let Some(span) = self.span else {
             let mut out = format!("{origin}: {}", self.message);
             if let Some(h) = &self.help {
@@ -357,8 +403,9 @@ impl Diagnostic {
             return out;
         };
         let (lc, line) = locate(source, span.start);
-        let mut out = format!("{origin}:{}:{}: {}\n", lc.line, lc.column, self.message);
-        let gutter = lc.line.to_string();
+        let line_number = lc.line + first_line - 1;
+        let mut out = format!("{origin}:{line_number}:{}: {}\n", lc.column, self.message);
+        let gutter = line_number.to_string();
         let pad = " ".repeat(gutter.len());
         let width = {
             let start = span.start.min(source.len());
@@ -366,10 +413,26 @@ impl Diagnostic {
             let text = source.get(start..end).unwrap_or("");
             text.lines().next().unwrap_or("").chars().count().max(1)
         };
-        out.push_str(&format!("{pad} |\n{gutter} | {line}\n"));
+        // A long line is shown as a window around the caret.
+        const BEFORE: usize = 60;
+        const SHOWN: usize = 120;
+        let chars: Vec<char> = line.chars().collect();
+        let from = (lc.column - 1).saturating_sub(BEFORE);
+        let to = (from + SHOWN).min(chars.len());
+        let mut shown: String = chars[from.min(to)..to].iter().collect();
+        let mut caret_at = lc.column - 1 - from;
+        if from > 0 {
+            shown.insert(0, '…');
+            caret_at += 1;
+        }
+        if to < chars.len() {
+            shown.push('…');
+        }
+        let width = width.min(SHOWN - BEFORE);
+        out.push_str(&format!("{pad} |\n{gutter} | {shown}\n"));
         out.push_str(&format!(
             "{pad} | {}{}",
-            " ".repeat(lc.column - 1),
+            " ".repeat(caret_at),
             "^".repeat(width)
         ));
         if let Some(h) = &self.help {

@@ -1,6 +1,7 @@
 //! Checked statements: names resolved to tables and column indices, parameters validated and typed.
 
 use crate::data::Predicate;
+use crate::span::Span;
 use crate::stats::{Epsilon, Positive, Probability};
 use rust_decimal::Decimal;
 use std::fmt;
@@ -13,6 +14,8 @@ pub enum Plan {
     Load {
         /// The file.
         path: PathBuf,
+        /// Where the path was written, for errors about the file.
+        path_span: Span,
         /// The table's name.
         name: String,
     },

@@ -232,3 +232,59 @@ fn usage_errors_exit_2() {
     assert_eq!(dpq(&["--format", "yaml"]).status.code(), Some(2));
     assert_eq!(dpq(&["run"]).status.code(), Some(2));
 }
+
+#[test]
+fn global_options_go_before_or_after_run() {
+    for args in [
+        ["--format", "json", "run", "examples/quickstart.dpq"],
+        ["run", "--format", "json", "examples/quickstart.dpq"],
+    ] {
+        let o = dpq(&args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        assert!(stdout(&o).starts_with("{\"budget_remaining\""), "{args:?}");
+    }
+    assert_eq!(
+        dpq(&["-c", "SHOW TABLES;", "run", "examples/quickstart.dpq"])
+            .status
+            .code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn dash_c_takes_text_that_starts_with_a_comment() {
+    let o = dpq(&["-c", "-- nothing but a note\nCHOOSE EPS WITHIN 5 AT 0.95;"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("0.5991"));
+}
+
+#[test]
+fn a_script_may_start_with_a_byte_order_mark() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = dir.path().join("bom.dpq");
+    std::fs::write(&script, "\u{feff}CHOOSE EPS WITHIN 5 AT 0.95;\n").expect("write");
+    let o = dpq(&["run", script.to_str().expect("utf-8")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn a_piped_repl_names_the_line_of_the_whole_input() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dpq"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn dpq");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"CHOOSE EPS WITHIN 5\n  AT 0.95;\n\nCHOOSE EPS\n  WITHIN 5 AT 2;\n")
+        .expect("write");
+    let o = child.wait_with_output().expect("dpq ends");
+    assert!(
+        stderr(&o).starts_with("<repl>:5:15: the confidence level"),
+        "{}",
+        stderr(&o)
+    );
+}

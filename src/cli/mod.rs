@@ -14,15 +14,17 @@ use std::process::ExitCode;
 pub const EXIT_OK: u8 = 0;
 /// Exit status when a statement failed or a script could not be read.
 pub const EXIT_STATEMENT_FAILED: u8 = 1;
+/// Exit status when the command line itself is wrong (clap uses it too).
+pub const EXIT_USAGE: u8 = 2;
 
 /// dpq: differentially private queries over CSV data.
 ///
 /// With no arguments, opens the interactive prompt.
 #[derive(Debug, Parser)]
-#[command(name = "dpq", version, about, long_about = None, args_conflicts_with_subcommands = true)]
+#[command(name = "dpq", version, about, long_about = None)]
 pub struct Args {
     /// Run these statements and exit, e.g. -c "LOAD 'people.csv'; SHOW TABLES;"
-    #[arg(short = 'c', value_name = "STATEMENTS")]
+    #[arg(short = 'c', value_name = "STATEMENTS", allow_hyphen_values = true)]
     pub statements: Option<String>,
     /// How results are shown: tables, or one JSON object per line.
     #[arg(long, value_enum, default_value_t = FormatArg::Table, global = true)]
@@ -72,7 +74,11 @@ pub fn main(args: Args) -> ExitCode {
         None => Randomness::Os,
     });
     let ok = match (&args.command, &args.statements) {
-        (Some(Command::Run { files }), _) => run_files(&mut session, files, format),
+        (Some(Command::Run { .. }), Some(_)) => {
+            eprintln!("dpq: -c and run cannot be used together");
+            return ExitCode::from(EXIT_USAGE);
+        }
+        (Some(Command::Run { files }), None) => run_files(&mut session, files, format),
         (None, Some(statements)) => run_text(&mut session, "-c", statements, format),
         (None, None) => repl::run(&mut session, format),
     };
@@ -83,7 +89,8 @@ fn run_files(session: &mut Session, files: &[PathBuf], format: Format) -> bool {
     for file in files {
         let origin = file.display().to_string();
         let source = match std::fs::read_to_string(file) {
-            Ok(s) => s,
+            // A byte-order mark some editors write is not part of the script.
+            Ok(s) => s.strip_prefix('\u{feff}').map(str::to_string).unwrap_or(s),
             Err(e) => {
                 eprintln!("dpq: cannot read {origin}: {e}");
                 return false;

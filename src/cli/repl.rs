@@ -1,7 +1,7 @@
 //! The interactive prompt: rustyline with history, multi-line statements, completion and help.
 
 use super::Printer;
-use dpq::driver::{run_source, Emitted};
+use dpq::driver::{run_source_from, Emitted};
 use dpq::eval::Session;
 use dpq::output::Format;
 use dpq::{help, syntax};
@@ -62,8 +62,10 @@ impl Completer for DpqHelper {
         _ctx: &Context<'_>,
     ) -> rustyline::Result<(usize, Vec<Pair>)> {
         let start = line[..pos]
-            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .map_or(0, |i| i + 1);
+            .char_indices()
+            .rev()
+            .find(|(_, c)| !(c.is_ascii_alphanumeric() || *c == '_'))
+            .map_or(0, |(i, c)| i + c.len_utf8());
         let word = &line[start..pos];
         if word.is_empty() {
             return Ok((pos, Vec::new()));
@@ -119,11 +121,15 @@ pub fn run(session: &mut Session, format: Format) -> bool {
     }
     let mut all_ok = true;
     let mut buffer = String::new();
+    // Lines read so far, and the line where the buffered statement starts.
+    let (mut lines_read, mut buffer_line) = (0usize, 1usize);
     loop {
         let prompt = if buffer.is_empty() { "dpq> " } else { "  -> " };
         match editor.readline(prompt) {
             Ok(line) => {
+                lines_read += 1;
                 if buffer.is_empty() {
+                    buffer_line = lines_read;
                     let word = line.trim().trim_end_matches(';').trim();
                     if let Some(text) = help_text(word) {
                         println!("{text}");
@@ -145,7 +151,7 @@ pub fn run(session: &mut Session, format: Format) -> bool {
                 let _ = editor.add_history_entry(source.trim_end());
                 let mut printer = Printer::new(format);
                 let mut failed = false;
-                run_source(session, "<repl>", &source, format, &mut |e| {
+                run_source_from(session, "<repl>", &source, buffer_line, format, &mut |e| {
                     failed |= matches!(e, Emitted::Error(_));
                     printer.emit(e)
                 });
@@ -158,7 +164,10 @@ pub fn run(session: &mut Session, format: Format) -> bool {
                         .collect();
                 }
             }
-            Err(ReadlineError::Interrupted) => buffer.clear(),
+            Err(ReadlineError::Interrupted) => {
+                lines_read += 1;
+                buffer.clear();
+            }
             Err(ReadlineError::Eof) => break,
             Err(e) => {
                 eprintln!("dpq: {e}");
@@ -170,7 +179,9 @@ pub fn run(session: &mut Session, format: Format) -> bool {
     if !buffer.trim().is_empty() {
         // Input ended inside a statement: run what there is, as a script would.
         let mut printer = Printer::new(format);
-        all_ok &= run_source(session, "<repl>", &buffer, format, &mut |e| printer.emit(e));
+        all_ok &= run_source_from(session, "<repl>", &buffer, buffer_line, format, &mut |e| {
+            printer.emit(e)
+        });
     }
     if let Some(h) = &history {
         if let Some(dir) = h.parent() {

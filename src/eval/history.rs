@@ -63,7 +63,9 @@ impl History {
 
     /// Whether a release of `eps` fits the budget.
     pub fn can_spend(&self, eps: Decimal) -> bool {
-        self.spent() + eps <= self.total
+        self.spent()
+            .checked_add(eps)
+            .is_some_and(|after| after <= self.total)
     }
 
     /// Sets the total; the caller has checked it is not below what is spent.

@@ -14,10 +14,11 @@ use crate::output::{
 };
 use crate::plan::{ChoosePlan, CountPlan, Mechanism, Plan};
 use crate::span::Span;
-use crate::stats::{accuracy, bayes, laplace, Probability};
+use crate::stats::{accuracy, bayes, laplace, Epsilon, Probability};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use rust_decimal::Decimal;
+use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The budget a table gets when loaded.
@@ -33,17 +34,28 @@ pub enum Randomness {
     Seeded(u64),
 }
 
+/// A loaded table under a name. Tables loaded from the same file share one history, so
+/// loading a file again under another name neither resets its budget nor buys fresh noise.
 struct Entry {
     name: String,
     path: String,
     table: Table,
+    file: usize,
+}
+
+/// The budget and releases of one data file (by its canonical path).
+struct FileState {
+    key: PathBuf,
     history: History,
 }
 
 /// An interpreter session: tables loaded so far, the current one, and the generator.
 pub struct Session {
     entries: Vec<Entry>,
+    files: Vec<FileState>,
     current: Option<usize>,
+    /// Whether any noise has been drawn: after that the generator may not be reseeded.
+    drawn: bool,
     rng: ChaCha20Rng,
     seed: Option<u64>,
     load_options: LoadOptions,
@@ -65,7 +77,9 @@ impl Session {
         };
         Self {
             entries: Vec::new(),
+            files: Vec::new(),
             current: None,
+            drawn: false,
             rng,
             seed,
             load_options: LoadOptions::default(),
@@ -108,7 +122,11 @@ impl Session {
 
     fn run(&mut self, plan: Plan, span: Span) -> Result<Output, EvalError> {
         Ok(match plan {
-            Plan::Load { path, name } => {
+            Plan::Load {
+                path,
+                path_span,
+                name,
+            } => {
                 if self.entries.iter().any(|e| e.name == name) {
                     return Err(EvalError::TableExists { name, span });
                 }
@@ -117,13 +135,24 @@ impl Session {
                     data::load_csv(&path, &self.load_options).map_err(|error| EvalError::Load {
                         path: path_text.clone(),
                         error,
-                        span,
+                        span: path_span,
                     })?;
+                let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+                let file = match self.files.iter().position(|f| f.key == key) {
+                    Some(i) => i,
+                    None => {
+                        self.files.push(FileState {
+                            key,
+                            history: History::new(DEFAULT_BUDGET),
+                        });
+                        self.files.len() - 1
+                    }
+                };
                 self.entries.push(Entry {
                     name,
                     path: path_text,
                     table,
-                    history: History::new(DEFAULT_BUDGET),
+                    file,
                 });
                 self.current = Some(self.entries.len() - 1);
                 Output::Loaded(self.info(self.entries.len() - 1))
@@ -141,7 +170,8 @@ impl Session {
             Plan::ShowHistory { table } => Output::History(self.history(self.index(&table))),
             Plan::SetBudget { table, total } => {
                 let i = self.index(&table);
-                let spent = self.entries[i].history.spent();
+                let history = &mut self.files[self.entries[i].file].history;
+                let spent = history.spent();
                 if total < spent {
                     return Err(EvalError::BudgetBelowSpent {
                         table,
@@ -150,33 +180,39 @@ impl Session {
                         span,
                     });
                 }
-                self.entries[i].history.set_total(total);
+                history.set_total(total);
                 Output::Budget(self.budget(i))
             }
             Plan::SetSeed { seed } => {
+                // Reseeding after noise was drawn would let two queries share their noise, and
+                // the difference of their answers would be the difference of their true counts.
+                if self.drawn {
+                    return Err(EvalError::SeedAfterNoise { span });
+                }
                 self.rng = ChaCha20Rng::seed_from_u64(seed);
                 self.seed = Some(seed);
                 Output::SeedSet { seed }
             }
             Plan::Count(plan) => Output::Count(self.count(plan, span)?),
-            Plan::ChooseEps(plan) => Output::ChooseEps(choose_eps(plan)),
+            Plan::ChooseEps(plan) => Output::ChooseEps(choose_eps(plan, span)?),
         })
     }
 
     fn count(&mut self, plan: CountPlan, span: Span) -> Result<CountResult, EvalError> {
         let i = self.index(&plan.table);
-        let entry = &mut self.entries[i];
+        let entry = &self.entries[i];
+        let history = &mut self.files[entry.file].history;
         let n = entry.table.n_rows();
-        let (noisy, from_history) = match entry.history.find(&plan.key) {
+        let (noisy, from_history) = match history.find(&plan.key) {
             Some(earlier) => (earlier.noisy, true),
             None => {
                 // The budget is checked before any noise is drawn: a refused query changes nothing.
-                if !entry.history.can_spend(plan.eps_exact) {
+                if !history.can_spend(plan.eps_exact) {
                     return Err(EvalError::BudgetExceeded {
                         table: plan.table,
                         requested: plan.eps_exact,
-                        remaining: entry.history.remaining(),
-                        total: entry.history.total(),
+                        remaining: history.remaining(),
+                        total: history.total(),
                         span,
                     });
                 }
@@ -184,11 +220,12 @@ impl Session {
                     // Paper 1, section 2: the Laplace mechanism, noise of scale Δf/ε with Δf = 1.
                     Mechanism::Laplace => {
                         let truth = data::count(&entry.table, &plan.predicate) as f64;
+                        self.drawn = true;
                         truth + laplace::sample(&mut self.rng, 1.0 / plan.eps.get())
                     }
                 };
-                entry.history.record(Release {
-                    seq: entry.history.next_seq(),
+                history.record(Release {
+                    seq: history.next_seq(),
                     statement: plan.statement.clone(),
                     key: plan.key.clone(),
                     row: Vec::new(),
@@ -227,8 +264,8 @@ impl Session {
             } else {
                 plan.eps_exact
             },
-            budget_spent: entry.history.spent(),
-            budget_remaining: entry.history.remaining(),
+            budget_spent: history.spent(),
+            budget_remaining: history.remaining(),
         })
     }
 
@@ -253,13 +290,13 @@ impl Session {
 
     fn budget(&self, i: usize) -> BudgetReport {
         let e = &self.entries[i];
+        let history = &self.files[e.file].history;
         BudgetReport {
             table: e.name.clone(),
-            total: e.history.total(),
-            spent: e.history.spent(),
-            remaining: e.history.remaining(),
-            lines: e
-                .history
+            total: history.total(),
+            spent: history.spent(),
+            remaining: history.remaining(),
+            lines: history
                 .releases()
                 .iter()
                 .map(|r| SpendLine {
@@ -274,10 +311,10 @@ impl Session {
 
     fn history(&self, i: usize) -> HistoryReport {
         let e = &self.entries[i];
+        let history = &self.files[e.file].history;
         HistoryReport {
             table: e.name.clone(),
-            releases: e
-                .history
+            releases: history
                 .releases()
                 .iter()
                 .map(|r| ReleaseRow {
@@ -311,7 +348,7 @@ impl Catalog for Session {
     }
 }
 
-fn choose_eps(plan: ChoosePlan) -> ChooseEpsResult {
+fn choose_eps(plan: ChoosePlan, span: Span) -> Result<ChooseEpsResult, EvalError> {
     let (eps, half_width) = match plan {
         ChoosePlan::Relative {
             fraction,
@@ -329,11 +366,14 @@ fn choose_eps(plan: ChoosePlan) -> ChooseEpsResult {
             half_width.get(),
         ),
     };
-    ChooseEpsResult {
+    if Epsilon::new(eps).is_err() || !half_width.is_finite() {
+        return Err(EvalError::UnusableEpsilon { eps, span });
+    }
+    Ok(ChooseEpsResult {
         requirement: plan,
         eps,
         half_width,
-    }
+    })
 }
 
 fn ninety_five() -> Probability {

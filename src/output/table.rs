@@ -105,7 +105,7 @@ fn budget(b: &BudgetReport) -> String {
     } else {
         let mut lines = new_table(&["#", "statement", "epsilon"]);
         for l in &b.lines {
-            lines.add_row(vec![l.seq.to_string(), l.statement.clone(), dec(l.eps)]);
+            lines.add_row(vec![l.seq.to_string(), short(&l.statement), dec(l.eps)]);
         }
         let _ = write!(
             out,
@@ -130,7 +130,7 @@ fn history(h: &HistoryReport) -> String {
     for r in &h.releases {
         t.add_row(vec![
             r.seq.to_string(),
-            r.statement.clone(),
+            short(&r.statement),
             dec(r.eps),
             num(r.sensitivity),
             r.mechanism.clone(),
@@ -195,7 +195,12 @@ fn count(c: &CountResult) -> String {
             dec(c.budget_remaining)
         ),
     ]);
-    let mut out = format!("{} -- table {}, n = {}\n{t}", c.statement, c.table, c.n);
+    let mut out = format!(
+        "{} -- table {}, n = {}\n{t}",
+        short(&c.statement),
+        c.table,
+        c.n
+    );
     out.push_str("\nThe noise interval holds the true count with probability 0.95 over the noise.");
     if c.bayes.is_some() {
         out.push_str(
@@ -242,6 +247,17 @@ fn choose_eps(c: &ChooseEpsResult) -> String {
         num(conf),
         num(c.half_width)
     )
+}
+
+/// A statement cut to a width a table can show (`SHOW HISTORY` in JSON has it whole).
+fn short(statement: &str) -> String {
+    const WIDTH: usize = 100;
+    if statement.chars().count() <= WIDTH {
+        statement.to_string()
+    } else {
+        let cut: String = statement.chars().take(WIDTH - 1).collect();
+        format!("{cut}…")
+    }
 }
 
 /// A decimal without trailing zeros.

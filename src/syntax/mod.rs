@@ -13,8 +13,12 @@ use pest::pratt_parser::{Assoc, Op, PrattParser};
 use pest::Parser as _;
 use std::sync::LazyLock;
 
-/// Most conditions and operators in one predicate; keeps every recursive walk of it shallow.
-pub const MAX_TERMS: usize = 1000;
+/// Most conditions, `AND`, `OR` and `NOT` in one predicate, nested ones included: keeps every
+/// recursive walk of the tree shallow.
+pub const MAX_TERMS: usize = 500;
+
+/// Most literal values in one predicate (`IN` lists included).
+pub const MAX_VALUES: usize = 10_000;
 
 #[derive(pest_derive::Parser)]
 #[grammar = "../grammar/dpq.pest"]
@@ -32,10 +36,15 @@ static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
 /// The script is split at `;` first, so an error in one statement points there precisely and
 /// nothing after it is parsed.
 pub fn parse_script(source: &str) -> Result<Vec<Statement>, SyntaxError> {
-    split::split(source)?
+    let (pieces, error) = split::split(source);
+    let statements = pieces
         .into_iter()
         .map(|piece| parse_statement_at(source, piece.span))
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    match error {
+        Some(e) => Err(e),
+        None => Ok(statements),
+    }
 }
 
 /// Parses one statement found at `span` of `source` (spans in the result are into `source`).
@@ -157,29 +166,43 @@ impl Builder {
         (number, inner.next().is_some())
     }
 
+    /// A whole predicate: its size is bounded first, so every recursive walk of the tree
+    /// (Pratt climbing, checking, printing, dropping) stays shallow.
     fn predicate(&self, pair: Pair<'_, Rule>) -> Result<Expr, SyntaxError> {
-        let span = self.span(&pair);
-        let pairs = pair.into_inner();
-        let mut terms = 0usize;
-        let mut nots = 0usize;
-        for p in pairs.clone() {
-            terms += 1;
-            nots = if p.as_rule() == Rule::kw_not {
-                nots + 1
-            } else {
-                0
-            };
-            if terms > MAX_TERMS || nots > split::MAX_DEPTH {
-                return Err(SyntaxError::TooDeep {
-                    limit: if nots > split::MAX_DEPTH {
-                        split::MAX_DEPTH
-                    } else {
-                        MAX_TERMS
-                    },
-                    span,
-                });
+        let (mut terms, mut values) = (0usize, 0usize);
+        for p in pair.clone().into_inner().flatten() {
+            match p.as_rule() {
+                Rule::comparison
+                | Rule::in_list
+                | Rule::between
+                | Rule::kw_and
+                | Rule::kw_or
+                | Rule::kw_not => terms += 1,
+                Rule::number | Rule::string | Rule::kw_true | Rule::kw_false => values += 1,
+                _ => {}
             }
         }
+        let start = self.span(&pair);
+        let span = Span::new(start.start, start.start + 1);
+        if terms > MAX_TERMS {
+            return Err(SyntaxError::TooLong {
+                what: "conditions and operators",
+                limit: MAX_TERMS,
+                span,
+            });
+        }
+        if values > MAX_VALUES {
+            return Err(SyntaxError::TooLong {
+                what: "values",
+                limit: MAX_VALUES,
+                span,
+            });
+        }
+        self.nested_predicate(pair)
+    }
+
+    fn nested_predicate(&self, pair: Pair<'_, Rule>) -> Result<Expr, SyntaxError> {
+        let pairs = pair.into_inner();
         PRATT
             .map_primary(|p| self.primary(p))
             .map_prefix(|_, rhs| Ok(Expr::Not(Box::new(rhs?))))
@@ -197,7 +220,7 @@ impl Builder {
     fn primary(&self, pair: Pair<'_, Rule>) -> Result<Expr, SyntaxError> {
         let rule = pair.as_rule();
         if rule == Rule::predicate {
-            return self.predicate(pair);
+            return self.nested_predicate(pair);
         }
         let mut inner = pair.into_inner().peekable();
         let column = self.name(inner.next().expect("a condition starts with a column"));

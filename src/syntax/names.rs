@@ -119,32 +119,56 @@ pub fn syntax_error(
     }
 }
 
-/// The last word or symbol before the error, to say where it happened.
+/// The last word, number, string or symbol before the error, skipping blanks and comments,
+/// to say where it happened.
 fn previous_token(before: &str) -> Option<String> {
-    let code = strip_comments(before);
-    let trimmed = code.trim_end();
-    let last = trimmed.chars().last()?;
-    let token: String = if last.is_ascii_alphanumeric() || last == '_' || last == '.' {
-        let start = trimmed
-            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
-            .map_or(0, |i| i + 1);
-        trimmed[start..].to_string()
-    } else if last == '\'' {
-        return Some("the string".to_string());
+    let bytes = before.as_bytes();
+    let mut last: Option<(usize, usize)> = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if c == b'-' && bytes.get(i + 1) == Some(&b'-') {
+            while i < bytes.len() && bytes[i] != b'\n' {
+                i += 1;
+            }
+        } else if c == b'\'' || c == b'"' {
+            let start = i;
+            i += 1;
+            while i < bytes.len() {
+                if bytes[i] == c && bytes.get(i + 1) == Some(&c) {
+                    i += 2;
+                } else if bytes[i] == c {
+                    i += 1;
+                    break;
+                } else {
+                    i += 1;
+                }
+            }
+            last = Some((start, i));
+        } else if c.is_ascii_alphanumeric() || c == b'_' || c == b'.' {
+            let start = i;
+            while i < bytes.len()
+                && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_' || bytes[i] == b'.')
+            {
+                i += 1;
+            }
+            last = Some((start, i));
+        } else if c.is_ascii_whitespace() {
+            i += 1;
+        } else {
+            // One symbol, or one non-ASCII character taken whole.
+            let start = i;
+            i += before[i..].chars().next().map_or(1, char::len_utf8);
+            last = Some((start, i));
+        }
+    }
+    let (start, end) = last?;
+    let token = &before[start..end];
+    Some(if token.starts_with('\'') {
+        "the string".to_string()
     } else {
-        last.to_string()
-    };
-    Some(token)
-}
-
-fn strip_comments(text: &str) -> String {
-    text.lines()
-        .map(|l| match l.find("--") {
-            Some(i) if !l[..i].contains('\'') => &l[..i],
-            _ => l,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+        token.to_string()
+    })
 }
 
 fn next_token_end(source: &str, pos: usize) -> usize {
@@ -152,5 +176,6 @@ fn next_token_end(source: &str, pos: usize) -> usize {
     let len = rest
         .find(|c: char| c.is_whitespace() || c == ';')
         .unwrap_or(rest.len());
-    pos + len.max(if rest.is_empty() { 0 } else { 1 }).min(rest.len())
+    let first = rest.chars().next().map_or(0, char::len_utf8);
+    pos + len.max(first)
 }

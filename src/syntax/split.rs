@@ -17,9 +17,10 @@ pub struct Piece {
 
 /// Splits `source` into statements. Pieces holding only blanks and comments are dropped.
 ///
-/// Errors on an unclosed string or quoted name, and on parentheses nested more than
-/// [`MAX_DEPTH`] deep (a stack-safe guard for the recursive parser).
-pub fn split(source: &str) -> Result<Vec<Piece>, SyntaxError> {
+/// Stops at an unclosed string or quoted name, or at parentheses nested more than
+/// [`MAX_DEPTH`] deep (a stack-safe guard for the recursive parser): the statements before it
+/// are returned with the error, so a script runs up to the statement that is wrong.
+pub fn split(source: &str) -> (Vec<Piece>, Option<SyntaxError>) {
     let bytes = source.as_bytes();
     let mut pieces = Vec::new();
     let mut start = 0;
@@ -35,11 +36,12 @@ pub fn split(source: &str) -> Result<Vec<Piece>, SyntaxError> {
                     match bytes.get(i) {
                         None => {
                             let span = Span::new(open, source.len());
-                            return Err(if q == b'\'' {
+                            let error = if q == b'\'' {
                                 SyntaxError::UnclosedString { span }
                             } else {
                                 SyntaxError::UnclosedName { span }
-                            });
+                            };
+                            return (pieces, Some(error));
                         }
                         Some(&c) if c == q => {
                             if bytes.get(i + 1) == Some(&q) {
@@ -64,10 +66,11 @@ pub fn split(source: &str) -> Result<Vec<Piece>, SyntaxError> {
             b'(' => {
                 depth += 1;
                 if depth > MAX_DEPTH {
-                    return Err(SyntaxError::TooDeep {
+                    let error = SyntaxError::TooDeep {
                         limit: MAX_DEPTH,
                         span: Span::new(i, i + 1),
-                    });
+                    };
+                    return (pieces, Some(error));
                 }
                 has_code = true;
             }
@@ -97,16 +100,16 @@ pub fn split(source: &str) -> Result<Vec<Piece>, SyntaxError> {
             terminated: false,
         });
     }
-    Ok(pieces)
+    (pieces, None)
 }
 
 /// Whether `buffer` ends with a complete statement: its last code is a `;` outside strings
 /// and comments. The REPL reads more lines until this holds.
 pub fn is_complete(buffer: &str) -> bool {
     match split(buffer) {
-        Ok(pieces) => pieces.last().is_none_or(|p| p.terminated),
-        Err(SyntaxError::TooDeep { .. }) => true,
-        Err(_) => false,
+        (pieces, None) => pieces.last().is_none_or(|p| p.terminated),
+        (_, Some(SyntaxError::TooDeep { .. })) => true,
+        (_, Some(_)) => false,
     }
 }
 
@@ -115,8 +118,9 @@ mod tests {
     use super::*;
 
     fn texts(src: &str) -> Vec<&str> {
-        split(src)
-            .expect("splits")
+        let (pieces, error) = split(src);
+        assert_eq!(error, None);
+        pieces
             .iter()
             .map(|p| src[p.span.start..p.span.end].trim())
             .collect()
@@ -137,28 +141,30 @@ mod tests {
 
     #[test]
     fn last_statement_may_omit_semicolon() {
-        let p = split("SHOW TABLES; SHOW BUDGET").expect("splits");
+        let (p, _) = split("SHOW TABLES; SHOW BUDGET");
         assert_eq!(p.len(), 2);
         assert!(p[0].terminated && !p[1].terminated);
     }
 
     #[test]
     fn blank_and_comment_only_pieces_are_dropped() {
-        assert!(split("  ;; -- nothing\n ; ").expect("splits").is_empty());
+        assert_eq!(split("  ;; -- nothing\n ; "), (Vec::new(), None));
     }
 
     #[test]
     fn unclosed_string_is_an_error() {
-        assert!(matches!(
-            split("LOAD 'a.csv;"),
-            Err(SyntaxError::UnclosedString { .. })
-        ));
+        let (pieces, error) = split("SHOW TABLES; LOAD 'a.csv;");
+        assert_eq!(pieces.len(), 1, "the statement before runs");
+        assert!(matches!(error, Some(SyntaxError::UnclosedString { .. })));
     }
 
     #[test]
     fn deep_nesting_is_refused_quickly() {
         let src = "(".repeat(100_000);
-        assert!(matches!(split(&src), Err(SyntaxError::TooDeep { .. })));
+        assert!(matches!(
+            split(&src),
+            (_, Some(SyntaxError::TooDeep { .. }))
+        ));
     }
 
     #[test]

@@ -121,17 +121,38 @@ fn error_spans_point_into_the_script() {
 }
 
 #[test]
-fn deep_not_chains_are_refused_not_overflowed() {
-    let src = format!("COUNT WHERE {} a = 1 WITH EPS 1", "NOT ".repeat(100_000));
-    assert!(matches!(
-        parse_script(&src),
-        Err(SyntaxError::TooDeep { .. })
-    ));
-    let src = format!("COUNT WHERE a = 1{} WITH EPS 1", " AND a = 1".repeat(5_000));
-    assert!(matches!(
-        parse_script(&src),
-        Err(SyntaxError::TooDeep { .. })
-    ));
+fn large_predicates_are_refused_not_overflowed() {
+    let too_long = |src: &str| matches!(parse_script(src), Err(SyntaxError::TooLong { .. }));
+    assert!(too_long(&format!(
+        "COUNT WHERE {} a = 1 WITH EPS 1",
+        "NOT ".repeat(100_000)
+    )));
+    assert!(too_long(&format!(
+        "COUNT WHERE a = 1{} WITH EPS 1",
+        " AND a = 1".repeat(5_000)
+    )));
+    // Nesting multiplies: groups of 100 conditions five levels deep are 500 conditions.
+    let mut nested = "a = 1".to_string();
+    for _ in 0..5 {
+        nested = format!("({nested}){}", " AND a = 1".repeat(100));
+    }
+    assert!(too_long(&format!("COUNT WHERE {nested} WITH EPS 1")));
+    let values = vec!["1"; 10_001].join(", ");
+    assert!(too_long(&format!("COUNT WHERE a IN ({values}) WITH EPS 1")));
+}
+
+#[test]
+fn predicates_at_the_limits_parse_print_and_drop() {
+    // The deepest tree the limits allow: 499 NOTs around one condition, run on a test
+    // thread's small stack through parsing, printing and dropping.
+    let src = format!(
+        "COUNT WHERE {}a = 1 WITH EPS 1",
+        "NOT ".repeat(MAX_TERMS - 1)
+    );
+    let stmt = parse_script(&src).expect("within the limit");
+    assert!(stmt[0].to_string().len() > 2000);
+    let values = vec!["1"; MAX_VALUES].join(", ");
+    parse_script(&format!("COUNT WHERE a IN ({values}) WITH EPS 1")).expect("within the limit");
 }
 
 #[test]
