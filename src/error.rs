@@ -4,6 +4,7 @@
 //! column names (the schema is public), never of cell contents or counts.
 
 use crate::data::{ColumnType, DataError};
+use crate::ledger::LedgerError;
 use crate::span::{locate, Span};
 use rust_decimal::Decimal;
 
@@ -236,6 +237,14 @@ pub enum EvalError {
         /// Where.
         span: Span,
     },
+    /// The ledger of the table's data file cannot be used; nothing was spent.
+    #[error("{error}")]
+    Ledger {
+        /// Why.
+        error: LedgerError,
+        /// The statement.
+        span: Span,
+    },
     /// The CSV file could not be loaded; no table was created.
     #[error("cannot load {path}: {error}")]
     Load {
@@ -296,6 +305,7 @@ impl Error {
                 | EvalError::TableExists { span, .. }
                 | EvalError::SeedAfterNoise { span }
                 | EvalError::UnusableEpsilon { span, .. }
+                | EvalError::Ledger { span, .. }
                 | EvalError::Load { span, .. } => *span,
             },
         }

@@ -31,6 +31,7 @@ pub mod driver;
 pub mod error;
 pub mod eval;
 pub mod help;
+pub mod ledger;
 pub mod output;
 pub mod plan;
 pub mod span;

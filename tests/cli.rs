@@ -3,11 +3,17 @@
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
+/// The binary, with a fresh state directory so tests never touch the user's ledgers.
+fn command() -> (Command, tempfile::TempDir) {
+    let state = tempfile::tempdir().expect("a state directory");
+    let mut c = Command::new(env!("CARGO_BIN_EXE_dpq"));
+    c.env("DPQ_STATE_DIR", state.path());
+    (c, state)
+}
+
 fn dpq(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dpq"))
-        .args(args)
-        .output()
-        .expect("the dpq binary runs")
+    let (mut c, _state) = command();
+    c.args(args).output().expect("the dpq binary runs")
 }
 
 fn stdout(o: &Output) -> String {
@@ -178,7 +184,8 @@ fn unseeded_runs_draw_fresh_noise() {
 
 #[test]
 fn the_repl_reads_a_pipe_with_multi_line_statements_and_help() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dpq"))
+    let (mut child, _state) = command();
+    let mut child = child
         .args(["--seed", "3"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -205,7 +212,8 @@ fn the_repl_reads_a_pipe_with_multi_line_statements_and_help() {
 
 #[test]
 fn a_piped_repl_keeps_going_after_an_error_and_reports_it() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dpq"))
+    let (mut child, _state) = command();
+    let mut child = child
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -269,7 +277,8 @@ fn a_script_may_start_with_a_byte_order_mark() {
 
 #[test]
 fn a_piped_repl_names_the_line_of_the_whole_input() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dpq"))
+    let (mut child, _state) = command();
+    let mut child = child
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

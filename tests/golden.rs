@@ -6,6 +6,7 @@
 
 use dpq::driver::{run_source, Emitted};
 use dpq::eval::{Randomness, Session};
+use dpq::ledger::Store;
 use dpq::output::Format;
 use std::path::{Path, PathBuf};
 
@@ -34,7 +35,11 @@ fn transcript(path: &Path) -> String {
     } else {
         Format::Table
     };
-    let mut session = Session::new(Randomness::Seeded(SEED));
+    let state = tempfile::tempdir().expect("a state directory");
+    let mut session = Session::with_store(
+        Randomness::Seeded(SEED),
+        Store::Dir(state.path().to_path_buf()),
+    );
     session.set_clock(|| 0);
     let mut out = String::new();
     let origin = path.to_string_lossy().replace('\\', "/");
@@ -52,7 +57,24 @@ fn transcript(path: &Path) -> String {
         out.push('\n');
     });
     out.push_str(&format!("[exit {}]\n", if ok { 0 } else { 1 }));
-    out
+    // The state directory is a fresh temporary one: name it the same in every transcript.
+    let state_path = state.path().to_string_lossy().replace('\\', "/");
+    let out = out.replace(&state_path, "$STATE");
+    // A ledger is named by a hash of its data file's absolute path, which differs between
+    // checkouts.
+    let marker = "$STATE/ledgers/";
+    let mut named = String::with_capacity(out.len());
+    let mut rest = out.as_str();
+    while let Some(i) = rest.find(marker) {
+        let after = &rest[i + marker.len()..];
+        let hash_len = after.bytes().take_while(u8::is_ascii_hexdigit).count();
+        named.push_str(&rest[..i]);
+        named.push_str(marker);
+        named.push_str("FILE");
+        rest = &after[hash_len..];
+    }
+    named.push_str(rest);
+    named
 }
 
 fn expected_path(script: &Path) -> PathBuf {

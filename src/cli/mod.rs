@@ -5,6 +5,7 @@ mod repl;
 use clap::{Parser, Subcommand, ValueEnum};
 use dpq::driver::{run_source, Emitted};
 use dpq::eval::{Randomness, Session};
+use dpq::ledger::Store;
 use dpq::output::Format;
 use std::io::Write;
 use std::path::PathBuf;
@@ -32,6 +33,10 @@ pub struct Args {
     /// Seed the noise (SET SEED before the first statement): reproducible, and not private.
     #[arg(long, value_name = "N", global = true)]
     pub seed: Option<u64>,
+    /// Where the ledgers of spent budget live [default: $DPQ_STATE_DIR, else the user's data
+    /// directory, e.g. ~/.local/share/dpq]
+    #[arg(long, value_name = "DIR", global = true)]
+    pub state_dir: Option<PathBuf>,
     /// What to do.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -69,10 +74,17 @@ impl From<FormatArg> for Format {
 /// Runs the command line; the exit code says whether every statement ran.
 pub fn main(args: Args) -> ExitCode {
     let format = Format::from(args.format);
-    let mut session = Session::new(match args.seed {
+    let Some(state_dir) = state_dir(args.state_dir.clone()) else {
+        eprintln!(
+            "dpq: no state directory for the ledgers: give --state-dir DIR or set DPQ_STATE_DIR"
+        );
+        return ExitCode::from(EXIT_USAGE);
+    };
+    let randomness = match args.seed {
         Some(s) => Randomness::Seeded(s),
         None => Randomness::Os,
-    });
+    };
+    let mut session = Session::with_store(randomness, Store::Dir(state_dir));
     let ok = match (&args.command, &args.statements) {
         (Some(Command::Run { .. }), Some(_)) => {
             eprintln!("dpq: -c and run cannot be used together");
@@ -83,6 +95,17 @@ pub fn main(args: Args) -> ExitCode {
         (None, None) => repl::run(&mut session, format),
     };
     ExitCode::from(if ok { EXIT_OK } else { EXIT_STATEMENT_FAILED })
+}
+
+/// The state directory: `--state-dir`, else `DPQ_STATE_DIR`, else `dpq` in the user's data
+/// directory.
+fn state_dir(flag: Option<PathBuf>) -> Option<PathBuf> {
+    flag.or_else(|| {
+        std::env::var_os("DPQ_STATE_DIR")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    })
+    .or_else(|| dirs::data_dir().map(|d| d.join("dpq")))
 }
 
 fn run_files(session: &mut Session, files: &[PathBuf], format: Format) -> bool {

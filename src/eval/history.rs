@@ -24,8 +24,9 @@ pub struct Release {
     pub sensitivity: f64,
     /// The noise.
     pub mechanism: Mechanism,
-    /// The noisy answer.
-    pub noisy: f64,
+    /// The noisy answer; `None` when the process stopped between recording the spending
+    /// and the answer (the epsilon counts, and nothing was shown).
+    pub noisy: Option<f64>,
     /// When, as seconds since the Unix epoch.
     pub time: u64,
 }
@@ -73,9 +74,22 @@ impl History {
         self.total = total;
     }
 
-    /// The release of an identical earlier query, if any.
+    /// The answered release of an identical earlier query, if any.
     pub fn find(&self, key: &str) -> Option<&Release> {
-        self.releases.iter().find(|r| r.key == key)
+        self.releases
+            .iter()
+            .find(|r| r.key == key && r.noisy.is_some())
+    }
+
+    /// Fills in the noisy answer of release `seq`; false if there is no such release.
+    pub fn set_noisy(&mut self, seq: u64, noisy: f64) -> bool {
+        match self.releases.iter_mut().find(|r| r.seq == seq) {
+            Some(r) => {
+                r.noisy = Some(noisy);
+                true
+            }
+            None => false,
+        }
     }
 
     /// The releases, in order.
@@ -108,7 +122,7 @@ mod tests {
             eps: Decimal::from_str(eps).expect("decimal"),
             sensitivity: 1.0,
             mechanism: Mechanism::Laplace,
-            noisy: 0.0,
+            noisy: Some(0.0),
             time: 0,
         }
     }

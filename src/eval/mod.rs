@@ -8,6 +8,7 @@ use crate::ast::Statement;
 use crate::check::{self, Catalog};
 use crate::data::{self, LoadOptions, Table};
 use crate::error::{Error, EvalError};
+use crate::ledger::{self, Ledger, Store};
 use crate::output::{
     BudgetReport, ChooseEpsResult, CountResult, HistoryReport, Output, ReleaseRow, Response,
     SpendLine, TableInfo,
@@ -43,10 +44,12 @@ struct Entry {
     file: usize,
 }
 
-/// The budget and releases of one data file (by its canonical path).
+/// The budget and releases of one data file (by its canonical path), kept in its ledger.
 struct FileState {
     key: PathBuf,
-    history: History,
+    ledger: Ledger,
+    /// Whether the file's content differs from what its ledger last saw.
+    changed: bool,
 }
 
 /// An interpreter session: tables loaded so far, the current one, and the generator.
@@ -60,6 +63,7 @@ pub struct Session {
     seed: Option<u64>,
     load_options: LoadOptions,
     clock: fn() -> u64,
+    store: Store,
 }
 
 impl Default for Session {
@@ -69,8 +73,14 @@ impl Default for Session {
 }
 
 impl Session {
-    /// A session with no tables.
+    /// A session with no tables whose spending lasts only as long as it does (library use and
+    /// tests); the `dpq` binary uses [`Session::with_store`] with a state directory.
     pub fn new(randomness: Randomness) -> Self {
+        Self::with_store(randomness, Store::Memory)
+    }
+
+    /// A session keeping every data file's spending in a ledger of `store`.
+    pub fn with_store(randomness: Randomness, store: Store) -> Self {
         let (rng, seed) = match randomness {
             Randomness::Os => (ChaCha20Rng::from_os_rng(), None),
             Randomness::Seeded(s) => (ChaCha20Rng::seed_from_u64(s), Some(s)),
@@ -84,6 +94,7 @@ impl Session {
             seed,
             load_options: LoadOptions::default(),
             clock: now,
+            store,
         }
     }
 
@@ -138,12 +149,28 @@ impl Session {
                         span: path_span,
                     })?;
                 let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+                let fingerprint = ledger::fingerprint(&key).map_err(|e| EvalError::Load {
+                    path: path_text.clone(),
+                    error: data::DataError::Io {
+                        path: path_text.clone(),
+                        message: e.to_string(),
+                    },
+                    span: path_span,
+                })?;
+                let (opened, changed) =
+                    Ledger::open(&self.store, &key, &fingerprint, DEFAULT_BUDGET)
+                        .map_err(|error| EvalError::Ledger { error, span })?;
                 let file = match self.files.iter().position(|f| f.key == key) {
-                    Some(i) => i,
+                    Some(i) => {
+                        self.files[i].ledger = opened;
+                        self.files[i].changed |= changed;
+                        i
+                    }
                     None => {
                         self.files.push(FileState {
                             key,
-                            history: History::new(DEFAULT_BUDGET),
+                            ledger: opened,
+                            changed,
                         });
                         self.files.len() - 1
                     }
@@ -166,12 +193,23 @@ impl Session {
                 Output::Tables((0..self.entries.len()).map(|i| self.info(i)).collect())
             }
             Plan::Describe { table } => Output::Described(self.info(self.index(&table))),
-            Plan::ShowBudget { table } => Output::Budget(self.budget(self.index(&table))),
-            Plan::ShowHistory { table } => Output::History(self.history(self.index(&table))),
+            Plan::ShowBudget { table } => {
+                let i = self.index(&table);
+                self.refresh(i, span)?;
+                Output::Budget(self.budget(i))
+            }
+            Plan::ShowHistory { table } => {
+                let i = self.index(&table);
+                self.refresh(i, span)?;
+                Output::History(self.history(i))
+            }
             Plan::SetBudget { table, total } => {
                 let i = self.index(&table);
-                let history = &mut self.files[self.entries[i].file].history;
-                let spent = history.spent();
+                let ledger = &mut self.files[self.entries[i].file].ledger;
+                let err = |error| EvalError::Ledger { error, span };
+                let lock = ledger.lock().map_err(err)?;
+                ledger.reload(&lock).map_err(err)?;
+                let spent = ledger.history().spent();
                 if total < spent {
                     return Err(EvalError::BudgetBelowSpent {
                         table,
@@ -180,7 +218,8 @@ impl Session {
                         span,
                     });
                 }
-                history.set_total(total);
+                ledger.set_total(&lock, total).map_err(err)?;
+                drop(lock);
                 Output::Budget(self.budget(i))
             }
             Plan::SetSeed { seed } => {
@@ -201,11 +240,20 @@ impl Session {
     fn count(&mut self, plan: CountPlan, span: Span) -> Result<CountResult, EvalError> {
         let i = self.index(&plan.table);
         let entry = &self.entries[i];
-        let history = &mut self.files[entry.file].history;
+        let file = &mut self.files[entry.file];
         let n = entry.table.n_rows();
-        let (noisy, from_history) = match history.find(&plan.key) {
-            Some(earlier) => (earlier.noisy, true),
+        let err = |error| EvalError::Ledger { error, span };
+        // The lock is held from the budget check to the recorded answer: no other process
+        // can spend in between, and the ledger is re-read under it.
+        let lock = file.ledger.lock().map_err(err)?;
+        file.ledger.reload(&lock).map_err(err)?;
+        // Answers are reused only for the data they were computed on.
+        let key = format!("{}|{}", file.ledger.fingerprint(), plan.key);
+        let earlier = file.ledger.history().find(&key).and_then(|r| r.noisy);
+        let (noisy, from_history) = match earlier {
+            Some(noisy) => (noisy, true),
             None => {
+                let history = file.ledger.history();
                 // The budget is checked before any noise is drawn: a refused query changes nothing.
                 if !history.can_spend(plan.eps_exact) {
                     return Err(EvalError::BudgetExceeded {
@@ -216,28 +264,47 @@ impl Session {
                         span,
                     });
                 }
+                let seq = history.next_seq();
+                // The spending is durable before the noise is drawn.
+                file.ledger
+                    .spend(
+                        &lock,
+                        &Release {
+                            seq,
+                            statement: plan.statement.clone(),
+                            key,
+                            row: Vec::new(),
+                            eps: plan.eps_exact,
+                            sensitivity: 1.0,
+                            mechanism: plan.mechanism,
+                            noisy: None,
+                            time: (self.clock)(),
+                        },
+                    )
+                    .map_err(err)?;
+                self.drawn = true;
+                let mut seeded;
+                let rng: &mut ChaCha20Rng = match self.seed {
+                    Some(seed) => {
+                        seeded = release_rng(seed, file.ledger.fingerprint(), seq);
+                        &mut seeded
+                    }
+                    None => &mut self.rng,
+                };
                 let noisy = match plan.mechanism {
                     // Paper 1, section 2: the Laplace mechanism, noise of scale Δf/ε with Δf = 1.
                     Mechanism::Laplace => {
                         let truth = data::count(&entry.table, &plan.predicate) as f64;
-                        self.drawn = true;
-                        truth + laplace::sample(&mut self.rng, 1.0 / plan.eps.get())
+                        truth + laplace::sample(rng, 1.0 / plan.eps.get())
                     }
                 };
-                history.record(Release {
-                    seq: history.next_seq(),
-                    statement: plan.statement.clone(),
-                    key: plan.key.clone(),
-                    row: Vec::new(),
-                    eps: plan.eps_exact,
-                    sensitivity: 1.0,
-                    mechanism: plan.mechanism,
-                    noisy,
-                    time: (self.clock)(),
-                });
+                // The answer is durable before it is shown.
+                file.ledger.release(&lock, seq, noisy).map_err(err)?;
                 (noisy, false)
             }
         };
+        drop(lock);
+        let history = file.ledger.history();
         let eps = plan.eps;
         let half = laplace::interval_half_width(eps, ninety_five());
         let posterior = plan
@@ -285,17 +352,28 @@ impl Session {
             columns: e.table.schema(),
             budget: self.budget(i),
             current: self.current == Some(i),
+            data_changed: self.files[e.file].changed,
         }
+    }
+
+    /// Re-reads a table's ledger, to show what other processes spent too.
+    fn refresh(&mut self, i: usize, span: Span) -> Result<(), EvalError> {
+        let ledger = &mut self.files[self.entries[i].file].ledger;
+        let err = |error| EvalError::Ledger { error, span };
+        let lock = ledger.lock().map_err(err)?;
+        ledger.reload(&lock).map_err(err)
     }
 
     fn budget(&self, i: usize) -> BudgetReport {
         let e = &self.entries[i];
-        let history = &self.files[e.file].history;
+        let ledger = &self.files[e.file].ledger;
+        let history = ledger.history();
         BudgetReport {
             table: e.name.clone(),
             total: history.total(),
             spent: history.spent(),
             remaining: history.remaining(),
+            ledger: ledger.path().map(|p| p.display().to_string()),
             lines: history
                 .releases()
                 .iter()
@@ -311,7 +389,7 @@ impl Session {
 
     fn history(&self, i: usize) -> HistoryReport {
         let e = &self.entries[i];
-        let history = &self.files[e.file].history;
+        let history = self.files[e.file].ledger.history();
         HistoryReport {
             table: e.name.clone(),
             releases: history
@@ -374,6 +452,19 @@ fn choose_eps(plan: ChoosePlan, span: Span) -> Result<ChooseEpsResult, EvalError
         eps,
         half_width,
     })
+}
+
+/// The generator of release `seq` of a data file in a seeded session: a function of the seed,
+/// the file's content and the release's number, so runs are reproducible (wherever the file
+/// lies) but a rerun with the same seed that asks something new never gets noise an earlier
+/// release had.
+fn release_rng(seed: u64, fingerprint: &str, seq: u64) -> ChaCha20Rng {
+    let mut h = blake3::Hasher::new();
+    h.update(b"dpq release noise");
+    h.update(&seed.to_le_bytes());
+    h.update(fingerprint.as_bytes());
+    h.update(&seq.to_le_bytes());
+    ChaCha20Rng::from_seed(*h.finalize().as_bytes())
 }
 
 fn ninety_five() -> Probability {

@@ -96,6 +96,7 @@ fn table_info(kind: &str, info: &TableInfo) -> Value {
         "budget_spent": dec(info.budget.spent),
         "budget_remaining": dec(info.budget.remaining),
         "current": info.current,
+        "data_changed": info.data_changed,
     })
 }
 
@@ -106,8 +107,7 @@ fn budget(b: &BudgetReport) -> Value {
         "total": dec(b.total),
         "spent": dec(b.spent),
         "remaining": dec(b.remaining),
-        // TODO(#3): the path of the persistent ledger; spending lives in memory until then.
-        "ledger": Value::Null,
+        "ledger": b.ledger,
         "spending": b.lines.iter().map(|l| json!({
             "seq": l.seq, "statement": l.statement, "eps": dec(l.eps), "time": l.time,
         })).collect::<Vec<_>>(),

@@ -70,6 +70,9 @@ pub struct TableInfo {
     pub budget: BudgetReport,
     /// Whether it is the current table.
     pub current: bool,
+    /// Whether the file's content changed since its ledger last saw it (spending still counts;
+    /// answers recorded for the old content are not reused).
+    pub data_changed: bool,
 }
 
 /// A table's budget: total, spent, remaining, and every spending.
@@ -83,6 +86,8 @@ pub struct BudgetReport {
     pub spent: Decimal,
     /// `total - spent`.
     pub remaining: Decimal,
+    /// The ledger file, when spending is persisted.
+    pub ledger: Option<String>,
     /// One line per release.
     pub lines: Vec<SpendLine>,
 }
@@ -122,8 +127,9 @@ pub struct ReleaseRow {
     pub sensitivity: f64,
     /// The noise.
     pub mechanism: String,
-    /// The noisy answer released.
-    pub noisy: f64,
+    /// The noisy answer released; `None` if the process stopped before it was recorded (the
+    /// epsilon counts, and nothing was shown).
+    pub noisy: Option<f64>,
     /// When, as seconds since the Unix epoch.
     pub time: u64,
 }

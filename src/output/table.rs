@@ -49,6 +49,11 @@ fn table_info(info: &TableInfo) -> String {
     for (name, ty) in &info.columns {
         t.add_row(vec![name.clone(), ty.to_string()]);
     }
+    let changed = if info.data_changed {
+        "\nnote: the file's content changed since its ledger last saw it: spending so far still counts, and answers given for the old content are not reused"
+    } else {
+        ""
+    };
     format!(
         "{t}\ntable {} from {}: n = {} rows (public), budget {} spent of {}, {} remaining",
         info.name,
@@ -57,7 +62,7 @@ fn table_info(info: &TableInfo) -> String {
         dec(info.budget.spent),
         dec(info.budget.total),
         dec(info.budget.remaining)
-    )
+    ) + changed
 }
 
 fn tables_list(tables: &[TableInfo]) -> String {
@@ -100,6 +105,9 @@ fn budget(b: &BudgetReport) -> String {
         dec(b.remaining),
     ]);
     let mut out = t.to_string();
+    if let Some(path) = &b.ledger {
+        let _ = write!(out, "\nledger: {path}");
+    }
     if b.lines.is_empty() {
         out.push_str("\nNothing spent yet.");
     } else {
@@ -134,7 +142,8 @@ fn history(h: &HistoryReport) -> String {
             dec(r.eps),
             num(r.sensitivity),
             r.mechanism.clone(),
-            fixed(r.noisy, 2),
+            r.noisy
+                .map_or_else(|| "(not recorded)".to_string(), |x| fixed(x, 2)),
         ]);
     }
     t.to_string()
