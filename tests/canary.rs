@@ -84,13 +84,8 @@ fn make_rows() -> (Vec<Row>, Vec<Vec<u8>>) {
         let code = (i % 97 != 13).then(|| format!("qZxC{:04X}w", perm(i, 2897)));
         let city = (i % 89 != 7).then(|| format!("qZxT{:04X}k", perm(i, 5003)));
         let amount = (i % 101 != 50).then(|| AMOUNT_BASE + AMOUNT_STEP * perm(i, 3001) as i64);
-        let ratio_text = (i % 103 != 3).then(|| {
-            format!(
-                "{}.{:03}7",
-                RATIO_BASE + perm(i, 4001),
-                i * 37 % 1000
-            )
-        });
+        let ratio_text =
+            (i % 103 != 3).then(|| format!("{}.{:03}7", RATIO_BASE + perm(i, 4001), i * 37 % 1000));
         let flag = (i % 107 != 1).then_some(i % 3 == 0);
         let note = (i % 5 == 0).then(|| format!("qZxN{i:04X}a, \"qZxQ{i:04X}b\""));
         let flag_text = match flag {
@@ -424,68 +419,164 @@ impl Canary {
         let lt = |x: &Row, t: i64| x.amount.is_some_and(|a| a < t);
         let ratio = |x: &Row, f: &dyn Fn(f64) -> bool| x.ratio.is_some_and(f);
         vec![
-            self.q(format!("COUNT WHERE amount < {} WITH EPS 0.1", mid(4816)), |x| lt(x, mid(4816))),
-            self.q(format!("COUNT WHERE amount <= {} WITH EPS 0.1", mid(2702)), |x| x.amount.is_some_and(|a| a <= mid(2702))),
-            self.q(format!("COUNT WHERE amount > {} WITH EPS 0.1", mid(1333)), |x| x.amount.is_some_and(|a| a > mid(1333))),
-            self.q(format!("COUNT WHERE amount >= {} WITH EPS 0.1", mid(6000)), |x| x.amount.is_some_and(|a| a >= mid(6000))),
-            self.q(format!("COUNT WHERE amount != {} WITH EPS 0.1", mid(10)), |x| x.amount.is_some()),
-            self.q(format!("COUNT WHERE amount <> {} WITH EPS 0.2", mid(11)), |x| x.amount.is_some()),
-            self.q(format!("COUNT WHERE amount = {amount} WITH EPS 0.1"), |x| x.amount == Some(amount)),
-            self.q("COUNT WHERE ratio BETWEEN 60500.5 AND 63911.25 WITH EPS 0.1".into(), |x| ratio(x, &|r| (60500.5..=63911.25).contains(&r))),
-            self.q("COUNT WHERE ratio NOT BETWEEN 60500.5 AND 63911.25 WITH EPS 0.1".into(), |x| ratio(x, &|r| !(60500.5..=63911.25).contains(&r))),
-            self.q("COUNT WHERE ratio > 61234.5 AND flag = TRUE WITH EPS 0.1".into(), |x| ratio(x, &|r| r > 61234.5) && x.flag == Some(true)),
-            self.q(format!("COUNT WHERE city IN ('{city}', 'qZxNOPE7') WITH EPS 0.1"), |x| x.city.as_deref() == Some(city.as_str())),
-            self.q(format!("COUNT WHERE city NOT IN ('{city}', 'qZxNOPE7') WITH EPS 0.1"), |x| x.city.as_ref().is_some_and(|c| *c != city)),
-            self.q(format!("COUNT WHERE code = '{code}' WITH EPS 0.1 PRIOR p=0.001"), |x| x.code.as_deref() == Some(code.as_str())),
-            self.q(format!("COUNT WHERE NOT code = '{code}' WITH EPS 0.1"), |x| x.code.as_ref().is_some_and(|c| *c != code)),
-            self.q("COUNT WHERE flag = TRUE WITH EPS 0.1".into(), |x| x.flag == Some(true)),
-            self.q("COUNT WHERE flag = false WITH EPS 0.1".into(), |x| x.flag == Some(false)),
-            self.q("COUNT WHERE flag != TRUE WITH EPS 0.3".into(), |x| x.flag == Some(false)),
             self.q(
-                format!("COUNT WHERE (amount < {} AND flag = FALSE) OR ratio >= 67000.5 WITH EPS 0.1", mid(3999)),
+                format!("COUNT WHERE amount < {} WITH EPS 0.1", mid(4816)),
+                |x| lt(x, mid(4816)),
+            ),
+            self.q(
+                format!("COUNT WHERE amount <= {} WITH EPS 0.1", mid(2702)),
+                |x| x.amount.is_some_and(|a| a <= mid(2702)),
+            ),
+            self.q(
+                format!("COUNT WHERE amount > {} WITH EPS 0.1", mid(1333)),
+                |x| x.amount.is_some_and(|a| a > mid(1333)),
+            ),
+            self.q(
+                format!("COUNT WHERE amount >= {} WITH EPS 0.1", mid(6000)),
+                |x| x.amount.is_some_and(|a| a >= mid(6000)),
+            ),
+            self.q(
+                format!("COUNT WHERE amount != {} WITH EPS 0.1", mid(10)),
+                |x| x.amount.is_some(),
+            ),
+            self.q(
+                format!("COUNT WHERE amount <> {} WITH EPS 0.2", mid(11)),
+                |x| x.amount.is_some(),
+            ),
+            self.q(format!("COUNT WHERE amount = {amount} WITH EPS 0.1"), |x| {
+                x.amount == Some(amount)
+            }),
+            self.q(
+                "COUNT WHERE ratio BETWEEN 60500.5 AND 63911.25 WITH EPS 0.1".into(),
+                |x| ratio(x, &|r| (60500.5..=63911.25).contains(&r)),
+            ),
+            self.q(
+                "COUNT WHERE ratio NOT BETWEEN 60500.5 AND 63911.25 WITH EPS 0.1".into(),
+                |x| ratio(x, &|r| !(60500.5..=63911.25).contains(&r)),
+            ),
+            self.q(
+                "COUNT WHERE ratio > 61234.5 AND flag = TRUE WITH EPS 0.1".into(),
+                |x| ratio(x, &|r| r > 61234.5) && x.flag == Some(true),
+            ),
+            self.q(
+                format!("COUNT WHERE city IN ('{city}', 'qZxNOPE7') WITH EPS 0.1"),
+                |x| x.city.as_deref() == Some(city.as_str()),
+            ),
+            self.q(
+                format!("COUNT WHERE city NOT IN ('{city}', 'qZxNOPE7') WITH EPS 0.1"),
+                |x| x.city.as_ref().is_some_and(|c| *c != city),
+            ),
+            self.q(
+                format!("COUNT WHERE code = '{code}' WITH EPS 0.1 PRIOR p=0.001"),
+                |x| x.code.as_deref() == Some(code.as_str()),
+            ),
+            self.q(
+                format!("COUNT WHERE NOT code = '{code}' WITH EPS 0.1"),
+                |x| x.code.as_ref().is_some_and(|c| *c != code),
+            ),
+            self.q("COUNT WHERE flag = TRUE WITH EPS 0.1".into(), |x| {
+                x.flag == Some(true)
+            }),
+            self.q("COUNT WHERE flag = false WITH EPS 0.1".into(), |x| {
+                x.flag == Some(false)
+            }),
+            self.q("COUNT WHERE flag != TRUE WITH EPS 0.3".into(), |x| {
+                x.flag == Some(false)
+            }),
+            self.q(
+                format!(
+                    "COUNT WHERE (amount < {} AND flag = FALSE) OR ratio >= 67000.5 WITH EPS 0.1",
+                    mid(3999)
+                ),
                 |x| (lt(x, mid(3999)) && x.flag == Some(false)) || ratio(x, &|r| r >= 67000.5),
             ),
             self.q(
-                format!("COUNT WHERE NOT (amount >= {} OR city = '{city}') WITH EPS 0.1", mid(5555)),
+                format!(
+                    "COUNT WHERE NOT (amount >= {} OR city = '{city}') WITH EPS 0.1",
+                    mid(5555)
+                ),
                 |x| lt(x, mid(5555)) && x.city.as_ref().is_some_and(|c| *c != city),
             ),
             self.q(
-                format!("COUNT WHERE note = '{}' WITH EPS 0.1", note.replace('\'', "''")),
+                format!(
+                    "COUNT WHERE note = '{}' WITH EPS 0.1",
+                    note.replace('\'', "''")
+                ),
                 |x| x.note.as_deref() == Some(note.as_str()),
             ),
             self.q(
-                format!("COUNT WHERE note NOT IN ('{}') WITH EPS 0.1", note.replace('\'', "''")),
+                format!(
+                    "COUNT WHERE note NOT IN ('{}') WITH EPS 0.1",
+                    note.replace('\'', "''")
+                ),
                 |x| x.note.as_ref().is_some_and(|n| *n != note),
             ),
             self.q(
-                format!("COUNT WHERE amount NOT IN ({amount}, {}, {}) WITH EPS 0.1", mid(1), mid(2)),
+                format!(
+                    "COUNT WHERE amount NOT IN ({amount}, {}, {}) WITH EPS 0.1",
+                    mid(1),
+                    mid(2)
+                ),
                 |x| x.amount.is_some_and(|a| a != amount),
             ),
             self.q(
-                format!("COUNT WHERE amount NOT BETWEEN {} AND {} WITH EPS 0.1", mid(100), mid(7000)),
-                |x| x.amount.is_some_and(|a| !(mid(100)..=mid(7000)).contains(&a)),
+                format!(
+                    "COUNT WHERE amount NOT BETWEEN {} AND {} WITH EPS 0.1",
+                    mid(100),
+                    mid(7000)
+                ),
+                |x| {
+                    x.amount
+                        .is_some_and(|a| !(mid(100)..=mid(7000)).contains(&a))
+                },
             ),
             // Priors far from the true proportions: the credible intervals lie far from the
             // true counts (see the module's comment).
             self.q(
-                format!("COUNT WHERE amount BETWEEN {} AND {} WITH EPS 0.1 PRIOR p=0.99", mid(2000), mid(2500)),
-                |x| x.amount.is_some_and(|a| (mid(2000)..=mid(2500)).contains(&a)),
+                format!(
+                    "COUNT WHERE amount BETWEEN {} AND {} WITH EPS 0.1 PRIOR p=0.99",
+                    mid(2000),
+                    mid(2500)
+                ),
+                |x| {
+                    x.amount
+                        .is_some_and(|a| (mid(2000)..=mid(2500)).contains(&a))
+                },
             ),
-            self.q("COUNT WHERE ratio < 62222.5 WITH EPS 0.1 PRIOR p=0.02".into(), |x| ratio(x, &|r| r < 62222.5)),
             self.q(
-                format!("COUNT WHERE amount > {} WITH EPS 0.1 MECHANISM laplace PRIOR p=0.985", mid(3333)),
+                "COUNT WHERE ratio < 62222.5 WITH EPS 0.1 PRIOR p=0.02".into(),
+                |x| ratio(x, &|r| r < 62222.5),
+            ),
+            self.q(
+                format!(
+                    "COUNT WHERE amount > {} WITH EPS 0.1 MECHANISM laplace PRIOR p=0.985",
+                    mid(3333)
+                ),
                 |x| x.amount.is_some_and(|a| a > mid(3333)),
             ),
             self.q(
-                format!("count where amount >= {} with eps 0.15 mechanism LAPLACE", mid(4444)),
+                format!(
+                    "count where amount >= {} with eps 0.15 mechanism LAPLACE",
+                    mid(4444)
+                ),
                 |x| x.amount.is_some_and(|a| a >= mid(4444)),
             ),
-            self.q("COUNT WHERE ratio <= 64444.5 OR NOT flag = TRUE WITH EPS 0.1".into(), |x| {
-                ratio(x, &|r| r <= 64444.5) || x.flag == Some(false)
-            }),
+            self.q(
+                "COUNT WHERE ratio <= 64444.5 OR NOT flag = TRUE WITH EPS 0.1".into(),
+                |x| ratio(x, &|r| r <= 64444.5) || x.flag == Some(false),
+            ),
             // The same query again, written otherwise: its recorded answer, from history.
-            self.q(format!("count  where amount<{}  with eps 0.1", mid(4816)), |x| lt(x, mid(4816))),
-            self.q(format!("COUNT WHERE amount < {} WITH EPS 0.1 PRIOR p=0.03", mid(4816)), |x| lt(x, mid(4816))),
+            self.q(
+                format!("count  where amount<{}  with eps 0.1", mid(4816)),
+                |x| lt(x, mid(4816)),
+            ),
+            self.q(
+                format!(
+                    "COUNT WHERE amount < {} WITH EPS 0.1 PRIOR p=0.03",
+                    mid(4816)
+                ),
+                |x| lt(x, mid(4816)),
+            ),
         ]
     }
 
@@ -530,18 +621,27 @@ fn script(c: &Canary) -> Vec<Step> {
     let mut s = vec![
         // Nothing loaded yet.
         step("SHOW TABLES;", Ok),
-        step(format!("COUNT WHERE city = '{city}' WITH EPS 0.1;"), Err("no table is in use")),
+        step(
+            format!("COUNT WHERE city = '{city}' WITH EPS 0.1;"),
+            Err("no table is in use"),
+        ),
         step("DESCRIBE;", Err("no table is in use")),
         step("SHOW BUDGET;", Err("no table is in use")),
         step("SHOW HISTORY;", Err("no table is in use")),
         step("SET BUDGET 3;", Err("no table is in use")),
         step("USE canary;", Err("unknown table `canary`")),
-        step(format!("LOAD '{dir}/missing.csv' AS canary;"), Err("no such file")),
+        step(
+            format!("LOAD '{dir}/missing.csv' AS canary;"),
+            Err("no such file"),
+        ),
         step(format!("LOAD '{dir}' AS canary;"), Err("cannot load")),
     ];
     s.push(step(format!("SET SEED {SEED}; -- before any noise"), Ok));
     for (i, (path, expect)) in c.broken.iter().enumerate() {
-        s.push(step(format!("LOAD '{}' AS broken{i};", c.path(path)), *expect));
+        s.push(step(
+            format!("LOAD '{}' AS broken{i};", c.path(path)),
+            *expect,
+        ));
         // A failed load leaves no table behind; one that loaded is dropped by another name.
         if matches!(expect, Ok | Any) {
             s.push(step("SHOW TABLES;", Ok));
@@ -560,73 +660,188 @@ fn script(c: &Canary) -> Vec<Step> {
         s.push(step(format!("{};", q.text), Ok));
     }
     s.extend([
-        step("SHOW HISTORY; SHOW BUDGET; USE again; SHOW BUDGET; DESCRIBE; USE canary;", Ok),
-        step(format!("COUNT WHERE amount > {} WITH EPS 1000;", mid(77)), Err("budget exceeded on table `canary`")),
+        step(
+            "SHOW HISTORY; SHOW BUDGET; USE again; SHOW BUDGET; DESCRIBE; USE canary;",
+            Ok,
+        ),
+        step(
+            format!("COUNT WHERE amount > {} WITH EPS 1000;", mid(77)),
+            Err("budget exceeded on table `canary`"),
+        ),
         step("SET BUDGET 0.5;", Err("cannot be set to 0.5")),
-        step("SET BUDGET 0;", Err("must be a finite number greater than 0")),
-        step("SET SEED 9;", Err("SET SEED must come before the first noisy answer")),
+        step(
+            "SET BUDGET 0;",
+            Err("must be a finite number greater than 0"),
+        ),
+        step(
+            "SET SEED 9;",
+            Err("SET SEED must come before the first noisy answer"),
+        ),
         step("SET SEED -1;", Err("a seed must be a whole number")),
         step("SET SEED 1.5;", Err("a seed must be a whole number")),
         step("USE nosuch;", Err("unknown table `nosuch`")),
         step("DESCRIBE nosuch;", Err("unknown table `nosuch`")),
         // Checking.
-        step("COUNT WHERE nosuchcol = 1 WITH EPS 0.1;", Err("unknown column `nosuchcol` in table `canary`")),
-        step("COUNT WHERE code = 5 WITH EPS 0.1;", Err("column `code` is text")),
-        step(format!("COUNT WHERE amount = '{code}' WITH EPS 0.1;"), Err("column `amount` is integer")),
-        step(format!("COUNT WHERE ratio IN ('qZxNOPE7', '{city}') WITH EPS 0.1;"), Err("column `ratio` is float")),
-        step("COUNT WHERE flag = 1 WITH EPS 0.1;", Err("column `flag` is boolean")),
-        step(format!("COUNT WHERE city BETWEEN 1 AND '{city}' WITH EPS 0.1;"), Err("column `city` is text")),
-        step(format!("COUNT WHERE amount < {} WITH EPS 0;", mid(5)), Err("epsilon must be a finite number greater than 0")),
-        step(format!("COUNT WHERE amount < {} WITH EPS -0.5;", mid(5)), Err("epsilon must be a finite number greater than 0")),
-        step(format!("COUNT WHERE amount < {} WITH EPS 1e400;", mid(5)), Err("")),
-        step(format!("COUNT WHERE amount < {} WITH EPS 0.1000000000000000000000000000001;", mid(5)), Err("at most 28 decimal places")),
-        step(format!("COUNT WHERE city = '{city}' WITH EPS 0.1 PRIOR p=1.5;"), Err("must lie strictly between 0 and 1")),
-        step(format!("COUNT WHERE city = '{city}' WITH EPS 0.1 PRIOR p=0;"), Err("must lie strictly between 0 and 1")),
-        step(format!("COUNT WHERE city = '{city}' WITH EPS 0.1 PRIOR p=0.5 PRIOR p=0.5;"), Err("is given twice")),
-        step(format!("COUNT WHERE city = '{city}' WITH EPS 0.1 MECHANISM gaussian;"), Err("unknown mechanism `gaussian`")),
-        step(format!("COUNT WHERE city = '{city}' WITH EPS 0.1 MECHANISM staircase;"), Any),
-        step(format!("COUNT WHERE city = '{city}' WITH EPS 0.1 MECHANISM geometric;"), Any),
+        step(
+            "COUNT WHERE nosuchcol = 1 WITH EPS 0.1;",
+            Err("unknown column `nosuchcol` in table `canary`"),
+        ),
+        step(
+            "COUNT WHERE code = 5 WITH EPS 0.1;",
+            Err("column `code` is text"),
+        ),
+        step(
+            format!("COUNT WHERE amount = '{code}' WITH EPS 0.1;"),
+            Err("column `amount` is integer"),
+        ),
+        step(
+            format!("COUNT WHERE ratio IN ('qZxNOPE7', '{city}') WITH EPS 0.1;"),
+            Err("column `ratio` is float"),
+        ),
+        step(
+            "COUNT WHERE flag = 1 WITH EPS 0.1;",
+            Err("column `flag` is boolean"),
+        ),
+        step(
+            format!("COUNT WHERE city BETWEEN 1 AND '{city}' WITH EPS 0.1;"),
+            Err("column `city` is text"),
+        ),
+        step(
+            format!("COUNT WHERE amount < {} WITH EPS 0;", mid(5)),
+            Err("epsilon must be a finite number greater than 0"),
+        ),
+        step(
+            format!("COUNT WHERE amount < {} WITH EPS -0.5;", mid(5)),
+            Err("epsilon must be a finite number greater than 0"),
+        ),
+        step(
+            format!("COUNT WHERE amount < {} WITH EPS 1e400;", mid(5)),
+            Err("epsilon must be a finite number greater than 0"),
+        ),
+        step(
+            format!(
+                "COUNT WHERE amount < {} WITH EPS 0.1000000000000000000000000000001;",
+                mid(5)
+            ),
+            Err("at most 28 decimal places"),
+        ),
+        step(
+            format!("COUNT WHERE city = '{city}' WITH EPS 0.1 PRIOR p=1.5;"),
+            Err("must lie strictly between 0 and 1"),
+        ),
+        step(
+            format!("COUNT WHERE city = '{city}' WITH EPS 0.1 PRIOR p=0;"),
+            Err("must lie strictly between 0 and 1"),
+        ),
+        step(
+            format!("COUNT WHERE city = '{city}' WITH EPS 0.1 PRIOR p=0.5 PRIOR p=0.5;"),
+            Err("is given twice"),
+        ),
+        step(
+            format!("COUNT WHERE city = '{city}' WITH EPS 0.1 MECHANISM gaussian;"),
+            Err("unknown mechanism `gaussian`"),
+        ),
+        step(
+            format!("COUNT WHERE city = '{city}' WITH EPS 0.1 MECHANISM staircase;"),
+            Any,
+        ),
+        step(
+            format!("COUNT WHERE city = '{city}' WITH EPS 0.1 MECHANISM geometric;"),
+            Any,
+        ),
         step("CHOOSE EPS WITHIN 20% AT 0.8 FOR 100;", Ok),
         step("CHOOSE EPS WITHIN 5 AT 95%;", Ok),
         step("choose eps within 12.5% at 80% for 640;", Ok),
-        step("CHOOSE EPS WITHIN 20% AT 0.8;", Err("a relative half-width needs an assumed count")),
-        step("CHOOSE EPS WITHIN 5 AT 0.95 FOR 100;", Err("FOR applies only to a relative half-width")),
-        step("CHOOSE EPS WITHIN 5 AT 1.5;", Err("must lie strictly between 0 and 1")),
-        step("CHOOSE EPS WITHIN 5 AT 100%;", Err("must lie strictly between 0 and 1")),
-        step("CHOOSE EPS WITHIN 0 AT 0.5;", Err("must be a finite number greater than 0")),
-        step("CHOOSE EPS WITHIN 20% AT 0.8 FOR -3;", Err("must be a finite number greater than 0")),
-        step("CHOOSE EPS WITHIN 1e-320 AT 0.5;", Err("")),
+        step(
+            "CHOOSE EPS WITHIN 20% AT 0.8;",
+            Err("a relative half-width needs an assumed count"),
+        ),
+        step(
+            "CHOOSE EPS WITHIN 5 AT 0.95 FOR 100;",
+            Err("FOR applies only to a relative half-width"),
+        ),
+        step(
+            "CHOOSE EPS WITHIN 5 AT 1.5;",
+            Err("must lie strictly between 0 and 1"),
+        ),
+        step(
+            "CHOOSE EPS WITHIN 5 AT 100%;",
+            Err("must lie strictly between 0 and 1"),
+        ),
+        step(
+            "CHOOSE EPS WITHIN 0 AT 0.5;",
+            Err("must be a finite number greater than 0"),
+        ),
+        step(
+            "CHOOSE EPS WITHIN 20% AT 0.8 FOR -3;",
+            Err("must be a finite number greater than 0"),
+        ),
+        step(
+            "CHOOSE EPS WITHIN 1e-320 AT 0.5;",
+            Err("which no query can use"),
+        ),
         // Syntax.
         step(format!("FROB '{city}';"), Err("expected")),
-        step(format!("COUNT WHERE city = '{city}' WITH;"), Err("expected")),
-        step(format!("COUNT WHERE city = '{city}' WITH EPS 0.1 {code};"), Err("expected")),
-        step(format!("COUNT city = '{city}' WITH EPS 0.1;"), Err("expected")),
-        step(format!("COUNT WHERE city = '{city} WITH EPS 0.1;"), Err("this string has no closing quote")),
-        step(format!("COUNT WHERE \"city = '{city}' WITH EPS 0.1;"), Err("this quoted name has no closing quote")),
         step(
-            format!("COUNT WHERE {}amount = 1{} WITH EPS 0.1;", "(".repeat(201), ")".repeat(201)),
+            format!("COUNT WHERE city = '{city}' WITH;"),
+            Err("expected"),
+        ),
+        step(
+            format!("COUNT WHERE city = '{city}' WITH EPS 0.1 {code};"),
+            Err("expected"),
+        ),
+        step(
+            format!("COUNT city = '{city}' WITH EPS 0.1;"),
+            Err("expected"),
+        ),
+        step(
+            format!("COUNT WHERE city = '{city} WITH EPS 0.1;"),
+            Err("this string has no closing quote"),
+        ),
+        step(
+            format!("COUNT WHERE \"city = '{city}' WITH EPS 0.1;"),
+            Err("this quoted name has no closing quote"),
+        ),
+        step(
+            format!(
+                "COUNT WHERE {}amount = 1{} WITH EPS 0.1;",
+                "(".repeat(201),
+                ")".repeat(201)
+            ),
             Err("nested more than 200 levels deep"),
         ),
         step(
             format!(
                 "COUNT WHERE {} WITH EPS 0.1;",
-                (0..501).map(|k| format!("city = '{city}' OR amount = {}", mid(k))).collect::<Vec<_>>().join(" OR ")
+                (0..501)
+                    .map(|k| format!("city = '{city}' OR amount = {}", mid(k)))
+                    .collect::<Vec<_>>()
+                    .join(" OR ")
             ),
             Err("the condition has more than"),
         ),
         step(
             format!(
                 "COUNT WHERE amount IN ({}) WITH EPS 0.1;",
-                (0..10_001).map(|k| mid(k % 7000).to_string()).collect::<Vec<_>>().join(", ")
+                (0..10_001)
+                    .map(|k| mid(k % 7000).to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             Err("the condition has more than"),
         ),
         step(
-            format!("COUNT WHERE\n  city = '{city}'\n  AND amount < {}\n  WITH EPS nope;", mid(3)),
+            format!(
+                "COUNT WHERE\n  city = '{city}'\n  AND amount < {}\n  WITH EPS nope;",
+                mid(3)
+            ),
             Err("expected"),
         ),
         // Statements the design names that the language may not have yet.
-        step(format!("EXPLAIN COUNT WHERE city = '{city}' WITH EPS 0.1;"), Any),
+        step(
+            format!("EXPLAIN COUNT WHERE city = '{city}' WITH EPS 0.1;"),
+            Any,
+        ),
         step(format!("ESTIMATE {q0};"), Any),
         step("CUBE 4;", Any),
         step("OBSERVE (1,1,0,0) = 30.8 WITH EPS 0.05;", Any),
@@ -635,9 +850,15 @@ fn script(c: &Canary) -> Vec<Step> {
         step("SIMULATE N 100 P 0.3 EPS (0.05, 0.1) RUNS 200;", Any),
         step("OUT OF RANGE N 100 EPS 0.1 AT 30;", Any),
         step("COMPARE NOISE EPS (0.1, 1) SENSITIVITY 1;", Any),
-        step(format!("COUNT WHERE amount < {} WITHIN 10 AT 0.95;", mid(4816)), Any),
+        step(
+            format!("COUNT WHERE amount < {} WITHIN 10 AT 0.95;", mid(4816)),
+            Any,
+        ),
         // After everything: what is left to see.
-        step("SHOW TABLES; SHOW BUDGET; SHOW HISTORY; DESCRIBE again;", Ok),
+        step(
+            "SHOW TABLES; SHOW BUDGET; SHOW HISTORY; DESCRIBE again;",
+            Ok,
+        ),
     ]);
     s
 }
@@ -707,7 +928,8 @@ impl<'a> Scanner<'a> {
             .filter(|w| w.contains(MARKER))
             .map(str::to_string)
             .collect();
-        let typed_numbers: HashSet<String> = numbers(&all).into_iter().map(str::to_string).collect();
+        let typed_numbers: HashSet<String> =
+            numbers(&all).into_iter().map(str::to_string).collect();
         let truths = c.distinctive_truths();
         // A true count must not be a number that a run prints for another reason.
         for t in &truths {
@@ -717,7 +939,10 @@ impl<'a> Scanner<'a> {
             );
         }
         let mut paths = Vec::new();
-        for (p, name) in [(c.dir.path(), "<DATA>")].into_iter().chain(extra_paths.iter().copied()) {
+        for (p, name) in [(c.dir.path(), "<DATA>")]
+            .into_iter()
+            .chain(extra_paths.iter().copied())
+        {
             paths.push((c.path(p), name));
             if let Ok(canon) = std::fs::canonicalize(p) {
                 paths.push((c.path(&canon), name));
@@ -741,7 +966,8 @@ impl<'a> Scanner<'a> {
 
     fn fail(&mut self, label: &str, what: String, text: &str) {
         let shown: String = text.chars().take(400).collect();
-        self.violations.push(format!("{label}: {what}\n    in: {shown}"));
+        self.violations
+            .push(format!("{label}: {what}\n    in: {shown}"));
     }
 
     fn normalize(&self, text: &str) -> String {
@@ -771,14 +997,26 @@ impl<'a> Scanner<'a> {
     fn scan_outside(&mut self, label: &str, text: &str) {
         for line in text.lines() {
             if line.contains(MARKER) {
-                self.fail(label, format!("a `{MARKER}` token outside a statement echo"), line);
+                self.fail(
+                    label,
+                    format!("a `{MARKER}` token outside a statement echo"),
+                    line,
+                );
             }
             for n in numbers(line) {
+                // A number the analyst typed, quoted back by a message (`after `7456422``).
+                if self.typed_numbers.contains(n) && !self.c.data_numbers.contains(n) {
+                    continue;
+                }
                 let Ok(x) = n.parse::<f64>() else { continue };
                 let amount = (AMOUNT_BASE as f64..=AMOUNT_MAX as f64).contains(&x);
                 let ratio = (RATIO_BASE as f64..(RATIO_BASE + N) as f64).contains(&x);
                 if amount || ratio || self.c.data_numbers.contains(n) {
-                    self.fail(label, format!("the number {n} lies in a data column's range"), line);
+                    self.fail(
+                        label,
+                        format!("the number {n} lies in a data column's range"),
+                        line,
+                    );
                 }
             }
         }
@@ -793,12 +1031,20 @@ impl<'a> Scanner<'a> {
             // A statement cut short for display ends in part of a typed word.
             let typed_prefix = self.typed_words.iter().any(|t| t.starts_with(w));
             if self.c.data_words.contains(w) || !typed_prefix {
-                self.fail(label, format!("the data token {w} in a statement echo"), text);
+                self.fail(
+                    label,
+                    format!("the data token {w} in a statement echo"),
+                    text,
+                );
             }
         }
         for n in numbers(text) {
             if self.c.data_numbers.contains(n) && !self.typed_numbers.contains(n) {
-                self.fail(label, format!("the data value {n} in a statement echo"), text);
+                self.fail(
+                    label,
+                    format!("the data value {n} in a statement echo"),
+                    text,
+                );
             }
         }
     }
@@ -956,7 +1202,9 @@ fn run_library(steps: &[Step], format: Format, state: &Path) -> Vec<Out> {
     for (i, st) in steps.iter().enumerate() {
         let label = format!("library {format:?} step {i}");
         let mut got = Vec::new();
-        let ok = run_source(&mut session, "canary.dpq", &st.src, format, &mut |e| got.push(e));
+        let ok = run_source(&mut session, "canary.dpq", &st.src, format, &mut |e| {
+            got.push(e)
+        });
         let errors: Vec<String> = got
             .iter()
             .filter_map(|e| match e {
@@ -1077,7 +1325,11 @@ fn no_token_or_true_count_leaks_through_the_library() {
             Format::Json => Kind::Json,
         };
         for o in &outs {
-            s.scan(&format!("{} json={}", o.label, format == Format::Json), &o.text, kind);
+            s.scan(
+                &format!("{} json={}", o.label, format == Format::Json),
+                &o.text,
+                kind,
+            );
         }
         if format == Format::Json {
             let checked = check_posteriors(&outs);
@@ -1085,7 +1337,10 @@ fn no_token_or_true_count_leaks_through_the_library() {
         }
         // The ledger of the state directory: statements and noisy answers only.
         let files = scan_dir(&mut s, &format!("state {format:?}"), state.path());
-        assert!(files >= 1, "the ledger was written under the state directory");
+        assert!(
+            files >= 1,
+            "the ledger was written under the state directory"
+        );
         report(&s);
     }
 }
@@ -1153,21 +1408,61 @@ fn no_token_or_true_count_leaks_through_the_binary() {
         };
         runs.push((args(&["--seed", &seed, "-c", &session]), None, 0));
         // Unseeded: private noise.
-        runs.push((args(&["-c", &format!("LOAD '{csv}'; {}; {}; SHOW HISTORY;", q[7].text, q[16].text)]), None, 0));
-        runs.push((args(&["-c", &format!("LOAD '{csv}' AS c; COUNT WHERE amount = '{code}' WITH EPS 0.1;")]), None, 1));
-        runs.push((args(&["-c", &format!("LOAD '{csv}' AS c; {}; COUNT WHERE amount > {} WITH EPS 5;", q[3].text, mid(77))]), None, 1));
-        runs.push((args(&["-c", &format!("LOAD '{csv}' AS c; COUNT WHERE city = '{city} WITH EPS 0.1;")]), None, 1));
+        runs.push((
+            args(&[
+                "-c",
+                &format!("LOAD '{csv}'; {}; {}; SHOW HISTORY;", q[7].text, q[16].text),
+            ]),
+            None,
+            0,
+        ));
+        runs.push((
+            args(&[
+                "-c",
+                &format!("LOAD '{csv}' AS c; COUNT WHERE amount = '{code}' WITH EPS 0.1;"),
+            ]),
+            None,
+            1,
+        ));
+        runs.push((
+            args(&[
+                "-c",
+                &format!(
+                    "LOAD '{csv}' AS c; {}; COUNT WHERE amount > {} WITH EPS 5;",
+                    q[3].text,
+                    mid(77)
+                ),
+            ]),
+            None,
+            1,
+        ));
+        runs.push((
+            args(&[
+                "-c",
+                &format!("LOAD '{csv}' AS c; COUNT WHERE city = '{city} WITH EPS 0.1;"),
+            ]),
+            None,
+            1,
+        ));
         for (path, expect) in &c.broken {
             let code = match expect {
                 Expect::Ok => 0,
                 Expect::Err(_) => 1,
                 Expect::Any => -1,
             };
-            runs.push((args(&["-c", &format!("LOAD '{}' AS b; SHOW TABLES;", c.path(path))]), None, code));
+            runs.push((
+                args(&["-c", &format!("LOAD '{}' AS b; SHOW TABLES;", c.path(path))]),
+                None,
+                code,
+            ));
         }
         // A script file, and the prompt reading a pipe (it carries on after an error).
         let script = c.dir.path().join(format!("session-{format}.dpq"));
-        std::fs::write(&script, format!("{session}\nCOUNT WHERE nosuchcol = 1 WITH EPS 0.1;\n")).expect("write script");
+        std::fs::write(
+            &script,
+            format!("{session}\nCOUNT WHERE nosuchcol = 1 WITH EPS 0.1;\n"),
+        )
+        .expect("write script");
         runs.push((args(&["--seed", &seed, "run", &c.path(&script)]), None, 1));
         let piped = format!(
             "LOAD '{csv}' AS c;\n{};\nCOUNT WHERE flag = '{city}' WITH EPS 0.1;\n{};\nSHOW HISTORY;\n",
@@ -1189,7 +1484,10 @@ fn no_token_or_true_count_leaks_through_the_binary() {
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
         let o = bin.run(&argv, stdin.as_deref());
         let json = args[1] == "json";
-        let label = format!("binary run {i} ({} ...) json={json}", args.join(" ").chars().take(80).collect::<String>());
+        let label = format!(
+            "binary run {i} ({} ...) json={json}",
+            args.join(" ").chars().take(80).collect::<String>()
+        );
         if *code >= 0 {
             assert_eq!(
                 o.status.code(),
@@ -1200,11 +1498,102 @@ fn no_token_or_true_count_leaks_through_the_binary() {
             );
         }
         let kind = if json { Kind::Json } else { Kind::Table };
-        s.scan(&format!("{label} stdout"), &String::from_utf8_lossy(&o.stdout), kind);
+        s.scan(
+            &format!("{label} stdout"),
+            &String::from_utf8_lossy(&o.stdout),
+            kind,
+        );
         // Standard error holds diagnostics (table form) and nothing in JSON form.
-        s.scan(&format!("{label} stderr"), &String::from_utf8_lossy(&o.stderr), Kind::Table);
+        s.scan(
+            &format!("{label} stderr"),
+            &String::from_utf8_lossy(&o.stderr),
+            Kind::Table,
+        );
     }
-    scan_dir(&mut s, "state", bin.state.path());
+    let ledgers = scan_dir(&mut s, "state", bin.state.path());
+    assert!(
+        ledgers >= 1,
+        "the binary wrote its ledgers under DPQ_STATE_DIR"
+    );
     scan_dir(&mut s, "home", bin.home.path());
+    report(&s);
+}
+
+#[test]
+fn the_scanner_catches_every_kind_of_leak() {
+    let c = Canary::new();
+    let typed = "COUNT WHERE city = 'qZxNOPE7' AND amount < 7456422 WITH EPS 0.1";
+    let mut s = Scanner::new(&c, &[typed.to_string()], &[]);
+    let untyped = c.rows[5].code.clone().expect("row 5 has a code");
+    let truth = *c.distinctive_truths().iter().next().expect("a true count");
+    let amount = c.rows[7].amount.expect("row 7 has an amount");
+    let leaks: Vec<(String, Kind)> = vec![
+        (format!("│ noisy count ┆ {untyped} │"), Kind::Table),
+        (
+            format!("COUNT WHERE city = '{untyped}' -- table canary, n = 7919"),
+            Kind::Table,
+        ),
+        (
+            format!("│ 1 ┆ COUNT WHERE code = '{untyped}' ┆ 0.1 │"),
+            Kind::Table,
+        ),
+        ("note: qZxNOPE7 outside an echo".to_string(), Kind::Table),
+        (format!("the largest amount is {amount}"), Kind::Table),
+        (
+            "the smallest ratio is about 60001.5".to_string(),
+            Kind::Table,
+        ),
+        (format!("-c:1:1: {amount} is not allowed"), Kind::Table),
+        (format!("true count {truth}."), Kind::Table),
+        (format!("│ noisy count ┆ {truth} │"), Kind::Table),
+        (
+            format!("{{\"kind\":\"count\",\"noisy\":{truth}.0}}"),
+            Kind::Json,
+        ),
+        (
+            format!("{{\"kind\":\"count\",\"credible95\":[{truth}, 8000]}}"),
+            Kind::Json,
+        ),
+        (
+            format!("{{\"statement\":\"COUNT WHERE code = '{untyped}'\"}}"),
+            Kind::Json,
+        ),
+        (
+            "{\"kind\":\"error\",\"message\":\"unknown qZxNOPE7\"}".to_string(),
+            Kind::Json,
+        ),
+        ("not json".to_string(), Kind::Json),
+        (format!("{{\"spend\":\"{untyped}\"}}"), Kind::Raw),
+    ];
+    for (i, (text, kind)) in leaks.iter().enumerate() {
+        let before = s.violations.len();
+        s.scan(&format!("leak {i}"), text, *kind);
+        assert!(
+            s.violations.len() > before,
+            "leak {i} was not caught: {text}"
+        );
+    }
+    s.violations.clear();
+    let clean: Vec<(String, Kind)> = vec![
+        (format!("{typed} -- table canary, n = 7919"), Kind::Table),
+        (format!("│ 1 ┆ {typed} ┆ 0.1 │"), Kind::Table),
+        (format!("1 | {typed}"), Kind::Table),
+        (format!("│ noisy count ┆ {truth}.37 │"), Kind::Table),
+        (
+            "-c:1:33: expected WITH, AND or OR after `7456422`".to_string(),
+            Kind::Table,
+        ),
+        (
+            format!("{{\"statement\":\"{typed}\",\"noisy\":{truth}.372,\"time\":1795269180}}"),
+            Kind::Json,
+        ),
+        (
+            format!("{{\"sum\":\"ab{truth}cd\",\"key\":\"{typed}\"}}"),
+            Kind::Json,
+        ),
+    ];
+    for (i, (text, kind)) in clean.iter().enumerate() {
+        s.scan(&format!("clean {i}"), text, *kind);
+    }
     report(&s);
 }
