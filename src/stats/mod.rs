@@ -3,6 +3,7 @@
 pub mod accuracy;
 pub mod bayes;
 pub mod laplace;
+pub mod noise;
 mod params;
 
 pub use params::{Epsilon, ParamError, Positive, Probability};
