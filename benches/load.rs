@@ -11,6 +11,10 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, SamplingMode, Throughput};
 use dpq::data::{load_csv, LoadOptions};
+use dpq::driver::run_source;
+use dpq::eval::{Randomness, Session};
+use dpq::ledger::Store;
+use dpq::output::Format;
 
 fn load(c: &mut Criterion) {
     let rows = bench_rows();
@@ -31,6 +35,25 @@ fn load(c: &mut Criterion) {
         b.iter_batched(
             || (),
             |()| load_csv(&path, &opts).expect("the benchmark file loads"),
+            BatchSize::PerIteration,
+        )
+    });
+    // The whole statement as a user runs it: load, fingerprint the file for its ledger, open
+    // the ledger (in a fresh state directory each time), describe the table.
+    let statement = format!("LOAD '{}' AS people;", path.display());
+    group.bench_function(format!("LOAD statement {rows} rows"), |b| {
+        b.iter_batched(
+            || {
+                let state = tempfile::tempdir().expect("a state directory");
+                let session =
+                    Session::with_store(Randomness::Os, Store::Dir(state.path().to_path_buf()));
+                (state, session)
+            },
+            |(state, mut session)| {
+                let ok = run_source(&mut session, "bench", &statement, Format::Json, &mut |_| {});
+                assert!(ok, "the benchmark file loads");
+                (state, session)
+            },
             BatchSize::PerIteration,
         )
     });

@@ -3,9 +3,11 @@
 //!
 //! Run with `cargo run --example embed`.
 
+use dpq::stats::noise::{laplace_count, ExactEpsilon};
 use dpq::stats::{accuracy, bayes, laplace, Epsilon, Positive, Probability};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
+use rust_decimal::Decimal;
 
 fn main() -> Result<(), dpq::stats::ParamError> {
     // A fixed seed, so the example prints the same numbers every time (and is not private).
@@ -15,9 +17,13 @@ fn main() -> Result<(), dpq::stats::ParamError> {
     let prior = Probability::new(0.3)?;
     let level = Probability::new(0.95)?;
 
-    // A count known only to the data holder, released with Laplace noise of scale 1/eps.
-    let true_count = 2_987.0;
-    let noisy = true_count + laplace::sample(&mut rng, 1.0 / eps.get());
+    // A count known only to the data holder, released with Laplace noise of scale 1/eps,
+    // sampled exactly on a grid of 2^-17 (safe against floating-point attacks).
+    let true_count = 2_987;
+    let exact = ExactEpsilon::new(Decimal::new(1, 1))?;
+    let released = laplace_count(&mut rng, true_count, exact);
+    let noisy = released.value();
+    println!("released on a grid of 2^-{}", released.k);
     let half = laplace::interval_half_width(eps, level);
     println!(
         "noisy count {noisy:.2}, 95% noise interval [{:.1}, {:.1}]",

@@ -7,6 +7,7 @@ use crate::data::{self, ColumnType, Predicate, Table, Value};
 use crate::error::CheckError;
 use crate::plan::{ChoosePlan, CountPlan, Mechanism, Plan};
 use crate::span::Span;
+use crate::stats::noise::ExactEpsilon;
 use crate::stats::{Epsilon, Positive, Probability};
 use rust_decimal::Decimal;
 use std::path::{Path, PathBuf};
@@ -90,6 +91,7 @@ fn check_count(q: &CountQuery, catalog: &dyn Catalog, span: Span) -> Result<Coun
         }
     })?;
     let eps = Epsilon::new(q.eps.value).map_err(|_| invalid_eps())?;
+    let eps_noise = ExactEpsilon::new(eps_exact).map_err(|_| invalid_eps())?;
     let prior = q
         .prior
         .as_ref()
@@ -106,17 +108,19 @@ fn check_count(q: &CountQuery, catalog: &dyn Catalog, span: Span) -> Result<Coun
         predicate,
         eps,
         eps_exact,
+        eps_noise,
         prior,
         mechanism,
     })
 }
 
 fn mechanism(m: &Ident) -> Result<Mechanism, CheckError> {
+    if let Some(mechanism) = Mechanism::from_name(&m.name) {
+        return Ok(mechanism);
+    }
     match m.name.to_ascii_lowercase().as_str() {
-        "laplace" => Ok(Mechanism::Laplace),
-        // TODO(#3): geometric (discrete Laplace) lands with the trust issue.
         // TODO(#5): staircase lands with the estimator lab.
-        "staircase" | "geometric" => Err(CheckError::MechanismUnavailable {
+        "staircase" => Err(CheckError::MechanismUnavailable {
             name: m.name.to_ascii_lowercase(),
             span: m.span,
         }),

@@ -345,10 +345,10 @@ impl Error {
                     Some("smaller epsilon means more noise and more privacy; 0.1 is common".into())
                 }
                 CheckError::UnknownMechanism { .. } => {
-                    Some("mechanisms: laplace, staircase, geometric".into())
+                    Some("mechanisms: laplace (the default) and geometric".into())
                 }
                 CheckError::MechanismUnavailable { .. } => {
-                    Some("MECHANISM laplace (the default) is available".into())
+                    Some("MECHANISM laplace (the default) and geometric are available".into())
                 }
                 CheckError::RelativeWithoutCount { .. } => Some(
                     "add FOR c with an assumed count, e.g. FOR 100; the true count is private".into(),

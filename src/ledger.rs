@@ -260,10 +260,8 @@ impl Ledger {
                 if seq != self.history.next_seq() {
                     return Err("a release is out of order");
                 }
-                let mechanism = match text("mechanism")?.as_str() {
-                    "laplace" => Mechanism::Laplace,
-                    _ => return Err("an unknown mechanism"),
-                };
+                let mechanism =
+                    Mechanism::from_name(&text("mechanism")?).ok_or("an unknown mechanism")?;
                 let row = match e.get("row") {
                     Some(Value::Array(cells)) => cells
                         .iter()

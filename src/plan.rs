@@ -2,6 +2,7 @@
 
 use crate::data::Predicate;
 use crate::span::Span;
+use crate::stats::noise::ExactEpsilon;
 use crate::stats::{Epsilon, Positive, Probability};
 use rust_decimal::Decimal;
 use std::fmt;
@@ -70,6 +71,8 @@ pub struct CountPlan {
     pub eps: Epsilon,
     /// The same epsilon, exact, for the budget.
     pub eps_exact: Decimal,
+    /// The same epsilon as an exact fraction, for the noise.
+    pub eps_noise: ExactEpsilon,
     /// The Binomial prior's fraction, for the Bayes estimate.
     pub prior: Option<Probability>,
     /// The noise.
@@ -81,17 +84,32 @@ pub struct CountPlan {
     pub key: String,
 }
 
-/// The noise a release adds.
+/// The noise a release adds. Both are sampled exactly with integer arithmetic
+/// (`stats::noise`), so no floating-point artefact tells neighbouring inputs apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mechanism {
-    /// Laplace noise of scale `sensitivity / eps`.
+    /// Laplace noise of scale `sensitivity / eps`, released on a grid of `2^-k`.
     Laplace,
+    /// Two-sided geometric (discrete Laplace) noise: integer answers.
+    Geometric,
+}
+
+impl Mechanism {
+    /// The mechanism named `name` as written in a statement or a ledger.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name.to_ascii_lowercase().as_str() {
+            "laplace" => Some(Self::Laplace),
+            "geometric" => Some(Self::Geometric),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for Mechanism {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Mechanism::Laplace => "laplace",
+            Mechanism::Geometric => "geometric",
         })
     }
 }

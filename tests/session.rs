@@ -34,7 +34,7 @@ const REFUSED: &[&str] = &[
     "COUNT WHERE sex > 40 WITH EPS 0.1;",
     "COUNT WHERE age > 40 WITH EPS 0;",
     "COUNT WHERE age > 40 WITH EPS 0.1 PRIOR p=1;",
-    "COUNT WHERE age > 40 WITH EPS 0.1 MECHANISM geometric;",
+    "COUNT WHERE age > 40 WITH EPS 0.1 MECHANISM staircase;",
     "COUNT WHERE age > 40 WITH EPS 0.10000000000000000000000000001;",
     // Syntax errors.
     "COUNT WHERE age > 40 WITH EPS;",

@@ -15,6 +15,7 @@ use crate::output::{
 };
 use crate::plan::{ChoosePlan, CountPlan, Mechanism, Plan};
 use crate::span::Span;
+use crate::stats::noise;
 use crate::stats::{accuracy, bayes, laplace, Epsilon, Probability};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -242,6 +243,7 @@ impl Session {
         let entry = &self.entries[i];
         let file = &mut self.files[entry.file];
         let n = entry.table.n_rows();
+        let eps_exact = plan.eps_noise;
         let err = |error| EvalError::Ledger { error, span };
         // The lock is held from the budget check to the recorded answer: no other process
         // can spend in between, and the ledger is re-read under it.
@@ -291,11 +293,16 @@ impl Session {
                     }
                     None => &mut self.rng,
                 };
+                let truth =
+                    i64::try_from(data::count(&entry.table, &plan.predicate)).unwrap_or(i64::MAX);
                 let noisy = match plan.mechanism {
-                    // Paper 1, section 2: the Laplace mechanism, noise of scale Δf/ε with Δf = 1.
-                    Mechanism::Laplace => {
-                        let truth = data::count(&entry.table, &plan.predicate) as f64;
-                        truth + laplace::sample(rng, 1.0 / plan.eps.get())
+                    // Paper 1, section 2: the Laplace mechanism, noise of scale Δf/ε with Δf = 1,
+                    // drawn exactly as discrete Laplace steps of a 2^-k grid: eps-DP with no
+                    // extra cost for a count (see stats::noise::GridLaplace).
+                    Mechanism::Laplace => noise::laplace_count(rng, truth, eps_exact).value(),
+                    // P(z) = (1-a)/(1+a) a^|z|, a = e^-eps, exactly.
+                    Mechanism::Geometric => {
+                        (i128::from(truth) + noise::geometric(rng, eps_exact)) as f64
                     }
                 };
                 // The answer is durable before it is shown.
@@ -306,7 +313,10 @@ impl Session {
         drop(lock);
         let history = file.ledger.history();
         let eps = plan.eps;
-        let half = laplace::interval_half_width(eps, ninety_five());
+        let half = match plan.mechanism {
+            Mechanism::Laplace => laplace::interval_half_width(eps, ninety_five()),
+            Mechanism::Geometric => accuracy::geometric_half_width(eps, ninety_five()) as f64,
+        };
         let posterior = plan
             .prior
             .map(|p| bayes::posterior(n, p, eps, noisy, ninety_five()));
@@ -319,6 +329,10 @@ impl Session {
             eps: plan.eps_exact,
             mechanism: plan.mechanism.to_string(),
             scale: 1.0 / eps.get(),
+            grid: match plan.mechanism {
+                Mechanism::Laplace => noise::GridLaplace::for_count(plan.eps_noise).grid(),
+                Mechanism::Geometric => 1.0,
+            },
             n,
             interval95: (noisy - half, noisy + half),
             prior: plan.prior.map(Probability::get),

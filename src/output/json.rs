@@ -27,6 +27,7 @@ pub fn render_json(response: &Response) -> String {
             "eps": dec(c.eps),
             "mechanism": c.mechanism,
             "scale": c.scale,
+            "grid": c.grid,
             "n": c.n,
             "interval95": [c.interval95.0, c.interval95.1],
             "prior": c.prior,

@@ -149,6 +149,8 @@ pub struct CountResult {
     pub mechanism: String,
     /// The noise scale `1/eps`.
     pub scale: f64,
+    /// The spacing of the values the mechanism can release: `2^-k` for Laplace, 1 for geometric.
+    pub grid: f64,
     /// The public row count.
     pub n: u64,
     /// `noisy +- ln(20)/eps`: holds the true count with probability 0.95 over the noise.

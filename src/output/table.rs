@@ -189,10 +189,11 @@ fn count(c: &CountResult) -> String {
             )
         } else {
             format!(
-                "{} ({} noise, scale {})",
+                "{} ({} noise, scale {}, on a grid of {})",
                 dec(c.eps_spent),
                 c.mechanism,
-                num(c.scale)
+                num(c.scale),
+                grid(c.grid)
             )
         },
     ]);
@@ -266,6 +267,15 @@ fn short(statement: &str) -> String {
     } else {
         let cut: String = statement.chars().take(WIDTH - 1).collect();
         format!("{cut}…")
+    }
+}
+
+/// A grid spacing: `1`, or `2^-k`.
+fn grid(spacing: f64) -> String {
+    if spacing >= 1.0 {
+        "1".into()
+    } else {
+        format!("2^{}", spacing.log2().round())
     }
 }
 

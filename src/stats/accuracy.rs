@@ -65,6 +65,26 @@ pub fn choose_eps_absolute(half_width: Positive, confidence: Probability) -> f64
     -(-confidence.get()).ln_1p() / half_width.get()
 }
 
+/// The half-width `m` (a whole number) of the central interval of geometric noise: the
+/// smallest `m` with `P(|Z| <= m) >= confidence` for `P(z) = (1-a)/(1+a) a^|z|`, `a = e^(-eps)`.
+///
+/// `P(|Z| > m) = 2 a^(m+1) / (1 + a)`, so `m = ceil(ln((1 - confidence)(1 + a)/2) / ln a) - 1`,
+/// checked against the tail formula itself to guard the rounding of the logarithms.
+pub fn geometric_half_width(eps: Epsilon, confidence: Probability) -> u64 {
+    let a = (-eps.get()).exp();
+    let tail = |m: f64| 2.0 * a.powf(m + 1.0) / (1.0 + a);
+    let target = 1.0 - confidence.get();
+    let guess = (((target * (1.0 + a) / 2.0).ln() / -eps.get()).ceil() - 1.0).max(0.0);
+    let mut m = guess;
+    while m > 0.0 && tail(m - 1.0) <= target {
+        m -= 1.0;
+    }
+    while tail(m) > target {
+        m += 1.0;
+    }
+    m as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,5 +126,36 @@ mod tests {
         );
         let abs = choose_eps_absolute(Positive::new(5.0).expect("valid"), p);
         assert!((rel - abs).abs() < 1e-15);
+    }
+
+    #[test]
+    fn geometric_half_width_is_the_smallest_that_covers() {
+        for (e, conf) in [
+            (0.1, 0.95),
+            (1.0, 0.95),
+            (0.01, 0.5),
+            (3.0, 0.95),
+            (0.5, 0.999),
+        ] {
+            let (eps, conf) = (
+                Epsilon::new(e).expect("valid"),
+                Probability::new(conf).expect("valid"),
+            );
+            let m = geometric_half_width(eps, conf);
+            let a = (-e).exp();
+            // P(|Z| <= m) = 1 - 2 a^(m+1)/(1+a), summed directly from the law.
+            let covered = |m: u64| {
+                (-(m as i64)..=m as i64)
+                    .map(|z| (1.0 - a) / (1.0 + a) * a.powi(z.abs() as i32))
+                    .sum::<f64>()
+            };
+            assert!(covered(m) >= conf.get() - 1e-12, "eps {e}: m = {m}");
+            if m > 0 {
+                assert!(
+                    covered(m - 1) < conf.get(),
+                    "eps {e}: m = {m} is not the smallest"
+                );
+            }
+        }
     }
 }
