@@ -54,9 +54,10 @@ the noise reproducible, for teaching and tests: every result then says it is not
     },
     Topic {
         name: "COUNT",
-        synopsis: "COUNT WHERE condition WITH EPS e [PRIOR p=q] [MECHANISM laplace];",
+        synopsis: "COUNT WHERE condition WITH EPS e [PRIOR p=q] [MECHANISM laplace|geometric];",
         about: "Releases the number of rows satisfying the condition plus Laplace noise of scale \
-1/e, spending e of the budget (checked before any noise is drawn). Shows the 95% noise interval \
+1/e (on a fine grid; MECHANISM geometric: whole numbers), sampled exactly, spending e of the \
+budget (checked before any noise is drawn and recorded in the ledger before the answer). Shows the 95% noise interval \
 noisy +- ln(20)/e. With PRIOR, also the Bayes estimate of the true count under a Binomial(n, q) \
 prior and its 95% credible interval (free: post-processing). An identical query (same \
 condition, epsilon and mechanism) returns its recorded answer at no cost. Conditions: = != <> < \

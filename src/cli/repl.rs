@@ -44,6 +44,7 @@ const KEYWORDS: &[&str] = &[
     "TRUE",
     "FALSE",
     "laplace",
+    "geometric",
     "help",
 ];
 
