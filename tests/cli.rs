@@ -16,6 +16,27 @@ fn dpq(args: &[&str]) -> Output {
     c.args(args).output().expect("the dpq binary runs")
 }
 
+/// The prompt reading `input` from a pipe, with `args`.
+fn piped(args: &[&str], input: &[u8]) -> Output {
+    let (mut c, _state) = command();
+    let mut child = c
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn dpq");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input)
+        .expect("write");
+    child
+        .wait_with_output()
+        .expect("dpq ends at the end of its input")
+}
+
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -184,23 +205,10 @@ fn unseeded_runs_draw_fresh_noise() {
 
 #[test]
 fn the_repl_reads_a_pipe_with_multi_line_statements_and_help() {
-    let (mut child, _state) = command();
-    let mut child = child
-        .args(["--seed", "3"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn dpq");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(
-            b"help\nhelp count\nLOAD 'examples/data/people.csv'\n  AS people;\nCOUNT WHERE age\n < 30\n WITH EPS 0.1;\nSHOW BUDGET;\n",
-        )
-        .expect("write");
-    let o = child.wait_with_output().expect("dpq ends at end of input");
+    let o = piped(
+        &["--seed", "3"],
+        b"help\nhelp count\nLOAD 'examples/data/people.csv'\n  AS people;\nCOUNT WHERE age\n < 30\n WITH EPS 0.1;\nSHOW BUDGET;\n",
+    );
     let out = stdout(&o);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(out.contains("Statements (end each with ;)"), "{out}");
@@ -212,20 +220,7 @@ fn the_repl_reads_a_pipe_with_multi_line_statements_and_help() {
 
 #[test]
 fn a_piped_repl_keeps_going_after_an_error_and_reports_it() {
-    let (mut child, _state) = command();
-    let mut child = child
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn dpq");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(b"USE nothing;\nCHOOSE EPS WITHIN 5 AT 0.95;\n")
-        .expect("write");
-    let o = child.wait_with_output().expect("dpq ends");
+    let o = piped(&[], b"USE nothing;\nCHOOSE EPS WITHIN 5 AT 0.95;\n");
     assert_eq!(o.status.code(), Some(1));
     assert!(
         stderr(&o).contains("<repl>:1:5: unknown table `nothing`"),
@@ -277,20 +272,10 @@ fn a_script_may_start_with_a_byte_order_mark() {
 
 #[test]
 fn a_piped_repl_names_the_line_of_the_whole_input() {
-    let (mut child, _state) = command();
-    let mut child = child
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn dpq");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(b"CHOOSE EPS WITHIN 5\n  AT 0.95;\n\nCHOOSE EPS\n  WITHIN 5 AT 2;\n")
-        .expect("write");
-    let o = child.wait_with_output().expect("dpq ends");
+    let o = piped(
+        &[],
+        b"CHOOSE EPS WITHIN 5\n  AT 0.95;\n\nCHOOSE EPS\n  WITHIN 5 AT 2;\n",
+    );
     assert!(
         stderr(&o).starts_with("<repl>:5:15: the confidence level"),
         "{}",
