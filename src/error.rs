@@ -186,7 +186,8 @@ pub enum CheckError {
     },
 }
 
-/// A well-formed statement that could not be carried out. Nothing was spent or recorded.
+/// A well-formed statement that could not be carried out. Nothing was spent or recorded, but
+/// for `AnswerNotRecorded`, which says so.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum EvalError {
     /// The query would spend more than the table's remaining budget.
@@ -240,6 +241,19 @@ pub enum EvalError {
     /// The ledger of the table's data file cannot be used; nothing was spent.
     #[error("{error}")]
     Ledger {
+        /// Why.
+        error: LedgerError,
+        /// The statement.
+        span: Span,
+    },
+    /// The noise was drawn but its answer could not be recorded: the epsilon is spent (the
+    /// spending was recorded first) and the answer is not shown.
+    #[error(
+        "epsilon {eps} is spent, but the answer could not be recorded and is not shown: {error}"
+    )]
+    AnswerNotRecorded {
+        /// The epsilon spent.
+        eps: Decimal,
         /// Why.
         error: LedgerError,
         /// The statement.
@@ -306,6 +320,7 @@ impl Error {
                 | EvalError::SeedAfterNoise { span }
                 | EvalError::UnusableEpsilon { span, .. }
                 | EvalError::Ledger { span, .. }
+                | EvalError::AnswerNotRecorded { span, .. }
                 | EvalError::Load { span, .. } => *span,
             },
         }

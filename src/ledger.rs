@@ -35,6 +35,14 @@ pub enum LedgerError {
         /// The operating system's explanation.
         message: String,
     },
+    /// A statement too long to record; nothing was spent.
+    #[error("the statement is too long to record in the ledger {path} (more than {limit} bytes); nothing was spent")]
+    TooLong {
+        /// The ledger file.
+        path: String,
+        /// The limit in bytes.
+        limit: usize,
+    },
     /// A line is not what this ledger wrote: edited, truncated, torn or from elsewhere.
     #[error("the ledger {path} is damaged at line {line}: {reason}; dpq refuses to use it rather than reset the budget")]
     Damaged {
@@ -81,6 +89,10 @@ impl Drop for Lock {
 
 const GENESIS: &str = "dpq-ledger-v1";
 
+/// The longest line a ledger holds: a statement longer than this is refused before anything
+/// is spent (a ledger must stay readable whole).
+pub const MAX_LINE: usize = 1 << 20;
+
 impl Ledger {
     /// Opens (or starts) the ledger of the data file `data_file` in `store`, with
     /// `default_total` as the budget of a new ledger, and records `fingerprint` if the file's
@@ -96,13 +108,22 @@ impl Ledger {
             ledger.fingerprints.push(fingerprint.to_string());
             return Ok((ledger, false));
         };
-        let path = ledger_path(dir, data_file);
+        // A file renamed, copied or linked elsewhere keeps its ledger: content already seen
+        // leads to the ledger that saw it.
+        let by_path = ledger_path(dir, data_file);
+        let index = dir.join("content").join(fingerprint);
+        let path = match std::fs::read_to_string(&index) {
+            Ok(name) if !by_path.exists() && is_ledger_name(name.trim()) => {
+                dir.join("ledgers").join(name.trim())
+            }
+            _ => by_path,
+        };
         let io = |e: std::io::Error| LedgerError::Io {
             path: path.display().to_string(),
             message: e.to_string(),
         };
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(io)?;
+            private_dir(parent).map_err(io)?;
         }
         let mut ledger = Self::empty(Some(path.clone()), default_total);
         let lock = ledger.lock()?;
@@ -127,6 +148,17 @@ impl Ledger {
             )?;
         }
         drop(lock);
+        if !index.exists() {
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            let io = |e: std::io::Error| LedgerError::Io {
+                path: index.display().to_string(),
+                message: e.to_string(),
+            };
+            if let (Some(name), Some(parent)) = (name, index.parent()) {
+                private_dir(parent).map_err(io)?;
+                std::fs::write(&index, name).map_err(io)?;
+            }
+        }
         Ok((ledger, changed))
     }
 
@@ -164,12 +196,16 @@ impl Ledger {
             path: path.display().to_string(),
             message: e.to_string(),
         };
-        let file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(path)
-            .map_err(io)?;
+        let existed = path.exists();
+        let mut options = OpenOptions::new();
+        options.read(true).append(true).create(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let file = options.open(path).map_err(io)?;
+        if !existed {
+            // The new file's name is durable too, or a power cut could lose the ledger whole.
+            sync_dir(path.parent()).map_err(io)?;
+        }
         file.lock().map_err(io)?;
         Ok(Lock { file: Some(file) })
     }
@@ -191,11 +227,12 @@ impl Ledger {
         let mut fresh = Self::empty(self.path.clone(), self.history.total());
         let mut buf = Vec::new();
         let mut line_no = 0;
+        let mut seen_sum: Option<String> = None;
         loop {
             buf.clear();
             let n = reader
                 .by_ref()
-                .take(1 << 24)
+                .take(MAX_LINE as u64 + 1)
                 .read_until(b'\n', &mut buf)
                 .map_err(io)?;
             if n == 0 {
@@ -223,8 +260,27 @@ impl Ledger {
                 return Err(damaged("the checksum does not match"));
             }
             fresh.apply(&entry, line_no == 1).map_err(damaged)?;
+            if line_no == self.lines {
+                seen_sum = Some(sum.clone());
+            }
             fresh.last_sum = sum;
             fresh.lines = line_no;
+        }
+        // Within a session the ledger can only grow: lines that were read before must still be
+        // there, unchanged (a truncated, replaced or deleted ledger is refused, not reset).
+        if fresh.lines < self.lines {
+            return Err(LedgerError::Damaged {
+                path: shown,
+                line: fresh.lines + 1,
+                reason: "lines read earlier in this session are gone",
+            });
+        }
+        if self.lines > 0 && seen_sum.as_deref() != Some(self.last_sum.as_str()) {
+            return Err(LedgerError::Damaged {
+                path: shown,
+                line: self.lines,
+                reason: "a line read earlier in this session has changed",
+            });
         }
         *self = fresh;
         Ok(())
@@ -253,7 +309,13 @@ impl Ledger {
                 .ok_or("a field is missing")
         };
         match kind {
-            "header" | "budget" => self.history.set_total(decimal("total")?),
+            "header" | "budget" => {
+                let total = decimal("total")?;
+                if total <= Decimal::ZERO || total < self.history.spent() {
+                    return Err("a budget is not positive or below what is spent");
+                }
+                self.history.set_total(total);
+            }
             "data" => self.fingerprints.push(text("fingerprint")?),
             "spend" => {
                 let seq = int("seq")?;
@@ -273,12 +335,21 @@ impl Ledger {
                         .ok_or("a row is malformed")?,
                     _ => return Err("a row is malformed"),
                 };
+                let eps = decimal("eps")?;
+                if eps <= Decimal::ZERO {
+                    return Err("an epsilon is not positive");
+                }
+                // dpq checks the budget before it writes a spending, so a ledger where the
+                // spending passes the budget was not written by it.
+                if !self.history.can_spend(eps) {
+                    return Err("a spending exceeds the budget");
+                }
                 self.history.record(Release {
                     seq,
                     statement: text("statement")?,
                     key: text("key")?,
                     row,
-                    eps: decimal("eps")?,
+                    eps,
                     sensitivity: e
                         .get("sensitivity")
                         .and_then(Value::as_f64)
@@ -294,6 +365,14 @@ impl Ledger {
                     .get("noisy")
                     .and_then(Value::as_f64)
                     .ok_or("a field is missing")?;
+                let answered = self
+                    .history
+                    .releases()
+                    .iter()
+                    .any(|r| r.seq == seq && r.noisy.is_some());
+                if answered {
+                    return Err("an answer is recorded twice");
+                }
                 if !self.history.set_noisy(seq, noisy) {
                     return Err("a release names no spending");
                 }
@@ -313,6 +392,12 @@ impl Ledger {
             map.insert("sum".into(), Value::String(sum.clone()));
             let line = format!("{}\n", Value::Object(map.clone()));
             let path = self.path.clone().unwrap_or_default();
+            if line.len() > MAX_LINE {
+                return Err(LedgerError::TooLong {
+                    path: path.display().to_string(),
+                    limit: MAX_LINE,
+                });
+            }
             let io = |e: std::io::Error| LedgerError::Io {
                 path: path.display().to_string(),
                 message: e.to_string(),
@@ -371,11 +456,38 @@ impl Ledger {
     }
 }
 
+/// Creates `dir` (and its parents) readable by its owner only: ledgers hold statements and
+/// answers that other users of the machine have no business reading.
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+/// Makes the entries of `dir` durable (a no-op where directories cannot be synced).
+fn sync_dir(dir: Option<&Path>) -> std::io::Result<()> {
+    #[cfg(unix)]
+    if let Some(dir) = dir {
+        File::open(dir)?.sync_all()?;
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
+}
+
 /// The ledger file of a data file: named by a hash of its canonical path.
 pub fn ledger_path(state_dir: &Path, data_file: &Path) -> PathBuf {
     let hash = blake3::hash(data_file.to_string_lossy().as_bytes());
     let name: String = hash.to_hex().chars().take(32).collect();
     state_dir.join("ledgers").join(format!("{name}.ledger"))
+}
+
+/// Whether `name` is a ledger file name as [`ledger_path`] makes them (and no path elsewhere).
+fn is_ledger_name(name: &str) -> bool {
+    name.strip_suffix(".ledger")
+        .is_some_and(|h| h.len() == 32 && h.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// A hash of the whole content of a data file, to notice when it changes under its ledger.
@@ -406,4 +518,56 @@ fn now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(v: Value) -> Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        }
+    }
+
+    fn spend(seq: u64, eps: &str) -> Map<String, Value> {
+        entry(json!({
+            "type": "spend", "seq": seq, "statement": "s", "key": "k", "row": [],
+            "eps": eps, "sensitivity": 1.0, "mechanism": "laplace", "time": 0,
+        }))
+    }
+
+    /// A ledger whose chain is intact can still say nonsense (it may have been rebuilt by
+    /// hand): entries that would under-count spending are refused.
+    #[test]
+    fn well_chained_nonsense_is_refused() {
+        let mut l = Ledger::empty(None, Decimal::ONE);
+        assert!(
+            l.apply(&spend(1, "-1"), false).is_err(),
+            "a negative epsilon"
+        );
+        assert!(l.apply(&spend(1, "0"), false).is_err(), "a zero epsilon");
+        let budget = entry(json!({ "type": "budget", "total": "-5", "time": 0 }));
+        assert!(l.apply(&budget, false).is_err(), "a negative budget");
+        assert!(
+            l.apply(&spend(2, "0.1"), false).is_err(),
+            "a gap in the releases"
+        );
+        l.apply(&spend(1, "0.1"), false).expect("a proper spend");
+        let release = entry(json!({ "type": "release", "seq": 1, "noisy": 3.5, "time": 0 }));
+        l.apply(&release, false).expect("its answer");
+        assert!(
+            l.apply(&release, false).is_err(),
+            "an answer recorded twice"
+        );
+        let huge = "79228162514264337593543950335";
+        assert!(l.apply(&spend(2, huge), false).is_err(), "past the budget");
+        let lower = entry(json!({ "type": "budget", "total": "0.05", "time": 0 }));
+        assert!(
+            l.apply(&lower, false).is_err(),
+            "a budget below what is spent"
+        );
+        assert_eq!(l.history().spent(), Decimal::new(1, 1));
+    }
 }

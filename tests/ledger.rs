@@ -267,3 +267,149 @@ fn kill_9_never_leaves_spending_below_what_was_shown() {
         expected_spent = spent;
     }
 }
+
+#[test]
+fn lines_removed_under_a_running_session_are_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = data_copy(dir.path());
+    let state = dir.path().join("state");
+    let mut session = Session::with_store(Randomness::Os, Store::Dir(state.clone()));
+    let mut out = Vec::new();
+    let mut run_here = |source: &str, out: &mut Vec<String>| {
+        run_source(&mut session, "test", source, Format::Json, &mut |e| {
+            let (Emitted::Result(s) | Emitted::Error(s)) = e;
+            out.push(s);
+        })
+    };
+    assert!(run_here(
+        &format!(
+            "{} COUNT WHERE age < 30 WITH EPS 0.5; COUNT WHERE age < 40 WITH EPS 0.5;",
+            load(&data)
+        ),
+        &mut out
+    ));
+    // The last spend and its answer disappear from the file (a restored backup, say).
+    let ledger = ledger_of(&state, &data);
+    let text = std::fs::read_to_string(&ledger).expect("read");
+    let lines: Vec<&str> = text.lines().collect();
+    std::fs::write(&ledger, lines[..lines.len() - 2].join("\n") + "\n").expect("truncate");
+    out.clear();
+    assert!(!run_here("COUNT WHERE age < 50 WITH EPS 0.5;", &mut out));
+    assert!(
+        out[0].contains("lines read earlier in this session are gone"),
+        "{out:?}"
+    );
+    // Deleted altogether: refused too, never started afresh.
+    std::fs::remove_file(&ledger).expect("delete");
+    out.clear();
+    assert!(!run_here("SHOW BUDGET;", &mut out));
+    assert!(out[0].contains("is damaged"), "{out:?}");
+}
+
+#[test]
+fn a_renamed_data_file_keeps_its_ledger() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = data_copy(dir.path());
+    let state = dir.path().join("state");
+    run(
+        &state,
+        &format!("{} COUNT WHERE age < 30 WITH EPS 0.7;", load(&data)),
+    );
+    let renamed = dir.path().join("renamed.csv");
+    std::fs::rename(&data, &renamed).expect("rename");
+    let out = run(
+        &state,
+        &format!("{} COUNT WHERE age < 40 WITH EPS 0.7;", load(&renamed)),
+    );
+    assert_eq!(out[0]["budget_spent"], 0.7, "{}", out[0]);
+    assert!(
+        out[1]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("budget exceeded")),
+        "{}",
+        out[1]
+    );
+}
+
+#[test]
+fn a_statement_too_long_to_record_is_refused_before_anything_is_spent() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = data_copy(dir.path());
+    let state = dir.path().join("state");
+    let long = "x".repeat(dpq::ledger::MAX_LINE + 10);
+    let out = run(
+        &state,
+        &format!(
+            "{} COUNT WHERE sex = '{long}' WITH EPS 0.1; SHOW BUDGET;",
+            load(&data)
+        ),
+    );
+    assert!(
+        out[1]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("too long to record")),
+        "{}",
+        out[1]
+    );
+    let out = run(&state, &format!("{} SHOW BUDGET;", load(&data)));
+    assert_eq!(out[1]["spent"], 0.0, "{}", out[1]);
+}
+
+/// The noisy answer of `query` in a fresh state directory, seeded.
+fn seeded_answer(data: &Path, state: &Path, seed: &str, query: &str) -> f64 {
+    let o = dpq(state)
+        .args(["--seed", seed, "--format", "json", "-c"])
+        .arg(format!("{} {query}", load(data)))
+        .output()
+        .expect("dpq runs");
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let line = text.lines().nth(1).expect("a count line");
+    serde_json::from_str::<Value>(line).expect("JSON")["noisy"]
+        .as_f64()
+        .expect("noisy")
+}
+
+#[test]
+fn seeded_runs_never_share_noise_between_different_queries() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = data_copy(dir.path());
+    // Two queries whose true counts are public (id runs from 1 to 10,000), each in a fresh
+    // state directory with the same seed: if they shared noise, the difference of the answers
+    // would be the difference of the true counts.
+    let a = seeded_answer(
+        &data,
+        &dir.path().join("s1"),
+        "7",
+        "COUNT WHERE id >= 1 WITH EPS 0.01;",
+    );
+    let b = seeded_answer(
+        &data,
+        &dir.path().join("s2"),
+        "7",
+        "COUNT WHERE id >= 5001 WITH EPS 0.01;",
+    );
+    assert_ne!(a - 10_000.0, b - 5_000.0);
+    // Reproducible: the same query, seed and data give the same answer.
+    let again = seeded_answer(
+        &data,
+        &dir.path().join("s3"),
+        "7",
+        "COUNT WHERE id >= 1 WITH EPS 0.01;",
+    );
+    assert_eq!(a, again);
+}
+
+#[test]
+fn a_seeded_answer_is_never_reused_as_a_private_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = data_copy(dir.path());
+    let state = dir.path().join("state");
+    let seeded = seeded_answer(&data, &state, "7", "COUNT WHERE age < 30 WITH EPS 0.1;");
+    let out = run(
+        &state,
+        &format!("{} COUNT WHERE age < 30 WITH EPS 0.1;", load(&data)),
+    );
+    assert_eq!(out[1]["from_history"], false, "{}", out[1]);
+    assert_ne!(out[1]["noisy"].as_f64(), Some(seeded));
+    assert_eq!(out[1]["private"], true);
+}

@@ -43,6 +43,9 @@ struct Entry {
     path: String,
     table: Table,
     file: usize,
+    /// The fingerprint of the content this table was loaded from: answers are recorded and
+    /// reused for this content only.
+    fingerprint: String,
 }
 
 /// The budget and releases of one data file (by its canonical path), kept in its ledger.
@@ -181,6 +184,7 @@ impl Session {
                     path: path_text,
                     table,
                     file,
+                    fingerprint,
                 });
                 self.current = Some(self.entries.len() - 1);
                 Output::Loaded(self.info(self.entries.len() - 1))
@@ -249,8 +253,13 @@ impl Session {
         // can spend in between, and the ledger is re-read under it.
         let lock = file.ledger.lock().map_err(err)?;
         file.ledger.reload(&lock).map_err(err)?;
-        // Answers are reused only for the data they were computed on.
-        let key = format!("{}|{}", file.ledger.fingerprint(), plan.key);
+        // Answers are reused only for the data they were computed on, and a seeded answer
+        // (reproducible, so not private) only by a session with the same seed.
+        let source = match self.seed {
+            Some(seed) => format!("seed {seed}"),
+            None => "private".to_string(),
+        };
+        let key = format!("{}|{source}|{}", entry.fingerprint, plan.key);
         let earlier = file.ledger.history().find(&key).and_then(|r| r.noisy);
         let (noisy, from_history) = match earlier {
             Some(noisy) => (noisy, true),
@@ -274,7 +283,7 @@ impl Session {
                         &Release {
                             seq,
                             statement: plan.statement.clone(),
-                            key,
+                            key: key.clone(),
                             row: Vec::new(),
                             eps: plan.eps_exact,
                             sensitivity: 1.0,
@@ -288,7 +297,7 @@ impl Session {
                 let mut seeded;
                 let rng: &mut ChaCha20Rng = match self.seed {
                     Some(seed) => {
-                        seeded = release_rng(seed, file.ledger.fingerprint(), seq);
+                        seeded = release_rng(seed, &key);
                         &mut seeded
                     }
                     None => &mut self.rng,
@@ -306,7 +315,13 @@ impl Session {
                     }
                 };
                 // The answer is durable before it is shown.
-                file.ledger.release(&lock, seq, noisy).map_err(err)?;
+                file.ledger.release(&lock, seq, noisy).map_err(|error| {
+                    EvalError::AnswerNotRecorded {
+                        eps: plan.eps_exact,
+                        error,
+                        span,
+                    }
+                })?;
                 (noisy, false)
             }
         };
@@ -320,8 +335,10 @@ impl Session {
         let posterior = plan
             .prior
             .map(|p| bayes::posterior(n, p, eps, noisy, ninety_five()));
-        let out_of_range =
-            (noisy < 0.0 || noisy > n as f64).then(|| accuracy::out_of_range_max(n, eps));
+        let out_of_range = (noisy < 0.0 || noisy > n as f64).then(|| match plan.mechanism {
+            Mechanism::Laplace => accuracy::out_of_range_max(n, eps),
+            Mechanism::Geometric => accuracy::geometric_out_of_range_max(n, eps),
+        });
         Ok(CountResult {
             table: plan.table,
             statement: plan.statement,
@@ -468,16 +485,15 @@ fn choose_eps(plan: ChoosePlan, span: Span) -> Result<ChooseEpsResult, EvalError
     })
 }
 
-/// The generator of release `seq` of a data file in a seeded session: a function of the seed,
-/// the file's content and the release's number, so runs are reproducible (wherever the file
-/// lies) but a rerun with the same seed that asks something new never gets noise an earlier
-/// release had.
-fn release_rng(seed: u64, fingerprint: &str, seq: u64) -> ChaCha20Rng {
+/// The generator of a release in a seeded session: a function of the seed and of the query's
+/// key (the data's fingerprint, the predicate, epsilon and mechanism). Runs are reproducible
+/// wherever the file lies, and two different queries never share noise, in one ledger or
+/// across ledgers, so the difference of their answers says nothing exact.
+fn release_rng(seed: u64, key: &str) -> ChaCha20Rng {
     let mut h = blake3::Hasher::new();
     h.update(b"dpq release noise");
     h.update(&seed.to_le_bytes());
-    h.update(fingerprint.as_bytes());
-    h.update(&seq.to_le_bytes());
+    h.update(key.as_bytes());
     ChaCha20Rng::from_seed(*h.finalize().as_bytes())
 }
 

@@ -68,21 +68,36 @@ pub fn choose_eps_absolute(half_width: Positive, confidence: Probability) -> f64
 /// The half-width `m` (a whole number) of the central interval of geometric noise: the
 /// smallest `m` with `P(|Z| <= m) >= confidence` for `P(z) = (1-a)/(1+a) a^|z|`, `a = e^(-eps)`.
 ///
-/// `P(|Z| > m) = 2 a^(m+1) / (1 + a)`, so `m = ceil(ln((1 - confidence)(1 + a)/2) / ln a) - 1`,
-/// checked against the tail formula itself to guard the rounding of the logarithms.
+/// `P(|Z| > m) = 2 a^(m+1) / (1 + a)`; in logarithms, `P(|Z| > m) <= 1 - confidence` when
+/// `(m + 1) eps >= ln 2 - ln(1 + a) - ln(1 - confidence)`. Computed in log space (no power of
+/// `a`, which underflows or loses its digits for tiny eps), then checked one step either way.
 pub fn geometric_half_width(eps: Epsilon, confidence: Probability) -> u64 {
-    let a = (-eps.get()).exp();
-    let tail = |m: f64| 2.0 * a.powf(m + 1.0) / (1.0 + a);
-    let target = 1.0 - confidence.get();
-    let guess = (((target * (1.0 + a) / 2.0).ln() / -eps.get()).ceil() - 1.0).max(0.0);
-    let mut m = guess;
-    while m > 0.0 && tail(m - 1.0) <= target {
+    let e = eps.get();
+    let a = (-e).exp();
+    let log_target = (-confidence.get()).ln_1p();
+    let log_head = std::f64::consts::LN_2 - a.ln_1p();
+    // log P(|Z| > m) = log_head - (m + 1) eps
+    let covers = |m: f64| log_head - (m + 1.0) * e <= log_target;
+    let mut m = ((log_head - log_target) / e - 1.0).ceil().max(0.0);
+    if m > 0.0 && covers(m - 1.0) {
         m -= 1.0;
-    }
-    while tail(m) > target {
+    } else if !covers(m) {
         m += 1.0;
     }
-    m as u64
+    if m >= u64::MAX as f64 {
+        u64::MAX
+    } else {
+        m as u64
+    }
+}
+
+/// The largest probability, over true counts, that a count with geometric noise is released
+/// outside `[0, n]`: at a true count of 0 (or n), `P(Z < 0) + P(Z > n) = (a + a^(n+1))/(1 + a)`
+/// with `a = e^(-eps)` (the discrete counterpart of paper 1's Theorem 1).
+pub fn geometric_out_of_range_max(n: u64, eps: Epsilon) -> f64 {
+    let a = (-eps.get()).exp();
+    let far = (-(eps.get()) * (n as f64 + 1.0)).exp();
+    (a + far) / (1.0 + a)
 }
 
 #[cfg(test)]
@@ -157,5 +172,31 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn geometric_half_width_is_quick_and_finite_for_tiny_eps() {
+        let conf = Probability::new(0.95).expect("valid");
+        for e in [1e-6, 1e-12, 1e-14, 1e-300] {
+            let m = geometric_half_width(Epsilon::new(e).expect("valid"), conf);
+            // ln(20)/eps, the Laplace half-width, within a step.
+            let laplace = 20f64.ln() / e;
+            assert!(
+                (m as f64 - laplace).abs() <= 1.0 + laplace * 1e-12 || m == u64::MAX,
+                "eps {e}: {m}"
+            );
+        }
+    }
+
+    #[test]
+    fn geometric_out_of_range_matches_its_law() {
+        // eps 1, n = 3: P(Z < 0) + P(Z > 3) summed from the law.
+        let (e, n) = (1.0f64, 3u64);
+        let a = (-e).exp();
+        let p = |z: i64| (1.0 - a) / (1.0 + a) * a.powi(z.abs() as i32);
+        let direct: f64 = (-200..0).map(p).sum::<f64>() + (4..200).map(p).sum::<f64>();
+        let got = geometric_out_of_range_max(n, Epsilon::new(e).expect("valid"));
+        assert!((got - direct).abs() < 1e-12, "{got} vs {direct}");
+        assert!((got - 0.282).abs() < 1e-3);
     }
 }
