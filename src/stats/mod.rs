@@ -2,6 +2,8 @@
 
 pub mod accuracy;
 pub mod bayes;
+pub mod blue;
+pub mod exact;
 pub mod laplace;
 pub mod noise;
 mod params;
