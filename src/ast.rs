@@ -52,6 +52,43 @@ pub enum StatementKind {
     Count(CountQuery),
     /// `CHOOSE EPS WITHIN 20% AT 0.8 FOR 100` or `CHOOSE EPS WITHIN 5 AT 0.95`
     ChooseEps(ChooseEps),
+    /// `CUBE 4`: anonymous cells with no data, for teaching inference from history.
+    Cube {
+        /// How many cells.
+        cells: Number,
+    },
+    /// `OBSERVE (1,1,0,0) = 30.8 WITH EPS 0.05`: a released measurement entered by hand.
+    Observe {
+        /// Coefficients over the cells.
+        row: Vec<Number>,
+        /// The noisy answer released.
+        value: Number,
+        /// The epsilon it was released with.
+        eps: Number,
+    },
+    /// `ESTIMATE (1,0,1,0)`: the best linear unbiased estimate from the history, free.
+    Estimate {
+        /// Coefficients over the cells.
+        query: Vec<Number>,
+    },
+    /// `PROB (1,0,1,0) > 0`: a posterior probability, free.
+    Prob {
+        /// Coefficients over the cells.
+        query: Vec<Number>,
+        /// The event.
+        event: ProbEvent,
+    },
+}
+
+/// The event of a `PROB` statement.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProbEvent {
+    /// `> x`
+    Greater(Number),
+    /// `< x`
+    Less(Number),
+    /// `BETWEEN a AND b`
+    Between(Number, Number),
 }
 
 /// A noisy counting query.
@@ -235,7 +272,36 @@ impl fmt::Display for StatementKind {
             StatementKind::SetSeed { seed } => write!(f, "SET SEED {seed}"),
             StatementKind::Count(q) => write!(f, "{q}"),
             StatementKind::ChooseEps(c) => write!(f, "{c}"),
+            StatementKind::Cube { cells } => write!(f, "CUBE {cells}"),
+            StatementKind::Observe { row, value, eps } => {
+                write!(f, "OBSERVE {} = {value} WITH EPS {eps}", Vector(row))
+            }
+            StatementKind::Estimate { query } => write!(f, "ESTIMATE {}", Vector(query)),
+            StatementKind::Prob { query, event } => {
+                write!(f, "PROB {} ", Vector(query))?;
+                match event {
+                    ProbEvent::Greater(x) => write!(f, "> {x}"),
+                    ProbEvent::Less(x) => write!(f, "< {x}"),
+                    ProbEvent::Between(a, b) => write!(f, "BETWEEN {a} AND {b}"),
+                }
+            }
         }
+    }
+}
+
+/// Prints `(1, 0, 1, 0)`.
+struct Vector<'a>(&'a [Number]);
+
+impl fmt::Display for Vector<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("(")?;
+        for (i, n) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{n}")?;
+        }
+        f.write_str(")")
     }
 }
 

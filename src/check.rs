@@ -1,12 +1,13 @@
 //! Checking: resolves a parsed statement against the session's tables and validates its parameters.
 
 use crate::ast::{
-    self, ChooseEps, CountQuery, Expr, Ident, Literal, Number, Statement, StatementKind,
+    self, ChooseEps, CountQuery, Expr, Ident, Literal, Number, ProbEvent, Statement, StatementKind,
 };
 use crate::data::{self, ColumnType, Predicate, Table, Value};
 use crate::error::CheckError;
-use crate::plan::{ChoosePlan, CountPlan, Mechanism, Plan};
+use crate::plan::{ChoosePlan, CountPlan, Event, Mechanism, Plan};
 use crate::span::Span;
+use crate::stats::blue::Measurement;
 use crate::stats::noise::ExactEpsilon;
 use crate::stats::{Epsilon, Positive, Probability};
 use rust_decimal::Decimal;
@@ -20,7 +21,12 @@ pub trait Catalog {
     fn table(&self, name: &str) -> Option<&Table>;
     /// The names of the loaded tables, in load order.
     fn table_names(&self) -> Vec<String>;
+    /// The number of cells of the declared teaching cube, if any.
+    fn cube_cells(&self) -> Option<usize>;
 }
+
+/// The most cells a teaching cube may have.
+pub const MAX_CUBE_CELLS: usize = 10_000;
 
 /// Checks `stmt` against `catalog`, giving a plan that can run without further checks.
 pub fn check(stmt: &Statement, catalog: &dyn Catalog) -> Result<Plan, CheckError> {
@@ -67,7 +73,92 @@ pub fn check(stmt: &Statement, catalog: &dyn Catalog) -> Result<Plan, CheckError
         },
         StatementKind::Count(q) => Plan::Count(check_count(q, catalog, span)?),
         StatementKind::ChooseEps(c) => Plan::ChooseEps(check_choose(c, span)?),
+        StatementKind::Cube { cells } => {
+            let n = cells
+                .text
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=MAX_CUBE_CELLS).contains(n))
+                .ok_or_else(|| CheckError::InvalidCells {
+                    text: cells.text.clone(),
+                    limit: MAX_CUBE_CELLS,
+                    span: cells.span,
+                })?;
+            Plan::Cube { cells: n }
+        }
+        StatementKind::Observe { row, value, eps } => {
+            let coefficients = cube_vector(row, catalog, span)?;
+            // Lemma 2.1: the sensitivity of a linear query is its largest absolute coefficient.
+            let sensitivity = coefficients.iter().fold(0.0f64, |m, c| m.max(c.abs()));
+            if sensitivity == 0.0 {
+                return Err(CheckError::ZeroQuery { span });
+            }
+            let value_f = finite(value)?;
+            let invalid_eps = || CheckError::InvalidEpsilon {
+                text: eps.text.clone(),
+                span: eps.span,
+            };
+            let eps_exact = exact_positive(eps).ok_or_else(invalid_eps)?;
+            let eps_value = Epsilon::new(eps.value).map_err(|_| invalid_eps())?.get();
+            Plan::Observe {
+                measurement: Measurement {
+                    row: coefficients
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, c)| **c != 0.0)
+                        .map(|(i, c)| (i, *c))
+                        .collect(),
+                    eps: eps_value,
+                    sensitivity,
+                    noisy: value_f,
+                },
+                eps_exact,
+            }
+        }
+        StatementKind::Estimate { query } => Plan::Estimate {
+            query: cube_vector(query, catalog, span)?,
+        },
+        StatementKind::Prob { query, event } => Plan::Prob {
+            query: cube_vector(query, catalog, span)?,
+            event: match event {
+                ProbEvent::Greater(x) => Event::Greater(finite(x)?),
+                ProbEvent::Less(x) => Event::Less(finite(x)?),
+                ProbEvent::Between(a, b) => Event::Between(finite(a)?, finite(b)?),
+            },
+        },
     })
+}
+
+/// A number that must be finite.
+fn finite(n: &Number) -> Result<f64, CheckError> {
+    if n.value.is_finite() {
+        Ok(n.value)
+    } else {
+        Err(CheckError::NumberOutOfRange {
+            text: n.text.clone(),
+            span: n.span,
+        })
+    }
+}
+
+/// A list of coefficients over the declared cube's cells: one finite number per cell.
+fn cube_vector(
+    numbers: &[Number],
+    catalog: &dyn Catalog,
+    span: Span,
+) -> Result<Vec<f64>, CheckError> {
+    let cells = catalog.cube_cells().ok_or(CheckError::NoCube { span })?;
+    if numbers.len() != cells {
+        return Err(CheckError::VectorLength {
+            expected: cells,
+            found: numbers.len(),
+            span: Span::new(
+                numbers.first().map_or(span.start, |n| n.span.start),
+                numbers.last().map_or(span.end, |n| n.span.end),
+            ),
+        });
+    }
+    numbers.iter().map(finite).collect()
 }
 
 fn check_count(q: &CountQuery, catalog: &dyn Catalog, span: Span) -> Result<CountPlan, CheckError> {

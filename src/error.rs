@@ -148,6 +148,38 @@ pub enum CheckError {
         /// Where.
         span: Span,
     },
+    /// `CUBE n` with n not a whole number in 1..=limit.
+    #[error("a cube has a whole number of cells from 1 to {limit}, not {text}")]
+    InvalidCells {
+        /// The literal as written.
+        text: String,
+        /// The largest cube.
+        limit: usize,
+        /// Where.
+        span: Span,
+    },
+    /// OBSERVE, ESTIMATE or PROB with no cube declared.
+    #[error("no cube is declared")]
+    NoCube {
+        /// The statement.
+        span: Span,
+    },
+    /// A list of coefficients of the wrong length.
+    #[error("the cube has {expected} cells, but {found} coefficients are given")]
+    VectorLength {
+        /// Cells of the cube.
+        expected: usize,
+        /// Coefficients given.
+        found: usize,
+        /// Where.
+        span: Span,
+    },
+    /// A measurement whose coefficients are all zero (sensitivity 0).
+    #[error("a measurement needs at least one coefficient other than 0")]
+    ZeroQuery {
+        /// The statement.
+        span: Span,
+    },
     /// A seed that is not a whole number in 0..2^64.
     #[error("a seed must be a whole number from 0 to 18446744073709551615, not {text}")]
     InvalidSeed {
@@ -221,6 +253,32 @@ pub enum EvalError {
     UnusableEpsilon {
         /// The epsilon computed.
         eps: f64,
+        /// The statement.
+        span: Span,
+    },
+    /// A query the history cannot estimate.
+    #[error("the history cannot estimate this query: {cells}")]
+    NotEstimable {
+        /// Which cells lack evidence, in words.
+        cells: String,
+        /// The statement.
+        span: Span,
+    },
+    /// A measurement that would spend past the budget of some cell.
+    #[error("budget exceeded: this measurement would bring cell {cell} to {after} of a budget of {total}")]
+    CellBudgetExceeded {
+        /// The first cell (1-based) that would pass the budget.
+        cell: usize,
+        /// Its spending after the measurement.
+        after: f64,
+        /// The budget.
+        total: Decimal,
+        /// The statement.
+        span: Span,
+    },
+    /// `CUBE` again once measurements were recorded.
+    #[error("a cube with measurements is already declared")]
+    CubeInUse {
         /// The statement.
         span: Span,
     },
@@ -308,6 +366,10 @@ impl Error {
                 | CheckError::NotPositive { span, .. }
                 | CheckError::InvalidSeed { span, .. }
                 | CheckError::NumberOutOfRange { span, .. }
+                | CheckError::InvalidCells { span, .. }
+                | CheckError::NoCube { span }
+                | CheckError::VectorLength { span, .. }
+                | CheckError::ZeroQuery { span }
                 | CheckError::UnknownMechanism { span, .. }
                 | CheckError::MechanismUnavailable { span, .. }
                 | CheckError::RelativeWithoutCount { span }
@@ -321,6 +383,9 @@ impl Error {
                 | EvalError::UnusableEpsilon { span, .. }
                 | EvalError::Ledger { span, .. }
                 | EvalError::AnswerNotRecorded { span, .. }
+                | EvalError::NotEstimable { span, .. }
+                | EvalError::CellBudgetExceeded { span, .. }
+                | EvalError::CubeInUse { span }
                 | EvalError::Load { span, .. } => *span,
             },
         }
@@ -368,6 +433,7 @@ impl Error {
                 CheckError::RelativeWithoutCount { .. } => Some(
                     "add FOR c with an assumed count, e.g. FOR 100; the true count is private".into(),
                 ),
+                CheckError::NoCube { .. } => Some("declare the cells first, e.g. CUBE 4;".into()),
                 CheckError::CountWithAbsolute { .. } => {
                     Some("write WITHIN 20% FOR 100, or drop FOR".into())
                 }

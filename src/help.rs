@@ -74,6 +74,37 @@ OR, NOT, parentheses.",
 query: using the true count would leak it. Spends nothing.",
         example: "CHOOSE EPS WITHIN 20% AT 0.8 FOR 100;",
     },
+    Topic {
+        name: "CUBE",
+        synopsis: "CUBE n;",
+        about: "Declares n anonymous cells x1..xn with no data, for learning inference from a \
+history of released answers (Xiao and Xiong). Each cell has a budget of 1.",
+        example: "CUBE 4;",
+    },
+    Topic {
+        name: "OBSERVE",
+        synopsis: "OBSERVE (c1, ..., cn) = y WITH EPS e;",
+        about: "Records by hand a released answer y of the linear query c1 x1 + ... + cn xn made \
+with epsilon e. Its sensitivity is its largest absolute coefficient; each cell spends \
+e/S times its |coefficient|, and the cube's cost is the largest cell's spending (cells are \
+disjoint, so they compose in parallel). Refused before recording if a cell would pass its budget.",
+        example: "OBSERVE (1, 1, 0, 0) = 30.8 WITH EPS 0.05;",
+    },
+    Topic {
+        name: "ESTIMATE",
+        synopsis: "ESTIMATE (c1, ..., cn);",
+        about: "The best linear unbiased estimate of a linear query from the recorded answers, its \
+variance, and the 95% credible interval from the exact distribution of its error (a weighted \
+sum of Laplace noises, by FFT). Spends nothing. An error names the cells that lack evidence.",
+        example: "ESTIMATE (1, 0, 1, 0);",
+    },
+    Topic {
+        name: "PROB",
+        synopsis: "PROB (c1, ..., cn) > x; | PROB (...) < x; | PROB (...) BETWEEN a AND b;",
+        about: "The posterior probability of an event about a linear query, given the recorded \
+answers (flat prior). Spends nothing.",
+        example: "PROB (1, 0, 1, 0) > 0;",
+    },
 ];
 
 /// The topic named `name` (case-insensitive), if any.

@@ -2,6 +2,7 @@
 
 use crate::data::Predicate;
 use crate::span::Span;
+use crate::stats::blue::Measurement;
 use crate::stats::noise::ExactEpsilon;
 use crate::stats::{Epsilon, Positive, Probability};
 use rust_decimal::Decimal;
@@ -58,6 +59,41 @@ pub enum Plan {
     Count(CountPlan),
     /// Epsilon from an accuracy requirement.
     ChooseEps(ChoosePlan),
+    /// Declare anonymous cells for teaching.
+    Cube {
+        /// How many cells.
+        cells: usize,
+    },
+    /// Record a released measurement given by hand.
+    Observe {
+        /// The measurement: row, epsilon, sensitivity (Lemma 2.1), noisy answer.
+        measurement: Measurement,
+        /// Its epsilon, exact.
+        eps_exact: Decimal,
+    },
+    /// The BLUE of a linear query from the history.
+    Estimate {
+        /// Coefficients over the cells.
+        query: Vec<f64>,
+    },
+    /// A posterior probability of a linear query.
+    Prob {
+        /// Coefficients over the cells.
+        query: Vec<f64>,
+        /// The event.
+        event: Event,
+    },
+}
+
+/// The event of a posterior probability.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Event {
+    /// `theta > x`
+    Greater(f64),
+    /// `theta < x`
+    Less(f64),
+    /// `a < theta < b`
+    Between(f64, f64),
 }
 
 /// A checked counting query.

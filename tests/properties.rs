@@ -2,7 +2,8 @@
 //! no input, however malformed, makes the interpreter panic.
 
 use dpq::ast::{
-    ChooseEps, CmpOp, CountQuery, Expr, Ident, Literal, Number, Statement, StatementKind, Text,
+    ChooseEps, CmpOp, CountQuery, Expr, Ident, Literal, Number, ProbEvent, Statement,
+    StatementKind, Text,
 };
 use dpq::driver::run_source;
 use dpq::eval::{Randomness, Session};
@@ -140,6 +141,19 @@ fn statement() -> impl Strategy<Value = StatementKind> {
                     for_count,
                 })
             }),
+        number().prop_map(|cells| StatementKind::Cube { cells }),
+        (prop::collection::vec(number(), 1..6), number(), number())
+            .prop_map(|(row, value, eps)| StatementKind::Observe { row, value, eps }),
+        prop::collection::vec(number(), 1..6).prop_map(|query| StatementKind::Estimate { query }),
+        (
+            prop::collection::vec(number(), 1..6),
+            prop_oneof![
+                number().prop_map(ProbEvent::Greater),
+                number().prop_map(ProbEvent::Less),
+                (number(), number()).prop_map(|(a, b)| ProbEvent::Between(a, b)),
+            ]
+        )
+            .prop_map(|(query, event)| StatementKind::Prob { query, event }),
     ]
 }
 

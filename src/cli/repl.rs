@@ -45,6 +45,10 @@ const KEYWORDS: &[&str] = &[
     "FALSE",
     "laplace",
     "geometric",
+    "CUBE",
+    "OBSERVE",
+    "ESTIMATE",
+    "PROB",
     "help",
 ];
 

@@ -13,12 +13,16 @@ use crate::output::{
     BudgetReport, ChooseEpsResult, CountResult, HistoryReport, Output, ReleaseRow, Response,
     SpendLine, TableInfo,
 };
-use crate::plan::{ChoosePlan, CountPlan, Mechanism, Plan};
+use crate::output::{CubeReport, EstimateResult, ProbResult};
+use crate::plan::{ChoosePlan, CountPlan, Event, Mechanism, Plan};
 use crate::span::Span;
+use crate::stats::blue::{self, Measurement};
+use crate::stats::exact;
 use crate::stats::noise;
 use crate::stats::{accuracy, bayes, laplace, Epsilon, Probability};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
+use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -68,6 +72,14 @@ pub struct Session {
     load_options: LoadOptions,
     clock: fn() -> u64,
     store: Store,
+    cube: Option<TeachingCube>,
+}
+
+/// Anonymous cells with no data (`CUBE n`) and the measurements entered by hand.
+struct TeachingCube {
+    cells: usize,
+    history: Vec<Measurement>,
+    total: Decimal,
 }
 
 impl Default for Session {
@@ -99,6 +111,7 @@ impl Session {
             load_options: LoadOptions::default(),
             clock: now,
             store,
+            cube: None,
         }
     }
 
@@ -239,6 +252,75 @@ impl Session {
             }
             Plan::Count(plan) => Output::Count(self.count(plan, span)?),
             Plan::ChooseEps(plan) => Output::ChooseEps(choose_eps(plan, span)?),
+            Plan::Cube { cells } => {
+                if self.cube.as_ref().is_some_and(|c| !c.history.is_empty()) {
+                    return Err(EvalError::CubeInUse { span });
+                }
+                self.cube = Some(TeachingCube {
+                    cells,
+                    history: Vec::new(),
+                    total: DEFAULT_BUDGET,
+                });
+                Output::Cube(self.cube_report()?)
+            }
+            Plan::Observe {
+                measurement,
+                eps_exact: _,
+            } => {
+                let cube = self.cube.as_mut().ok_or(EvalError::CubeInUse { span })?;
+                let mut trial = cube.history.clone();
+                trial.push(measurement);
+                // Section 5.4: each cell's budget B = (alpha ./ S)' |H|, checked before recording.
+                let budgets = blue::cell_budgets(cube.cells, &trial).map_err(|e| {
+                    EvalError::NotEstimable {
+                        cells: e.to_string(),
+                        span,
+                    }
+                })?;
+                let limit = cube.total.to_f64().unwrap_or(f64::INFINITY) * (1.0 + 1e-12);
+                if let Some((cell, after)) = budgets.iter().enumerate().find(|(_, b)| **b > limit) {
+                    return Err(EvalError::CellBudgetExceeded {
+                        cell: cell + 1,
+                        after: *after,
+                        total: cube.total,
+                        span,
+                    });
+                }
+                cube.history = trial;
+                Output::Cube(self.cube_report()?)
+            }
+            Plan::Estimate { query } => {
+                let (estimate, posterior) = self.posterior(&query, span)?;
+                let credible95 = posterior.credible_interval(ninety_five());
+                Output::Estimate(EstimateResult {
+                    query,
+                    estimate: estimate.value,
+                    variance: estimate.variance,
+                    credible95,
+                    method: match posterior.noise.method() {
+                        exact::Method::Fft { .. } => "fft".into(),
+                        exact::Method::MonteCarlo { .. } => "monte carlo".into(),
+                        exact::Method::Degenerate => "exact (no noise)".into(),
+                    },
+                    error_bound: posterior.error_bound(),
+                })
+            }
+            Plan::Prob { query, event } => {
+                let (_, posterior) = self.posterior(&query, span)?;
+                let (probability, event) = match event {
+                    Event::Greater(x) => (posterior.prob_greater(x), format!("> {x}")),
+                    Event::Less(x) => (posterior.prob_less(x), format!("< {x}")),
+                    Event::Between(a, b) => {
+                        (posterior.prob_between(a, b), format!("between {a} and {b}"))
+                    }
+                };
+                Output::Prob(ProbResult {
+                    query,
+                    event,
+                    probability,
+                    error_bound: posterior.error_bound(),
+                })
+            }
         })
     }
 
@@ -387,6 +469,51 @@ impl Session {
         }
     }
 
+    fn cube_report(&self) -> Result<CubeReport, EvalError> {
+        let span = Span::default();
+        let cube = self.cube.as_ref().ok_or(EvalError::CubeInUse { span })?;
+        let budgets =
+            blue::cell_budgets(cube.cells, &cube.history).map_err(|e| EvalError::NotEstimable {
+                cells: e.to_string(),
+                span,
+            })?;
+        Ok(CubeReport {
+            cells: cube.cells,
+            measurements: cube.history.len(),
+            spent: budgets.iter().copied().fold(0.0, f64::max),
+            budgets,
+            total: cube.total,
+        })
+    }
+
+    /// The BLUE of `query` from the cube's history and the exact distribution of its error
+    /// (Xiao and Xiong, sections 3-4). Post-processing: nothing is spent. A Monte Carlo, when
+    /// chosen, uses a fixed-seed generator of its own: it is computation, not privacy noise.
+    fn posterior(
+        &self,
+        query: &[f64],
+        span: Span,
+    ) -> Result<(blue::Estimate, exact::Posterior), EvalError> {
+        let cube = self.cube.as_ref().ok_or(EvalError::CubeInUse { span })?;
+        let fail = |message: String| EvalError::NotEstimable {
+            cells: message,
+            span,
+        };
+        let b = blue::Blue::new(cube.cells, &cube.history).map_err(|e| fail(e.to_string()))?;
+        let estimate = b.estimate(query).map_err(|e| match e {
+            blue::BlueError::NotEstimable(n) => fail(lacking(&n)),
+            other => fail(other.to_string()),
+        })?;
+        let mut rng = ChaCha20Rng::seed_from_u64(0);
+        let noise = exact::NoiseSum::auto(&b.noise_terms(&estimate.weights), &mut rng)
+            .map_err(|e| fail(e.to_string()))?;
+        let posterior = exact::Posterior {
+            estimate: estimate.value,
+            noise,
+        };
+        Ok((estimate, posterior))
+    }
+
     /// Re-reads a table's ledger, to show what other processes spent too.
     fn refresh(&mut self, i: usize, span: Span) -> Result<(), EvalError> {
         let ledger = &mut self.files[self.entries[i].file].ledger;
@@ -455,6 +582,10 @@ impl Catalog for Session {
     fn table_names(&self) -> Vec<String> {
         self.entries.iter().map(|e| e.name.clone()).collect()
     }
+
+    fn cube_cells(&self) -> Option<usize> {
+        self.cube.as_ref().map(|c| c.cells)
+    }
 }
 
 fn choose_eps(plan: ChoosePlan, span: Span) -> Result<ChooseEpsResult, EvalError> {
@@ -495,6 +626,28 @@ fn release_rng(seed: u64, key: &str) -> ChaCha20Rng {
     h.update(&seed.to_le_bytes());
     h.update(key.as_bytes());
     ChaCha20Rng::from_seed(*h.finalize().as_bytes())
+}
+
+/// Which cells lack evidence, in the words of the statements (cells are x1, x2, ...).
+fn lacking(n: &blue::NotEstimable) -> String {
+    let names = |cells: &[usize]| {
+        cells
+            .iter()
+            .map(|c| format!("x{}", c + 1))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out = format!(
+        "{} lack{} evidence",
+        names(&n.cells),
+        if n.cells.len() == 1 { "s" } else { "" }
+    );
+    if n.unmeasured.is_empty() {
+        out.push_str(" (measured only in combinations that do not separate them)");
+    } else {
+        out.push_str(&format!(" ({} never measured)", names(&n.unmeasured)));
+    }
+    out
 }
 
 fn ninety_five() -> Probability {

@@ -39,6 +39,31 @@ pub fn render_json(response: &Response) -> String {
             "budget_spent": dec(c.budget_spent),
             "budget_remaining": dec(c.budget_remaining),
         }),
+        Output::Cube(c) => json!({
+            "kind": "cube",
+            "cells": c.cells,
+            "measurements": c.measurements,
+            "cell_budgets": c.budgets,
+            "spent": c.spent,
+            "total": dec(c.total),
+        }),
+        Output::Estimate(e) => json!({
+            "kind": "estimate",
+            "query": e.query,
+            "estimate": e.estimate,
+            "variance": e.variance,
+            "credible95": [e.credible95.0, e.credible95.1],
+            "eps_spent": 0.0,
+            "method": e.method,
+            "error_bound": e.error_bound,
+        }),
+        Output::Prob(p) => json!({
+            "kind": "prob",
+            "query": p.query,
+            "event": p.event,
+            "probability": p.probability,
+            "error_bound": p.error_bound,
+        }),
         Output::ChooseEps(c) => {
             let (confidence, relative) = match c.requirement {
                 ChoosePlan::Relative {

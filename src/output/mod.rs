@@ -53,6 +53,57 @@ pub enum Output {
     Count(CountResult),
     /// `CHOOSE EPS`.
     ChooseEps(ChooseEpsResult),
+    /// `CUBE` and `OBSERVE`: the teaching cube and its per-cell budget.
+    Cube(CubeReport),
+    /// `ESTIMATE`.
+    Estimate(EstimateResult),
+    /// `PROB`.
+    Prob(ProbResult),
+}
+
+/// The teaching cube: its cells, measurements and per-cell spending.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CubeReport {
+    /// Number of cells.
+    pub cells: usize,
+    /// Number of measurements recorded.
+    pub measurements: usize,
+    /// Each cell's spent budget, `B = (alpha ./ S)' |H|` (Xiao and Xiong, section 5.4).
+    pub budgets: Vec<f64>,
+    /// The cube's cost, `max(B)` (Theorem 5.5: disjoint cells compose in parallel).
+    pub spent: f64,
+    /// The total budget.
+    pub total: Decimal,
+}
+
+/// The best linear unbiased estimate of a linear query from the history.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EstimateResult {
+    /// The query's coefficients.
+    pub query: Vec<f64>,
+    /// `theta-hat = A y`.
+    pub estimate: f64,
+    /// Its variance, `2 Q (H' W H)^-1 Q'`.
+    pub variance: f64,
+    /// The 95% credible interval from the exact distribution of the estimate.
+    pub credible95: (f64, f64),
+    /// How the distribution was computed: "fft" or "monte carlo".
+    pub method: String,
+    /// A bound on the error of any probability the distribution gives.
+    pub error_bound: f64,
+}
+
+/// A posterior probability about a linear query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbResult {
+    /// The query's coefficients.
+    pub query: Vec<f64>,
+    /// The event, in words, e.g. "> 0".
+    pub event: String,
+    /// Its posterior probability.
+    pub probability: f64,
+    /// A bound on the error of the probability.
+    pub error_bound: f64,
 }
 
 /// Public facts of a table: name, file, schema, row count, budget.

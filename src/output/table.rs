@@ -22,6 +22,15 @@ pub fn render_table(response: &Response) -> String {
         }
         Output::Count(c) => count(c),
         Output::ChooseEps(c) => choose_eps(c),
+        Output::Cube(c) => cube(c),
+        Output::Estimate(e) => estimate(e),
+        Output::Prob(p) => format!(
+            "P({} {}) = {} (error at most {})",
+            query(&p.query),
+            p.event,
+            sig(p.probability, 6),
+            sig(p.error_bound, 2)
+        ),
     };
     if let Some(seed) = response.seed {
         if !matches!(response.output, Output::SeedSet { .. }) {
@@ -218,6 +227,70 @@ fn count(c: &CountResult) -> String {
         );
     }
     out
+}
+
+/// `x1 + x3`, `2 x1 - x2`: a linear query over cells, for people.
+fn query(q: &[f64]) -> String {
+    let mut out = String::new();
+    for (i, c) in q.iter().enumerate().filter(|(_, c)| **c != 0.0) {
+        let sign = if *c < 0.0 { "-" } else { "+" };
+        let magnitude = c.abs();
+        if out.is_empty() {
+            if *c < 0.0 {
+                out.push('-');
+            }
+        } else {
+            let _ = write!(out, " {sign} ");
+        }
+        if magnitude != 1.0 {
+            let _ = write!(out, "{} ", num(magnitude));
+        }
+        let _ = write!(out, "x{}", i + 1);
+    }
+    if out.is_empty() {
+        out.push('0');
+    }
+    out
+}
+
+fn cube(c: &super::CubeReport) -> String {
+    let mut t = new_table(&["cell", "budget spent"]);
+    for (i, b) in c.budgets.iter().enumerate() {
+        t.add_row(vec![format!("x{}", i + 1), num(*b)]);
+    }
+    format!(
+        "{t}\ncube of {} cells, {} measurements: cost max(B) = {} of {} (cells are disjoint: each spends its own budget)",
+        c.cells,
+        c.measurements,
+        num(c.spent),
+        dec(c.total)
+    )
+}
+
+fn estimate(e: &super::EstimateResult) -> String {
+    let mut t = new_table(&[]);
+    t.add_row(vec!["estimate".to_string(), fixed(e.estimate, 4)]);
+    t.add_row(vec!["variance".to_string(), sig(e.variance, 6)]);
+    t.add_row(vec![
+        "95% credible interval".to_string(),
+        format!(
+            "[{}, {}]",
+            fixed(e.credible95.0, 2),
+            fixed(e.credible95.1, 2)
+        ),
+    ]);
+    t.add_row(vec![
+        "distribution".to_string(),
+        format!("{} (error at most {})", e.method, sig(e.error_bound, 2)),
+    ]);
+    t.add_row(vec![
+        "epsilon spent".to_string(),
+        "0 (from the history)".to_string(),
+    ]);
+    format!(
+        "ESTIMATE {} -- best linear unbiased estimate (Xiao and Xiong, eq. 50-52)\n{t}",
+        query(&e.query)
+    )
 }
 
 fn choose_eps(c: &ChooseEpsResult) -> String {

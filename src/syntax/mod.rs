@@ -4,7 +4,8 @@ mod names;
 pub mod split;
 
 use crate::ast::{
-    ChooseEps, CmpOp, CountQuery, Expr, Ident, Literal, Number, Statement, StatementKind, Text,
+    ChooseEps, CmpOp, CountQuery, Expr, Ident, Literal, Number, ProbEvent, Statement,
+    StatementKind, Text,
 };
 use crate::error::SyntaxError;
 use crate::span::Span;
@@ -111,6 +112,37 @@ impl Builder {
             }
             Rule::count_stmt => StatementKind::Count(self.count(inner)?),
             Rule::choose_stmt => StatementKind::ChooseEps(self.choose(inner)),
+            Rule::cube_stmt => StatementKind::Cube {
+                cells: self.number(inner.nth(1).expect("CUBE has a number")),
+            },
+            Rule::observe_stmt => {
+                inner.next(); // OBSERVE
+                let row = self.vector(inner.next().expect("OBSERVE has a row"));
+                let value = self.number(inner.next().expect("OBSERVE has a value"));
+                let eps = self.number(inner.nth(2).expect("OBSERVE has an epsilon"));
+                StatementKind::Observe { row, value, eps }
+            }
+            Rule::estimate_stmt => StatementKind::Estimate {
+                query: self.vector(inner.nth(1).expect("ESTIMATE has a query")),
+            },
+            Rule::prob_stmt => {
+                inner.next(); // PROB
+                let query = self.vector(inner.next().expect("PROB has a query"));
+                let how = inner.next().expect("PROB has an event");
+                let event = if how.as_rule() == Rule::prob_cmp {
+                    let x = self.number(inner.next().expect("a comparison has a number"));
+                    if how.as_str() == ">" {
+                        ProbEvent::Greater(x)
+                    } else {
+                        ProbEvent::Less(x)
+                    }
+                } else {
+                    let a = self.number(inner.next().expect("BETWEEN has a low end"));
+                    let b = self.number(inner.nth(1).expect("BETWEEN has a high end"));
+                    ProbEvent::Between(a, b)
+                };
+                StatementKind::Prob { query, event }
+            }
             other => unreachable!("the grammar has no statement rule {other:?}"),
         })
     }
@@ -158,6 +190,10 @@ impl Builder {
             at_percent,
             for_count,
         }
+    }
+
+    fn vector(&self, pair: Pair<'_, Rule>) -> Vec<Number> {
+        pair.into_inner().map(|p| self.number(p)).collect()
     }
 
     fn amount(&self, pair: Pair<'_, Rule>) -> (Number, bool) {

@@ -58,6 +58,12 @@ pub fn human(rule: Rule) -> &'static str {
         Rule::kw_true => "TRUE",
         Rule::kw_false => "FALSE",
         Rule::stmt => "a statement",
+        Rule::cube_stmt | Rule::kw_cube => "CUBE",
+        Rule::observe_stmt | Rule::kw_observe => "OBSERVE",
+        Rule::estimate_stmt | Rule::kw_estimate => "ESTIMATE",
+        Rule::prob_stmt | Rule::kw_prob => "PROB",
+        Rule::prob_cmp => "> or <",
+        Rule::vector => "a list of coefficients such as (1, 0, 1, 0)",
         Rule::infix => "AND or OR",
         Rule::primary | Rule::literal => "a value",
         Rule::name => "a name",
@@ -74,6 +80,10 @@ const STATEMENT_STARTS: &[Rule] = &[
     Rule::kw_set,
     Rule::kw_count,
     Rule::kw_choose,
+    Rule::kw_cube,
+    Rule::kw_observe,
+    Rule::kw_estimate,
+    Rule::kw_prob,
 ];
 
 /// Turns a pest error on a statement starting at `offset` of `source` into a `SyntaxError`.
@@ -93,7 +103,8 @@ pub fn syntax_error(
     let after = previous_token(&source[offset..pos]);
     let at_start = after.is_none();
     let expected = if at_start || rules.iter().all(|r| STATEMENT_STARTS.contains(r)) {
-        "a statement (LOAD, USE, SHOW, DESCRIBE, SET, COUNT or CHOOSE)".to_string()
+        "a statement (LOAD, USE, SHOW, DESCRIBE, SET, COUNT, CHOOSE, CUBE, OBSERVE, ESTIMATE or PROB)"
+            .to_string()
     } else {
         let mut names: Vec<&str> = Vec::new();
         for r in &rules {
