@@ -267,7 +267,7 @@ impl Session {
                 measurement,
                 eps_exact: _,
             } => {
-                let cube = self.cube.as_mut().ok_or(EvalError::CubeInUse { span })?;
+                let cube = self.cube.as_mut().expect("the checker found a cube");
                 let mut trial = cube.history.clone();
                 trial.push(measurement);
                 // Section 5.4: each cell's budget B = (alpha ./ S)' |H|, checked before recording.
@@ -471,7 +471,10 @@ impl Session {
 
     fn cube_report(&self) -> Result<CubeReport, EvalError> {
         let span = Span::default();
-        let cube = self.cube.as_ref().ok_or(EvalError::CubeInUse { span })?;
+        let cube = self
+            .cube
+            .as_ref()
+            .expect("the checker found a cube, or CUBE made one");
         let budgets =
             blue::cell_budgets(cube.cells, &cube.history).map_err(|e| EvalError::NotEstimable {
                 cells: e.to_string(),
@@ -494,7 +497,10 @@ impl Session {
         query: &[f64],
         span: Span,
     ) -> Result<(blue::Estimate, exact::Posterior), EvalError> {
-        let cube = self.cube.as_ref().ok_or(EvalError::CubeInUse { span })?;
+        let cube = self
+            .cube
+            .as_ref()
+            .expect("the checker found a cube, or CUBE made one");
         let fail = |message: String| EvalError::NotEstimable {
             cells: message,
             span,
