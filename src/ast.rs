@@ -33,6 +33,8 @@ pub enum StatementKind {
     ShowBudget,
     /// `SHOW HISTORY`
     ShowHistory,
+    /// `SHOW CUBE`: the teaching cube's measurements (H, alpha, S, y) and per-cell budgets.
+    ShowCube,
     /// `DESCRIBE [people]`
     Describe {
         /// The table; the current one when absent.
@@ -264,6 +266,7 @@ impl fmt::Display for StatementKind {
             StatementKind::ShowTables => f.write_str("SHOW TABLES"),
             StatementKind::ShowBudget => f.write_str("SHOW BUDGET"),
             StatementKind::ShowHistory => f.write_str("SHOW HISTORY"),
+            StatementKind::ShowCube => f.write_str("SHOW CUBE"),
             StatementKind::Describe { table } => match table {
                 Some(t) => write!(f, "DESCRIBE {t}"),
                 None => f.write_str("DESCRIBE"),

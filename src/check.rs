@@ -44,6 +44,10 @@ pub fn check(stmt: &Statement, catalog: &dyn Catalog) -> Result<Plan, CheckError
             table: resolve_table(Some(table), catalog, span)?,
         },
         StatementKind::ShowTables => Plan::ShowTables,
+        StatementKind::ShowCube => {
+            catalog.cube_cells().ok_or(CheckError::NoCube { span })?;
+            Plan::ShowCube
+        }
         StatementKind::ShowBudget => Plan::ShowBudget {
             table: resolve_table(None, catalog, span)?,
         },

@@ -32,10 +32,11 @@ comparison. Shows the schema, the public row count n and the budget (total epsil
     },
     Topic {
         name: "SHOW",
-        synopsis: "SHOW TABLES; | SHOW BUDGET; | SHOW HISTORY;",
+        synopsis: "SHOW TABLES; | SHOW BUDGET; | SHOW HISTORY; | SHOW CUBE;",
         about: "TABLES lists the loaded tables. BUDGET shows the current table's total, spent and \
 remaining epsilon and every spending. HISTORY lists the answers released so far, with their \
-epsilon, sensitivity and noisy value.",
+epsilon, sensitivity and noisy value. CUBE shows the teaching cube's measurements (H, alpha, \
+S, y) and each cell's spent budget.",
         example: "SHOW BUDGET;",
     },
     Topic {

@@ -59,6 +59,8 @@ pub enum Plan {
     Count(CountPlan),
     /// Epsilon from an accuracy requirement.
     ChooseEps(ChoosePlan),
+    /// The teaching cube's measurements and per-cell budgets.
+    ShowCube,
     /// Declare anonymous cells for teaching.
     Cube {
         /// How many cells.

@@ -108,6 +108,7 @@ fn statement() -> impl Strategy<Value = StatementKind> {
         Just(StatementKind::ShowTables),
         Just(StatementKind::ShowBudget),
         Just(StatementKind::ShowHistory),
+        Just(StatementKind::ShowCube),
         prop::option::of(name()).prop_map(|table| StatementKind::Describe { table }),
         number().prop_map(|total| StatementKind::SetBudget { total }),
         number().prop_map(|seed| StatementKind::SetSeed { seed }),

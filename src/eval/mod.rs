@@ -13,7 +13,7 @@ use crate::output::{
     BudgetReport, ChooseEpsResult, CountResult, HistoryReport, Output, ReleaseRow, Response,
     SpendLine, TableInfo,
 };
-use crate::output::{CubeReport, EstimateResult, ProbResult};
+use crate::output::{CubeReport, EstimateResult, MeasurementRow, ProbResult};
 use crate::plan::{ChoosePlan, CountPlan, Event, Mechanism, Plan};
 use crate::span::Span;
 use crate::stats::blue::{self, Measurement};
@@ -263,6 +263,28 @@ impl Session {
                 });
                 Output::Cube(self.cube_report()?)
             }
+            Plan::ShowCube => {
+                let mut report = self.cube_report()?;
+                let cube = self.cube.as_ref().expect("the checker found a cube");
+                report.history = Some(
+                    cube.history
+                        .iter()
+                        .map(|m| {
+                            let mut row = vec![0.0; cube.cells];
+                            for (cell, c) in &m.row {
+                                row[*cell] += c;
+                            }
+                            MeasurementRow {
+                                row,
+                                eps: m.eps,
+                                sensitivity: m.sensitivity,
+                                noisy: m.noisy,
+                            }
+                        })
+                        .collect(),
+                );
+                Output::Cube(report)
+            }
             Plan::Observe {
                 measurement,
                 eps_exact: _,
@@ -486,6 +508,7 @@ impl Session {
             spent: budgets.iter().copied().fold(0.0, f64::max),
             budgets,
             total: cube.total,
+            history: None,
         })
     }
 

@@ -46,6 +46,9 @@ pub fn render_json(response: &Response) -> String {
             "cell_budgets": c.budgets,
             "spent": c.spent,
             "total": dec(c.total),
+            "history": c.history.as_ref().map(|h| h.iter().map(|m| json!({
+                "row": m.row, "eps": m.eps, "sensitivity": m.sensitivity, "noisy": m.noisy,
+            })).collect::<Vec<_>>()),
         }),
         Output::Estimate(e) => json!({
             "kind": "estimate",

@@ -72,8 +72,23 @@ pub struct CubeReport {
     pub budgets: Vec<f64>,
     /// The cube's cost, `max(B)` (Theorem 5.5: disjoint cells compose in parallel).
     pub spent: f64,
+    /// The measurements, when asked for (`SHOW CUBE`): rows of H, alpha, S, y.
+    pub history: Option<Vec<MeasurementRow>>,
     /// The total budget.
     pub total: Decimal,
+}
+
+/// One measurement of the teaching cube: a row of `H`, its `alpha`, `S` and `y`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeasurementRow {
+    /// Coefficients over the cells.
+    pub row: Vec<f64>,
+    /// The epsilon (`alpha`).
+    pub eps: f64,
+    /// The sensitivity (`S`, Lemma 2.1).
+    pub sensitivity: f64,
+    /// The noisy answer (`y`).
+    pub noisy: f64,
 }
 
 /// The best linear unbiased estimate of a linear query from the history.

@@ -258,7 +258,24 @@ fn cube(c: &super::CubeReport) -> String {
     for (i, b) in c.budgets.iter().enumerate() {
         t.add_row(vec![format!("x{}", i + 1), num(*b)]);
     }
-    format!(
+    let history = match &c.history {
+        Some(rows) if !rows.is_empty() => {
+            let mut h = new_table(&["#", "H (coefficients)", "alpha", "S", "y"]);
+            for (i, m) in rows.iter().enumerate() {
+                h.add_row(vec![
+                    (i + 1).to_string(),
+                    m.row.iter().map(|x| num(*x)).collect::<Vec<_>>().join(" "),
+                    num(m.eps),
+                    num(m.sensitivity),
+                    num(m.noisy),
+                ]);
+            }
+            format!("{h}\n")
+        }
+        Some(_) => "No measurements yet.\n".to_string(),
+        None => String::new(),
+    };
+    history + &format!(
         "{t}\ncube of {} cells, {} measurements: cost max(B) = {} of {} (cells are disjoint: each spends its own budget)",
         c.cells,
         c.measurements,

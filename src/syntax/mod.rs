@@ -95,6 +95,7 @@ impl Builder {
             Rule::show_stmt => match inner.nth(1).expect("SHOW has a subject").as_rule() {
                 Rule::kw_tables => StatementKind::ShowTables,
                 Rule::kw_budget => StatementKind::ShowBudget,
+                Rule::kw_cube => StatementKind::ShowCube,
                 _ => StatementKind::ShowHistory,
             },
             Rule::describe_stmt => StatementKind::Describe {

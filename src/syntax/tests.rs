@@ -103,7 +103,7 @@ fn errors_read_like_sentences() {
     assert!(err("SELECT * FROM t;").starts_with("expected a statement"));
     assert_eq!(
         err("SHOW ME;"),
-        "expected TABLES, BUDGET or HISTORY after `SHOW`"
+        "expected TABLES, BUDGET, HISTORY or CUBE after `SHOW`"
     );
     assert_eq!(
         err("COUNT WHERE a = 1 WITH EPS 1 PRIOR p=0.2 PRIOR p=0.3"),
