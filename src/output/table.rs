@@ -163,11 +163,7 @@ fn count(c: &CountResult) -> String {
     t.add_row(vec!["noisy count".to_string(), fixed(c.noisy, 2)]);
     t.add_row(vec![
         "95% noise interval".to_string(),
-        format!(
-            "[{}, {}]",
-            fixed(c.interval95.0, 1),
-            fixed(c.interval95.1, 1)
-        ),
+        interval(c.interval95, 1),
     ]);
     if let (Some(b), Some((lo, hi)), Some(p)) = (c.bayes, c.credible95, c.prior) {
         t.add_row(vec![
@@ -290,11 +286,7 @@ fn estimate(e: &super::EstimateResult) -> String {
     t.add_row(vec!["variance".to_string(), sig(e.variance, 6)]);
     t.add_row(vec![
         "95% credible interval".to_string(),
-        format!(
-            "[{}, {}]",
-            fixed(e.credible95.0, 2),
-            fixed(e.credible95.1, 2)
-        ),
+        interval(e.credible95, 2),
     ]);
     t.add_row(vec![
         "distribution".to_string(),
@@ -372,6 +364,11 @@ fn grid(spacing: f64) -> String {
 /// A decimal without trailing zeros.
 fn dec(d: Decimal) -> String {
     d.normalize().to_string()
+}
+
+/// An interval `[lo, hi]`, both ends with `digits` decimals.
+fn interval((lo, hi): (f64, f64), digits: usize) -> String {
+    format!("[{}, {}]", fixed(lo, digits), fixed(hi, digits))
 }
 
 /// A float with `digits` decimals.
