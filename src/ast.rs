@@ -50,7 +50,8 @@ pub enum StatementKind {
         /// The seed; a non-negative integer.
         seed: Number,
     },
-    /// `COUNT WHERE age <= 30 WITH EPS 0.1 [PRIOR p=0.3] [MECHANISM laplace]`
+    /// `COUNT WHERE age <= 30 WITH EPS 0.1 [PRIOR p=0.3] [MECHANISM laplace]`, a linear
+    /// combination `2*COUNT WHERE a - COUNT WHERE b WITH EPS 0.05`, or `... WITHIN 10 AT 0.95`.
     Count(CountQuery),
     /// `CHOOSE EPS WITHIN 20% AT 0.8 FOR 100` or `CHOOSE EPS WITHIN 5 AT 0.95`
     ChooseEps(ChooseEps),
@@ -58,6 +59,11 @@ pub enum StatementKind {
     Cube {
         /// How many cells.
         cells: Number,
+    },
+    /// `CUBE BY age (30, 65), sex ('F', 'M')`: public cells over the current table.
+    CubeBy {
+        /// The dimensions, in order.
+        dims: Vec<CubeDim>,
     },
     /// `OBSERVE (1,1,0,0) = 30.8 WITH EPS 0.05`: a released measurement entered by hand.
     Observe {
@@ -68,15 +74,16 @@ pub enum StatementKind {
         /// The epsilon it was released with.
         eps: Number,
     },
-    /// `ESTIMATE (1,0,1,0)`: the best linear unbiased estimate from the history, free.
+    /// `ESTIMATE (1,0,1,0)` or `ESTIMATE COUNT WHERE age < 30`: the best linear unbiased
+    /// estimate from the history, free.
     Estimate {
-        /// Coefficients over the cells.
-        query: Vec<Number>,
+        /// The query.
+        query: Query,
     },
-    /// `PROB (1,0,1,0) > 0`: a posterior probability, free.
+    /// `PROB (1,0,1,0) > 0` or `PROB COUNT WHERE age < 30 > 10`: a posterior probability, free.
     Prob {
-        /// Coefficients over the cells.
-        query: Vec<Number>,
+        /// The query.
+        query: Query,
         /// The event.
         event: ProbEvent,
     },
@@ -93,13 +100,58 @@ pub enum ProbEvent {
     Between(Number, Number),
 }
 
-/// A noisy counting query.
+/// A linear query asked of the history: by coefficients over the cells, or by counts.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CountQuery {
+pub enum Query {
+    /// `(1, 0, 1, 0)`
+    Vector(Vec<Number>),
+    /// `COUNT WHERE a - 2*COUNT WHERE b`
+    Linear(Vec<CountTerm>),
+}
+
+/// One dimension of a cube: a column cut at numbers, or split by listed values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CubeDim {
+    /// The column.
+    pub column: Ident,
+    /// Cuts (numbers) or values (strings, booleans).
+    pub points: Vec<Literal>,
+}
+
+/// One term of a linear query: `[-] [c*] COUNT WHERE predicate`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CountTerm {
+    /// Written with a minus sign before it (`- COUNT ...`, `a - 2*COUNT ...`).
+    pub minus: bool,
+    /// The coefficient `c` of `c*COUNT`; 1 when absent.
+    pub coefficient: Option<Number>,
     /// The rows counted.
     pub predicate: Expr,
-    /// The privacy parameter spent.
-    pub eps: Number,
+}
+
+/// How a count states what it may spend: an epsilon, or an accuracy to meet.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Accuracy {
+    /// `WITH EPS 0.1`
+    Eps(Number),
+    /// `WITHIN 10 AT 0.95` (or `AT 95%`): answer within ±10 with that probability.
+    Within {
+        /// The half-width.
+        half_width: Number,
+        /// The confidence level.
+        at: Number,
+        /// Written as a percentage.
+        at_percent: bool,
+    },
+}
+
+/// A noisy counting query, or a linear combination of counts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CountQuery {
+    /// The counts and their coefficients; one term with no sign or coefficient is a plain count.
+    pub terms: Vec<CountTerm>,
+    /// The privacy parameter spent, or the accuracy to meet.
+    pub accuracy: Accuracy,
     /// `PRIOR p=...`: the prior fraction of rows satisfying the predicate.
     pub prior: Option<Number>,
     /// `MECHANISM name`: the noise; Laplace when absent.
@@ -276,12 +328,29 @@ impl fmt::Display for StatementKind {
             StatementKind::Count(q) => write!(f, "{q}"),
             StatementKind::ChooseEps(c) => write!(f, "{c}"),
             StatementKind::Cube { cells } => write!(f, "CUBE {cells}"),
+            StatementKind::CubeBy { dims } => {
+                f.write_str("CUBE BY ")?;
+                for (i, d) in dims.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{} (", d.column)?;
+                    for (j, p) in d.points.iter().enumerate() {
+                        if j > 0 {
+                            f.write_str(", ")?;
+                        }
+                        write!(f, "{p}")?;
+                    }
+                    f.write_str(")")?;
+                }
+                Ok(())
+            }
             StatementKind::Observe { row, value, eps } => {
                 write!(f, "OBSERVE {} = {value} WITH EPS {eps}", Vector(row))
             }
-            StatementKind::Estimate { query } => write!(f, "ESTIMATE {}", Vector(query)),
+            StatementKind::Estimate { query } => write!(f, "ESTIMATE {query}"),
             StatementKind::Prob { query, event } => {
-                write!(f, "PROB {} ", Vector(query))?;
+                write!(f, "PROB {query} ")?;
                 match event {
                     ProbEvent::Greater(x) => write!(f, "> {x}"),
                     ProbEvent::Less(x) => write!(f, "< {x}"),
@@ -308,9 +377,57 @@ impl fmt::Display for Vector<'_> {
     }
 }
 
+impl fmt::Display for Query {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Query::Vector(v) => write!(f, "{}", Vector(v)),
+            Query::Linear(terms) => write!(f, "{}", Terms(terms)),
+        }
+    }
+}
+
+/// Prints `2*COUNT WHERE a - COUNT WHERE b`; a leading minus is written apart (`- COUNT`) so
+/// that it reads back as a sign, not as part of a coefficient.
+pub struct Terms<'a>(pub &'a [CountTerm]);
+
+impl fmt::Display for Terms<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, t) in self.0.iter().enumerate() {
+            match (i, t.minus) {
+                (0, true) => f.write_str("- ")?,
+                (0, false) => {}
+                (_, true) => f.write_str(" - ")?,
+                (_, false) => f.write_str(" + ")?,
+            }
+            if let Some(c) = &t.coefficient {
+                write!(f, "{c}*")?;
+            }
+            write!(f, "COUNT WHERE {}", t.predicate)?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Accuracy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Accuracy::Eps(e) => write!(f, "WITH EPS {e}"),
+            Accuracy::Within {
+                half_width,
+                at,
+                at_percent,
+            } => write!(
+                f,
+                "WITHIN {half_width} AT {at}{}",
+                if *at_percent { "%" } else { "" }
+            ),
+        }
+    }
+}
+
 impl fmt::Display for CountQuery {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "COUNT WHERE {} WITH EPS {}", self.predicate, self.eps)?;
+        write!(f, "{} {}", Terms(&self.terms), self.accuracy)?;
         if let Some(p) = &self.prior {
             write!(f, " PRIOR p={p}")?;
         }

@@ -1,15 +1,18 @@
 //! Checking: resolves a parsed statement against the session's tables and validates its parameters.
 
 use crate::ast::{
-    self, ChooseEps, CountQuery, Expr, Ident, Literal, Number, ProbEvent, Statement, StatementKind,
+    self, Accuracy, ChooseEps, CountQuery, CountTerm, CubeDim, Expr, Ident, Literal, Number,
+    ProbEvent, Query, Statement, StatementKind,
 };
+use crate::cube::{self, Cube, CubeError, Dim, NotUnion};
 use crate::data::{self, ColumnType, Predicate, Table, Value};
 use crate::error::CheckError;
-use crate::plan::{ChoosePlan, CountPlan, Event, Mechanism, Plan};
+use crate::plan::{ChoosePlan, CountPlan, CubeRef, Eps, Event, Mechanism, Plan, Spend};
 use crate::span::Span;
 use crate::stats::blue::Measurement;
 use crate::stats::noise::ExactEpsilon;
 use crate::stats::{Epsilon, Positive, Probability};
+use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 use std::path::{Path, PathBuf};
 
@@ -21,8 +24,11 @@ pub trait Catalog {
     fn table(&self, name: &str) -> Option<&Table>;
     /// The names of the loaded tables, in load order.
     fn table_names(&self) -> Vec<String>;
-    /// The number of cells of the declared teaching cube, if any.
-    fn cube_cells(&self) -> Option<usize>;
+    /// The cube declared on a table, if any.
+    fn table_cube(&self, table: &str) -> Option<&Cube>;
+    /// The cube that coefficient lists such as `(1, 0, 1, 0)` speak of (the last declared,
+    /// teaching or the current table's), and its number of cells.
+    fn focus(&self) -> Option<(CubeRef, usize)>;
 }
 
 /// The most cells a teaching cube may have.
@@ -44,10 +50,10 @@ pub fn check(stmt: &Statement, catalog: &dyn Catalog) -> Result<Plan, CheckError
             table: resolve_table(Some(table), catalog, span)?,
         },
         StatementKind::ShowTables => Plan::ShowTables,
-        StatementKind::ShowCube => {
-            catalog.cube_cells().ok_or(CheckError::NoCube { span })?;
-            Plan::ShowCube
-        }
+        StatementKind::ShowCube => Plan::ShowCube {
+            target: catalog.focus().ok_or(CheckError::NoCube { span })?.0,
+        },
+        StatementKind::CubeBy { dims } => check_cube(dims, catalog, span)?,
         StatementKind::ShowBudget => Plan::ShowBudget {
             table: resolve_table(None, catalog, span)?,
         },
@@ -91,7 +97,13 @@ pub fn check(stmt: &Statement, catalog: &dyn Catalog) -> Result<Plan, CheckError
             Plan::Cube { cells: n }
         }
         StatementKind::Observe { row, value, eps } => {
-            let coefficients = cube_vector(row, catalog, span)?;
+            let (target, coefficients) = cube_vector(row, catalog, span)?;
+            if target != CubeRef::Teaching {
+                return Err(CheckError::NotApplicable {
+                    message: "OBSERVE enters measurements into a teaching cube (CUBE n); a table's history holds only its released answers",
+                    span,
+                });
+            }
             // Lemma 2.1: the sensitivity of a linear query is its largest absolute coefficient.
             let sensitivity = coefficients.iter().fold(0.0f64, |m, c| m.max(c.abs()));
             if sensitivity == 0.0 {
@@ -119,18 +131,253 @@ pub fn check(stmt: &Statement, catalog: &dyn Catalog) -> Result<Plan, CheckError
                 eps_exact,
             }
         }
-        StatementKind::Estimate { query } => Plan::Estimate {
-            query: cube_vector(query, catalog, span)?,
-        },
-        StatementKind::Prob { query, event } => Plan::Prob {
-            query: cube_vector(query, catalog, span)?,
-            event: match event {
-                ProbEvent::Greater(x) => Event::Greater(finite(x)?),
-                ProbEvent::Less(x) => Event::Less(finite(x)?),
-                ProbEvent::Between(a, b) => Event::Between(finite(a)?, finite(b)?),
-            },
-        },
+        StatementKind::Estimate { query } => {
+            let (target, coefficients) = check_query(query, catalog, span)?;
+            Plan::Estimate {
+                target,
+                query: coefficients,
+                text: query.to_string(),
+            }
+        }
+        StatementKind::Prob { query, event } => {
+            let (target, coefficients) = check_query(query, catalog, span)?;
+            Plan::Prob {
+                target,
+                query: coefficients,
+                text: query.to_string(),
+                event: match event {
+                    ProbEvent::Greater(x) => Event::Greater(finite(x)?),
+                    ProbEvent::Less(x) => Event::Less(finite(x)?),
+                    ProbEvent::Between(a, b) => Event::Between(finite(a)?, finite(b)?),
+                },
+            }
+        }
     })
+}
+
+/// `CUBE BY col (cuts or values), ...` over the current table.
+fn check_cube(dims: &[CubeDim], catalog: &dyn Catalog, span: Span) -> Result<Plan, CheckError> {
+    let table_name = resolve_table(None, catalog, span)?;
+    let table = catalog
+        .table(&table_name)
+        .ok_or(CheckError::NoCurrentTable { span })?;
+    let cube = build_cube(dims, table, &table_name, span)?;
+    Ok(Plan::CubeBy {
+        table: table_name,
+        spec: cube.declaration(),
+        cube,
+    })
+}
+
+/// The cube a `CUBE BY` declaration makes over `table` (also used to restore the cube a
+/// ledger records).
+pub fn build_cube(
+    dims: &[CubeDim],
+    table: &Table,
+    table_name: &str,
+    span: Span,
+) -> Result<Cube, CheckError> {
+    let mut built = Vec::with_capacity(dims.len());
+    for d in dims {
+        let (column, ty) = resolve_column(&d.column, table, table_name)?;
+        let mut numbers = Vec::new();
+        let mut values = Vec::new();
+        for lit in &d.points {
+            match typed_value(lit, &d.column, ty)? {
+                Value::Number(x) => numbers.push(x),
+                v => values.push(v),
+            }
+        }
+        built.push(Dim {
+            column,
+            name: d.column.name.clone(),
+            kind: cube::dim_kind(ty, numbers, values),
+            texts: d.points.iter().map(ToString::to_string).collect(),
+        });
+    }
+    let bad = |message: String, span: Span| CheckError::BadCube { message, span };
+    Cube::new(built).map_err(|e| match e {
+        CubeError::CutsNotIncreasing(d, i) => bad(
+            format!("the cuts of `{}` must increase", dims[d].column.name),
+            dims[d].points[i].span(),
+        ),
+        CubeError::DuplicateValue(d, i) => bad(
+            format!("`{}` lists this value twice", dims[d].column.name),
+            dims[d].points[i].span(),
+        ),
+        CubeError::DuplicateColumn(d) => bad(
+            format!("`{}` is a dimension twice", dims[d].column.name),
+            dims[d].column.span,
+        ),
+        CubeError::TooManyCells => bad(
+            format!(
+                "this cube has more than {} cells (each dimension adds a cell for missing values, and listed values one for the others)",
+                cube::MAX_CELLS
+            ),
+            span,
+        ),
+    })
+}
+
+/// A query of ESTIMATE or PROB: coefficients over the focused cube, or counts over the
+/// current table's cube (any real coefficients: nothing is released).
+fn check_query(
+    query: &Query,
+    catalog: &dyn Catalog,
+    span: Span,
+) -> Result<(CubeRef, Vec<f64>), CheckError> {
+    match query {
+        Query::Vector(v) => cube_vector(v, catalog, span),
+        Query::Linear(terms) => {
+            let table_name = resolve_table(None, catalog, span)?;
+            let table = catalog
+                .table(&table_name)
+                .ok_or(CheckError::NoCurrentTable { span })?;
+            let cube = catalog
+                .table_cube(&table_name)
+                .ok_or_else(|| CheckError::NeedsCube {
+                    what: "estimating a count from the history",
+                    table: table_name.clone(),
+                    span,
+                })?;
+            let (_, row) = compile_terms(terms, table, &table_name, Some(cube))?;
+            let mut dense = vec![0.0; cube.cells()];
+            for (cell, c) in row {
+                dense[cell] = c.to_f64().unwrap_or(f64::NAN);
+            }
+            if dense.iter().all(|c| *c == 0.0) {
+                return Err(CheckError::EmptyQuery { span });
+            }
+            Ok((CubeRef::Table(table_name), dense))
+        }
+    }
+}
+
+/// The row over `cube`'s cells of a count statement recorded before the cube was declared,
+/// when its conditions are a union of the cells (then its answer is evidence about them).
+pub fn row_of(
+    q: &CountQuery,
+    table: &Table,
+    table_name: &str,
+    cube: &Cube,
+) -> Option<Vec<(usize, Decimal)>> {
+    compile_terms(&q.terms, table, table_name, Some(cube))
+        .ok()
+        .map(|(_, row)| row)
+        .filter(|row| !row.is_empty())
+}
+
+/// The counts of a linear query, checked, with their exact coefficients; and, over a cube,
+/// the query's row: each cell's coefficient is the sum of the coefficients of the counts
+/// whose predicate holds on it.
+#[allow(clippy::type_complexity)]
+fn compile_terms(
+    terms: &[CountTerm],
+    table: &Table,
+    table_name: &str,
+    cube: Option<&Cube>,
+) -> Result<(Vec<(Decimal, Predicate)>, Vec<(usize, Decimal)>), CheckError> {
+    let mut checked = Vec::with_capacity(terms.len());
+    let mut dense = cube.map(|c| vec![Decimal::ZERO; c.cells()]);
+    for t in terms {
+        let predicate = check_expr(&t.predicate, table, table_name)?;
+        let mut c = match &t.coefficient {
+            None => Decimal::ONE,
+            Some(n) => exact_decimal(n).ok_or_else(|| CheckError::NumberOutOfRange {
+                text: n.text.clone(),
+                span: n.span,
+            })?,
+        };
+        if t.minus {
+            c = -c;
+        }
+        if let (Some(cube), Some(dense)) = (cube, dense.as_mut()) {
+            let cells = cube
+                .cells_of(&predicate)
+                .map_err(|e| not_union(e, &t.predicate, cube, table, table_name))?;
+            for (j, inside) in cells.into_iter().enumerate() {
+                if inside {
+                    dense[j] =
+                        dense[j]
+                            .checked_add(c)
+                            .ok_or_else(|| CheckError::NumberOutOfRange {
+                                text: c.to_string(),
+                                span: t.predicate.first_column().span,
+                            })?;
+                }
+            }
+        }
+        checked.push((c, predicate));
+    }
+    let row = dense
+        .map(|d| {
+            d.into_iter()
+                .enumerate()
+                .filter(|(_, c)| !c.is_zero())
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok((checked, row))
+}
+
+/// The error for a predicate that is not a union of the cube's cells, pointing at the
+/// condition that splits a cell.
+fn not_union(e: NotUnion, expr: &Expr, cube: &Cube, table: &Table, table_name: &str) -> CheckError {
+    let mut atoms = Vec::new();
+    expr_atoms(expr, &mut atoms);
+    match e {
+        NotUnion::NotDimension { column } => {
+            let ident = atoms
+                .iter()
+                .map(|a| a.first_column())
+                .find(|c| table.column_index(&c.name) == Some(column))
+                .unwrap_or_else(|| expr.first_column());
+            CheckError::NotDimension {
+                column: ident.name.clone(),
+                table: table_name.to_string(),
+                span: ident.span,
+            }
+        }
+        NotUnion::Splits {
+            atom,
+            cell,
+            fix,
+            declaration,
+            ..
+        } => {
+            let a = atoms.get(atom).copied().unwrap_or(expr);
+            CheckError::SplitsCell {
+                condition: a.to_string(),
+                cell: cube.cell_name(cell),
+                fix,
+                declaration,
+                span: atom_span(a),
+            }
+        }
+    }
+}
+
+/// The conditions of a predicate, left to right (as `check_expr` keeps them).
+fn expr_atoms<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+    match e {
+        Expr::And(a, b) | Expr::Or(a, b) => {
+            expr_atoms(a, out);
+            expr_atoms(b, out);
+        }
+        Expr::Not(a) => expr_atoms(a, out),
+        atom => out.push(atom),
+    }
+}
+
+fn atom_span(atom: &Expr) -> Span {
+    let start = atom.first_column().span.start;
+    let end = match atom {
+        Expr::Compare { value, .. } => value.span().end,
+        Expr::In { values, .. } => values.last().map_or(start + 1, |v| v.span().end + 1),
+        Expr::Between { high, .. } => high.span().end,
+        _ => start + 1,
+    };
+    Span::new(start, end)
 }
 
 /// A number that must be finite.
@@ -145,13 +392,13 @@ fn finite(n: &Number) -> Result<f64, CheckError> {
     }
 }
 
-/// A list of coefficients over the declared cube's cells: one finite number per cell.
+/// A list of coefficients over the focused cube's cells: one finite number per cell.
 fn cube_vector(
     numbers: &[Number],
     catalog: &dyn Catalog,
     span: Span,
-) -> Result<Vec<f64>, CheckError> {
-    let cells = catalog.cube_cells().ok_or(CheckError::NoCube { span })?;
+) -> Result<(CubeRef, Vec<f64>), CheckError> {
+    let (target, cells) = catalog.focus().ok_or(CheckError::NoCube { span })?;
     if numbers.len() != cells {
         return Err(CheckError::VectorLength {
             expected: cells,
@@ -162,7 +409,10 @@ fn cube_vector(
             ),
         });
     }
-    numbers.iter().map(finite).collect()
+    Ok((
+        target,
+        numbers.iter().map(finite).collect::<Result<_, _>>()?,
+    ))
 }
 
 fn check_count(q: &CountQuery, catalog: &dyn Catalog, span: Span) -> Result<CountPlan, CheckError> {
@@ -170,42 +420,125 @@ fn check_count(q: &CountQuery, catalog: &dyn Catalog, span: Span) -> Result<Coun
     let table = catalog
         .table(&table_name)
         .ok_or(CheckError::NoCurrentTable { span })?;
-    let predicate = check_expr(&q.predicate, table, &table_name)?;
-    let invalid_eps = || CheckError::InvalidEpsilon {
-        text: q.eps.text.clone(),
-        span: q.eps.span,
-    };
-    let eps_exact = exact_positive(&q.eps).ok_or_else(|| {
-        if q.eps.value.is_finite() && q.eps.value > 0.0 {
-            CheckError::InexactEpsilon {
-                text: q.eps.text.clone(),
-                span: q.eps.span,
+    let cube = catalog.table_cube(&table_name);
+    let plain = matches!(q.terms.as_slice(), [t] if !t.minus && t.coefficient.is_none());
+    if !plain && cube.is_none() {
+        return Err(CheckError::NeedsCube {
+            what: "a linear combination of counts",
+            table: table_name,
+            span,
+        });
+    }
+    let (terms, row) = compile_terms(&q.terms, table, &table_name, cube)?;
+    let sensitivity = match cube {
+        None => Decimal::ONE,
+        Some(cube) => {
+            if row.is_empty() {
+                return Err(CheckError::EmptyQuery { span });
             }
-        } else {
-            invalid_eps()
+            // The noise is added to an integer answer on its grid: whole coefficients only.
+            if let Some((cell, c)) = row.iter().find(|(_, c)| !c.fract().is_zero()) {
+                return Err(CheckError::NotWhole {
+                    cell: cube.cell_name(*cell),
+                    coefficient: c.normalize().to_string(),
+                    span,
+                });
+            }
+            // Lemma 2.1: the sensitivity of a linear query over disjoint cells is its largest
+            // absolute coefficient.
+            row.iter()
+                .map(|(_, c)| c.abs())
+                .max()
+                .unwrap_or(Decimal::ONE)
         }
-    })?;
-    let eps = Epsilon::new(q.eps.value).map_err(|_| invalid_eps())?;
-    let eps_noise = ExactEpsilon::new(eps_exact).map_err(|_| invalid_eps())?;
+    };
+    let spend = match &q.accuracy {
+        Accuracy::Eps(eps) => Spend::Eps(check_eps(eps)?),
+        Accuracy::Within {
+            half_width,
+            at,
+            at_percent,
+        } => Spend::Within {
+            half_width: Positive::new(half_width.value).map_err(|_| CheckError::NotPositive {
+                what: "the half-width",
+                text: half_width.text.clone(),
+                span: half_width.span,
+            })?,
+            confidence: probability(at, *at_percent, "the confidence level")?,
+        },
+    };
     let prior = q
         .prior
         .as_ref()
-        .map(|p| probability(p, false, "the prior p"))
+        .map(|p| {
+            if !plain || !matches!(spend, Spend::Eps(_)) {
+                return Err(CheckError::NotApplicable {
+                    message: "PRIOR applies to a single COUNT released WITH EPS",
+                    span: p.span,
+                });
+            }
+            probability(p, false, "the prior p")
+        })
         .transpose()?;
     let mechanism = match &q.mechanism {
         None => Mechanism::Laplace,
-        Some(m) => mechanism(m)?,
+        Some(m) => {
+            let mech = mechanism(m)?;
+            if mech != Mechanism::Laplace && !plain {
+                return Err(CheckError::NotApplicable {
+                    message: "a linear combination of counts is released with Laplace noise",
+                    span: m.span,
+                });
+            }
+            mech
+        }
+    };
+    let plain_key = plain.then(|| format!("count|{:?}", terms[0].1));
+    let query_key = match cube {
+        None => plain_key.clone().unwrap_or_default(),
+        Some(cube) => {
+            let cells: Vec<String> = row
+                .iter()
+                .map(|(j, c)| format!("{j}:{}", c.normalize()))
+                .collect();
+            format!("cells{}|{}", cube.cells(), cells.join(","))
+        }
     };
     Ok(CountPlan {
-        key: format!("count|{predicate:?}|{}|{mechanism}", eps_exact.normalize()),
+        query_key,
+        plain_key: if cube.is_some() { plain_key } else { None },
         statement: q.to_string(),
         table: table_name,
-        predicate,
-        eps,
-        eps_exact,
-        eps_noise,
+        terms,
+        row,
+        cube: cube.map(Cube::declaration),
+        sensitivity,
+        spend,
         prior,
         mechanism,
+    })
+}
+
+/// An epsilon: finite, positive, and exact as a decimal (budgets add exactly).
+fn check_eps(eps: &Number) -> Result<Eps, CheckError> {
+    let invalid = || CheckError::InvalidEpsilon {
+        text: eps.text.clone(),
+        span: eps.span,
+    };
+    let exact = exact_positive(eps).ok_or_else(|| {
+        if eps.value.is_finite() && eps.value > 0.0 {
+            CheckError::InexactEpsilon {
+                text: eps.text.clone(),
+                span: eps.span,
+            }
+        } else {
+            invalid()
+        }
+    })?;
+    Ok(Eps {
+        value: Epsilon::new(eps.value).map_err(|_| invalid())?,
+        noise: ExactEpsilon::new(exact).map_err(|_| invalid())?,
+        exact,
     })
 }
 
@@ -276,6 +609,14 @@ fn exact_positive(n: &Number) -> Option<Decimal> {
     if !(n.value.is_finite() && n.value > 0.0) {
         return None;
     }
+    exact_decimal(n).filter(|d| *d > Decimal::ZERO)
+}
+
+/// The literal as an exact decimal, when it is finite and representable without rounding.
+fn exact_decimal(n: &Number) -> Option<Decimal> {
+    if !n.value.is_finite() {
+        return None;
+    }
     let text = n.text.trim_start_matches('+');
     let d = if text.contains(['e', 'E']) {
         let d = Decimal::from_scientific(text).ok()?;
@@ -285,7 +626,7 @@ fn exact_positive(n: &Number) -> Option<Decimal> {
     } else {
         Decimal::from_str_exact(text).ok()?
     };
-    (d > Decimal::ZERO).then_some(d)
+    Some(d)
 }
 
 fn resolve_table(

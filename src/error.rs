@@ -164,6 +164,74 @@ pub enum CheckError {
         /// The statement.
         span: Span,
     },
+    /// A `CUBE BY` declaration that cannot be a cube.
+    #[error("{message}")]
+    BadCube {
+        /// What is wrong.
+        message: String,
+        /// Where.
+        span: Span,
+    },
+    /// A count whose condition is not a union of the cube's cells.
+    #[error("`{condition}` splits the cell {cell} of the cube")]
+    SplitsCell {
+        /// The condition, as written.
+        condition: String,
+        /// The cell, in words.
+        cell: String,
+        /// The fix: the cut or value to add.
+        fix: String,
+        /// The corrected declaration, when a cut or value would do.
+        declaration: Option<String>,
+        /// Where.
+        span: Span,
+    },
+    /// A count over a column that is not a dimension of the cube.
+    #[error("`{column}` is not a dimension of the cube of table `{table}`")]
+    NotDimension {
+        /// The column.
+        column: String,
+        /// The table.
+        table: String,
+        /// Where.
+        span: Span,
+    },
+    /// A linear combination of counts, or a count by cells, on a table with no cube.
+    #[error("{what} needs a cube on table `{table}`")]
+    NeedsCube {
+        /// What was asked.
+        what: &'static str,
+        /// The table.
+        table: String,
+        /// Where.
+        span: Span,
+    },
+    /// A linear query whose coefficients cancel on every cell.
+    #[error("this query is 0 on every cell of the cube")]
+    EmptyQuery {
+        /// Where.
+        span: Span,
+    },
+    /// A released linear query with a coefficient that is not a whole number.
+    #[error(
+        "released linear queries take whole-number coefficients; cell {cell} gets {coefficient}"
+    )]
+    NotWhole {
+        /// The cell, in words.
+        cell: String,
+        /// Its coefficient.
+        coefficient: String,
+        /// Where.
+        span: Span,
+    },
+    /// A clause that does not apply to this form of the statement.
+    #[error("{message}")]
+    NotApplicable {
+        /// What does not apply, and to what.
+        message: &'static str,
+        /// Where.
+        span: Span,
+    },
     /// A list of coefficients of the wrong length.
     #[error("the cube has {expected} cells, but {found} coefficients are given")]
     VectorLength {
@@ -276,6 +344,59 @@ pub enum EvalError {
         /// The statement.
         span: Span,
     },
+    /// A query that would bring some cell of a table's cube past the budget.
+    #[error("budget exceeded on table `{table}`: this query would bring the cell {cell} to {after} of a budget of {total}")]
+    CellsExceeded {
+        /// The table.
+        table: String,
+        /// The first cell that would pass the budget, in words.
+        cell: String,
+        /// Its spending after the query.
+        after: Decimal,
+        /// The total.
+        total: Decimal,
+        /// The statement.
+        span: Span,
+    },
+    /// A different cube on a table whose releases are recorded over its cube.
+    #[error("table `{table}` keeps its cube: {releases} release(s) are recorded over {current}")]
+    CubeFixed {
+        /// The table.
+        table: String,
+        /// The declared cube.
+        current: String,
+        /// How many releases have rows over it.
+        releases: usize,
+        /// The statement.
+        span: Span,
+    },
+    /// The cube a ledger records no longer fits the data file's columns.
+    #[error("the ledger declares a cube this table does not fit: {message}")]
+    CubeUnusable {
+        /// Why.
+        message: String,
+        /// The statement.
+        span: Span,
+    },
+    /// A linear query whose largest possible answer (from public facts: `n` and the
+    /// coefficients) is too large to release exactly on its noise grid.
+    #[error(
+        "this query's answers can reach {bound}, too large to release exactly with this epsilon"
+    )]
+    TooLarge {
+        /// `n` times the sum of the absolute coefficients.
+        bound: String,
+        /// The statement.
+        span: Span,
+    },
+    /// The cube changed under the statement (another session declared one).
+    #[error("the cube of table `{table}` was changed by another session; run the statement again")]
+    CubeChanged {
+        /// The table.
+        table: String,
+        /// The statement.
+        span: Span,
+    },
     /// `CUBE` again once measurements were recorded.
     #[error("a cube with measurements is already declared")]
     CubeInUse {
@@ -369,6 +490,13 @@ impl Error {
                 | CheckError::InvalidCells { span, .. }
                 | CheckError::NoCube { span }
                 | CheckError::VectorLength { span, .. }
+                | CheckError::BadCube { span, .. }
+                | CheckError::SplitsCell { span, .. }
+                | CheckError::NotDimension { span, .. }
+                | CheckError::NeedsCube { span, .. }
+                | CheckError::EmptyQuery { span }
+                | CheckError::NotWhole { span, .. }
+                | CheckError::NotApplicable { span, .. }
                 | CheckError::ZeroQuery { span }
                 | CheckError::UnknownMechanism { span, .. }
                 | CheckError::MechanismUnavailable { span, .. }
@@ -386,6 +514,11 @@ impl Error {
                 | EvalError::NotEstimable { span, .. }
                 | EvalError::CellBudgetExceeded { span, .. }
                 | EvalError::CubeInUse { span }
+                | EvalError::CellsExceeded { span, .. }
+                | EvalError::CubeFixed { span, .. }
+                | EvalError::CubeChanged { span, .. }
+                | EvalError::CubeUnusable { span, .. }
+                | EvalError::TooLarge { span, .. }
                 | EvalError::Load { span, .. } => *span,
             },
         }
@@ -433,7 +566,23 @@ impl Error {
                 CheckError::RelativeWithoutCount { .. } => Some(
                     "add FOR c with an assumed count, e.g. FOR 100; the true count is private".into(),
                 ),
-                CheckError::NoCube { .. } => Some("declare the cells first, e.g. CUBE 4;".into()),
+                CheckError::NoCube { .. } => Some(
+                    "declare the cells first: CUBE BY age (30, 65); over the current table, or CUBE 4; for teaching"
+                        .into(),
+                ),
+                CheckError::SplitsCell {
+                    fix, declaration, ..
+                } => Some(match declaration {
+                    Some(d) => format!("{fix}: {d};"),
+                    None => fix.clone(),
+                }),
+                CheckError::NotDimension { column, .. } => Some(format!(
+                    "declare a cube with {column} among its dimensions, e.g. CUBE BY {column} (...);"
+                )),
+                CheckError::NeedsCube { .. } => Some(
+                    "declare the cells first, e.g. CUBE BY age (30, 65); the sensitivity of a linear query is computed over them"
+                        .into(),
+                ),
                 CheckError::CountWithAbsolute { .. } => {
                     Some("write WITHIN 20% FOR 100, or drop FOR".into())
                 }
@@ -451,6 +600,14 @@ impl Error {
                 EvalError::TableExists { .. } => {
                     Some("USE it, or LOAD the file AS another name".into())
                 }
+                EvalError::CellsExceeded { .. } => Some(
+                    "ask with a smaller EPS, ask about other cells, or ESTIMATE the query from the history for free"
+                        .into(),
+                ),
+                EvalError::CubeFixed { .. } => Some(
+                    "the cells' budgets are accounted over that cube; declare it again as it is, or use a fresh copy of the data file"
+                        .into(),
+                ),
                 _ => None,
             },
         }

@@ -34,9 +34,10 @@ comparison. Shows the schema, the public row count n and the budget (total epsil
         name: "SHOW",
         synopsis: "SHOW TABLES; | SHOW BUDGET; | SHOW HISTORY; | SHOW CUBE;",
         about: "TABLES lists the loaded tables. BUDGET shows the current table's total, spent and \
-remaining epsilon and every spending. HISTORY lists the answers released so far, with their \
-epsilon, sensitivity and noisy value. CUBE shows the teaching cube's measurements (H, alpha, \
-S, y) and each cell's spent budget.",
+remaining epsilon and every spending, and with a cube each cell's spending. HISTORY lists the \
+answers released so far: their row of coefficients over cells (H), epsilon (alpha), sensitivity \
+(S) and noisy value (y). CUBE shows the cube's cells, each cell's spent budget and the history \
+it estimates from.",
         example: "SHOW BUDGET;",
     },
     Topic {
@@ -55,7 +56,7 @@ the noise reproducible, for teaching and tests: every result then says it is not
     },
     Topic {
         name: "COUNT",
-        synopsis: "COUNT WHERE condition WITH EPS e [PRIOR p=q] [MECHANISM laplace|geometric];",
+        synopsis: "COUNT WHERE condition WITH EPS e [PRIOR p=q] [MECHANISM laplace|geometric]; | COUNT WHERE condition WITHIN w AT p; | 2*COUNT WHERE a - COUNT WHERE b ... WITH EPS e (or WITHIN w AT p);",
         about: "Releases the number of rows satisfying the condition plus Laplace noise of scale \
 1/e (on a fine grid; MECHANISM geometric: whole numbers), sampled exactly, spending e of the \
 budget (checked before any noise is drawn and recorded in the ledger before the answer). Shows the 95% noise interval \
@@ -63,7 +64,13 @@ noisy +- ln(20)/e. With PRIOR, also the Bayes estimate of the true count under a
 prior and its 95% credible interval (free: post-processing). An identical query (same \
 condition, epsilon and mechanism) returns its recorded answer at no cost. Conditions: = != <> < \
 <= > >= against numbers, 'strings' and TRUE/FALSE; col IN (v, ...); col BETWEEN a AND b; AND, \
-OR, NOT, parentheses.",
+OR, NOT, parentheses. \
+With a cube (CUBE BY), every condition must be a union of its cells, and counts combine into \
+linear queries such as 2*COUNT WHERE a - COUNT WHERE b: the sensitivity S is the largest \
+coefficient over cells, the noise scale S/e, and each cell spends e/S times its |coefficient| \
+(disjoint cells compose in parallel). WITHIN w AT p asks for an answer within +-w with \
+probability p instead of an epsilon: answered from the history (free) when its credible interval \
+is narrow enough, else released with the least epsilon that meets it, S ln(1/(1-p))/w.",
         example: "COUNT WHERE age <= 30 WITH EPS 0.1 PRIOR p=0.3;",
     },
     Topic {
@@ -77,10 +84,16 @@ query: using the true count would leak it. Spends nothing.",
     },
     Topic {
         name: "CUBE",
-        synopsis: "CUBE n;",
-        about: "Declares n anonymous cells x1..xn with no data, for learning inference from a \
-history of released answers (Xiao and Xiong). Each cell has a budget of 1.",
-        example: "CUBE 4;",
+        synopsis: "CUBE BY column (cut, ...) [, column ('value', ...)]; | CUBE n;",
+        about: "BY declares public cells over the current table: numbers cut a numeric column into \
+half-open intervals (age < 30, 30 <= age < 65, age >= 65), strings or TRUE/FALSE split a column \
+by value (plus a cell for the other values); each column also has a cell for missing values, \
+and the cells are the product. Counts then become rows of coefficients over cells, each cell \
+keeps its own spending (recorded in the ledger: the cube stays with the data file), and the \
+history answers ESTIMATE and PROB. A table keeps its cube once answers were released over it. \
+CUBE n declares n anonymous cells x1..xn with no data, for learning inference from a history of \
+answers entered with OBSERVE; each cell has a budget of 1.",
+        example: "CUBE BY age (30, 65), sex ('F', 'M');",
     },
     Topic {
         name: "OBSERVE",
@@ -93,7 +106,7 @@ disjoint, so they compose in parallel). Refused before recording if a cell would
     },
     Topic {
         name: "ESTIMATE",
-        synopsis: "ESTIMATE (c1, ..., cn);",
+        synopsis: "ESTIMATE (c1, ..., cn); | ESTIMATE [c*]COUNT WHERE ... [+|- ...];",
         about: "The best linear unbiased estimate of a linear query from the recorded answers, its \
 variance, and the 95% credible interval from the exact distribution of its error (a weighted \
 sum of Laplace noises, by FFT). Spends nothing. An error names the cells that lack evidence.",
@@ -101,9 +114,10 @@ sum of Laplace noises, by FFT). Spends nothing. An error names the cells that la
     },
     Topic {
         name: "PROB",
-        synopsis: "PROB (c1, ..., cn) > x; | PROB (...) < x; | PROB (...) BETWEEN a AND b;",
+        synopsis: "PROB query > x; | PROB query < x; | PROB query BETWEEN a AND b;",
         about: "The posterior probability of an event about a linear query, given the recorded \
-answers (flat prior). Spends nothing.",
+answers (flat prior). The query is a list of coefficients or counts, as for ESTIMATE. Spends \
+nothing.",
         example: "PROB (1, 0, 1, 0) > 0;",
     },
 ];

@@ -15,7 +15,7 @@
 //! Nothing in a ledger comes from the data but its fingerprint (a hash of the whole file):
 //! statements are the analyst's own text, and noisy answers were released.
 
-use crate::eval::{History, Release};
+use crate::eval::{CubeDecl, History, Release};
 use crate::plan::Mechanism;
 use rust_decimal::Decimal;
 use serde_json::{json, Map, Value};
@@ -317,6 +317,18 @@ impl Ledger {
                 self.history.set_total(total);
             }
             "data" => self.fingerprints.push(text("fingerprint")?),
+            "cube" => {
+                let spec = text("spec")?;
+                let cells = usize::try_from(int("cells")?).map_err(|_| "a cube is malformed")?;
+                if !(1..=crate::cube::MAX_CELLS).contains(&cells) {
+                    return Err("a cube is malformed");
+                }
+                let same = self.history.cube().is_some_and(|c| c.spec == spec);
+                if !same && self.history.rows_released() > 0 {
+                    return Err("the cube changes after releases over it");
+                }
+                self.history.set_cube(CubeDecl { spec, cells });
+            }
             "spend" => {
                 let seq = int("seq")?;
                 if seq != self.history.next_seq() {
@@ -329,19 +341,29 @@ impl Ledger {
                         .iter()
                         .map(|c| {
                             let pair = c.as_array().filter(|p| p.len() == 2);
-                            pair.and_then(|p| Some((p[0].as_u64()? as usize, p[1].as_f64()?)))
+                            pair.and_then(|p| {
+                                let coefficient = Decimal::from_str(p[1].as_str()?).ok()?;
+                                Some((usize::try_from(p[0].as_u64()?).ok()?, coefficient))
+                            })
                         })
                         .collect::<Option<Vec<_>>>()
                         .ok_or("a row is malformed")?,
                     _ => return Err("a row is malformed"),
                 };
+                if !row.is_empty() {
+                    let cells = self.history.cube().map_or(0, |c| c.cells);
+                    let sorted = row.windows(2).all(|w| w[0].0 < w[1].0);
+                    if !sorted || row.iter().any(|(j, c)| *j >= cells || c.is_zero()) {
+                        return Err("a row does not fit the cube");
+                    }
+                }
                 let eps = decimal("eps")?;
                 if eps <= Decimal::ZERO {
                     return Err("an epsilon is not positive");
                 }
                 // dpq checks the budget before it writes a spending, so a ledger where the
                 // spending passes the budget was not written by it.
-                if !self.history.can_spend(eps) {
+                if self.history.check_row(eps, &row).is_err() {
                     return Err("a spending exceeds the budget");
                 }
                 self.history.record(Release {
@@ -429,6 +451,14 @@ impl Ledger {
         )
     }
 
+    /// Records the cube declared on the data file.
+    pub fn declare_cube(&mut self, lock: &Lock, cube: &CubeDecl) -> Result<(), LedgerError> {
+        self.append(
+            lock,
+            json!({ "type": "cube", "spec": cube.spec, "cells": cube.cells, "time": now() }),
+        )
+    }
+
     /// Records a spending before its noise is drawn. `release.noisy` is ignored.
     pub fn spend(&mut self, lock: &Lock, release: &Release) -> Result<(), LedgerError> {
         self.append(
@@ -438,7 +468,7 @@ impl Ledger {
                 "seq": release.seq,
                 "statement": release.statement,
                 "key": release.key,
-                "row": release.row.iter().map(|(c, v)| json!([c, v])).collect::<Vec<_>>(),
+                "row": release.row.iter().map(|(c, v)| json!([c, v.normalize().to_string()])).collect::<Vec<_>>(),
                 "eps": release.eps.normalize().to_string(),
                 "sensitivity": release.sensitivity,
                 "mechanism": release.mechanism.to_string(),

@@ -26,6 +26,7 @@
 
 pub mod ast;
 pub mod check;
+pub mod cube;
 pub mod data;
 pub mod driver;
 pub mod error;

@@ -1,5 +1,6 @@
 //! Checked statements: names resolved to tables and column indices, parameters validated and typed.
 
+use crate::cube::Cube;
 use crate::data::Predicate;
 use crate::span::Span;
 use crate::stats::blue::Measurement;
@@ -59,8 +60,20 @@ pub enum Plan {
     Count(CountPlan),
     /// Epsilon from an accuracy requirement.
     ChooseEps(ChoosePlan),
-    /// The teaching cube's measurements and per-cell budgets.
-    ShowCube,
+    /// The focused cube's cells, history and per-cell budgets.
+    ShowCube {
+        /// Which cube.
+        target: CubeRef,
+    },
+    /// Declare public cells over a table.
+    CubeBy {
+        /// The table.
+        table: String,
+        /// The cells.
+        cube: Cube,
+        /// The declaration, canonical (as the ledger records it).
+        spec: String,
+    },
     /// Declare anonymous cells for teaching.
     Cube {
         /// How many cells.
@@ -75,13 +88,21 @@ pub enum Plan {
     },
     /// The BLUE of a linear query from the history.
     Estimate {
+        /// Which cube's history.
+        target: CubeRef,
         /// Coefficients over the cells.
         query: Vec<f64>,
+        /// The query as written, canonical.
+        text: String,
     },
     /// A posterior probability of a linear query.
     Prob {
+        /// Which cube's history.
+        target: CubeRef,
         /// Coefficients over the cells.
         query: Vec<f64>,
+        /// The query as written, canonical.
+        text: String,
         /// The event.
         event: Event,
     },
@@ -98,28 +119,78 @@ pub enum Event {
     Between(f64, f64),
 }
 
-/// A checked counting query.
+/// The cube a statement speaks of: the session's teaching cube, or a table's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CubeRef {
+    /// `CUBE n`: anonymous cells, measurements entered by hand.
+    Teaching,
+    /// `CUBE BY ...` over this table.
+    Table(String),
+}
+
+/// What a count may spend.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Spend {
+    /// `WITH EPS e`.
+    Eps(Eps),
+    /// `WITHIN w AT conf`: from the history if it is precise enough, else the least epsilon
+    /// that meets the requirement (Xiao and Xiong, Theorem 5.3).
+    Within {
+        /// The half-width `w`.
+        half_width: Positive,
+        /// The confidence `1 - delta`.
+        confidence: Probability,
+    },
+}
+
+/// An epsilon in the three forms dpq uses.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Eps {
+    /// For accuracy formulas.
+    pub value: Epsilon,
+    /// Exact, for the budget.
+    pub exact: Decimal,
+    /// As an exact fraction, for the noise.
+    pub noise: ExactEpsilon,
+}
+
+/// A checked counting query: a count, or a linear combination of counts over a cube.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CountPlan {
     /// The table.
     pub table: String,
-    /// The rows counted, over column indices.
-    pub predicate: Predicate,
-    /// The privacy parameter, for the noise.
-    pub eps: Epsilon,
-    /// The same epsilon, exact, for the budget.
-    pub eps_exact: Decimal,
-    /// The same epsilon as an exact fraction, for the noise.
-    pub eps_noise: ExactEpsilon,
+    /// The counts and their exact coefficients; the true answer is `sum c_t count_t`.
+    pub terms: Vec<(Decimal, Predicate)>,
+    /// The query's row of `H` over the cells of the table's cube, sparse and exact; empty
+    /// without a cube.
+    pub row: Vec<(usize, Decimal)>,
+    /// The declaration of the cube the row is over.
+    pub cube: Option<String>,
+    /// `S`, the largest absolute coefficient over cells (Lemma 2.1); 1 for a plain count.
+    pub sensitivity: Decimal,
+    /// What it may spend.
+    pub spend: Spend,
     /// The Binomial prior's fraction, for the Bayes estimate.
     pub prior: Option<Probability>,
     /// The noise.
     pub mechanism: Mechanism,
     /// The statement, canonical, as recorded in the history.
     pub statement: String,
-    /// What makes two queries identical (predicate, epsilon, mechanism): an identical query
-    /// is answered from the history, free.
-    pub key: String,
+    /// What makes two queries identical, but for epsilon and mechanism (the predicate, or the
+    /// row over cells): an identical query is answered from the history, free.
+    pub query_key: String,
+    /// The key the same count had before the cube was declared, if it is a plain count.
+    pub plain_key: Option<String>,
+}
+
+impl CountPlan {
+    /// The predicate of a plain count (one term, coefficient 1).
+    pub fn single(&self) -> Option<&Predicate> {
+        match self.terms.as_slice() {
+            [(c, p)] if *c == Decimal::ONE => Some(p),
+            _ => None,
+        }
+    }
 }
 
 /// The noise a release adds. Both are sampled exactly with integer arithmetic

@@ -780,6 +780,36 @@ fn script(c: &Canary) -> Vec<Step> {
             "CHOOSE EPS WITHIN 1e-320 AT 0.5;",
             Err("which no query can use"),
         ),
+        // Cubes, linear queries and inference from history.
+        step(
+            "2*COUNT WHERE flag = TRUE WITH EPS 0.1;",
+            Err("needs a cube on table `canary`"),
+        ),
+        step("CUBE BY flag (TRUE, FALSE);", Ok),
+        step("COUNT WHERE flag = TRUE WITH EPS 0.1;", Ok),
+        step(
+            "2*COUNT WHERE flag = TRUE - COUNT WHERE flag = FALSE WITH EPS 0.1;",
+            Ok,
+        ),
+        step("ESTIMATE COUNT WHERE flag = TRUE;", Ok),
+        step("PROB COUNT WHERE flag = TRUE > 10;", Ok),
+        step("COUNT WHERE flag = TRUE WITHIN 1000 AT 0.9;", Ok),
+        step("COUNT WHERE flag != FALSE WITHIN 0.5 AT 0.9;", Ok),
+        step(
+            "ESTIMATE COUNT WHERE NOT flag = TRUE AND NOT flag = FALSE;",
+            Ok,
+        ),
+        step("ESTIMATE (0, 0, 0, 1);", Err("lacks evidence")),
+        step(
+            "COUNT WHERE amount < 5 WITH EPS 0.1;",
+            Err("is not a dimension of the cube"),
+        ),
+        step(
+            "COUNT WHERE flag = TRUE WITH EPS 1000;",
+            Err("budget exceeded"),
+        ),
+        step("SHOW BUDGET; SHOW HISTORY; SHOW CUBE;", Ok),
+        step("CUBE BY flag (TRUE);", Err("keeps its cube")),
         // Syntax.
         step(format!("FROB '{city}';"), Err("expected")),
         step(

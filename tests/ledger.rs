@@ -413,3 +413,56 @@ fn a_seeded_answer_is_never_reused_as_a_private_one() {
     assert_ne!(out[1]["noisy"].as_f64(), Some(seeded));
     assert_eq!(out[1]["private"], true);
 }
+
+#[test]
+fn a_cube_and_its_cells_spending_outlive_the_session() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = data_copy(dir.path());
+    let state = dir.path().join("state");
+    let first = run(
+        &state,
+        &format!(
+            "{} CUBE BY age (30); COUNT WHERE age < 30 WITH EPS 0.6;",
+            load(&data)
+        ),
+    );
+    assert_eq!(first[2]["budget_spent"], 0.6, "{}", first[2]);
+    let ledger = ledger_of(&state, &data);
+    let again = run(
+        &state,
+        &format!(
+            "{} SHOW BUDGET; COUNT WHERE age >= 30 WITH EPS 0.6; ESTIMATE COUNT WHERE age < 30 OR age >= 30;",
+            load(&data)
+        ),
+    );
+    let cells: Vec<f64> = again[1]["cells"]
+        .as_array()
+        .expect("cells restored with the cube")
+        .iter()
+        .map(|c| c["spent"].as_f64().expect("spent"))
+        .collect();
+    assert_eq!(cells, vec![0.6, 0.0, 0.0]);
+    // Disjoint cells compose in parallel: 0.6 + 0.6 over disjoint cells costs 0.6.
+    assert_eq!(again[2]["budget_spent"], 0.6, "{}", again[2]);
+    assert_eq!(again[3]["kind"], "estimate", "{}", again[3]);
+    // Past a cell's budget, or another cube: refused, and the ledger is untouched.
+    let before = std::fs::read(&ledger).expect("the ledger");
+    let refused = run(
+        &state,
+        &format!(
+            "{} COUNT WHERE age < 30 WITH EPS 0.5; CUBE BY age (40);",
+            load(&data)
+        ),
+    );
+    assert_eq!(refused[1]["kind"], "error", "{}", refused[1]);
+    assert!(
+        refused[1]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("age < 30")),
+        "{}",
+        refused[1]
+    );
+    let fixed = run(&state, &format!("{} CUBE BY age (40);", load(&data)));
+    assert_eq!(fixed[1]["kind"], "error", "{}", fixed[1]);
+    assert_eq!(std::fs::read(&ledger).expect("the ledger"), before);
+}

@@ -2,8 +2,8 @@
 //! no input, however malformed, makes the interpreter panic.
 
 use dpq::ast::{
-    ChooseEps, CmpOp, CountQuery, Expr, Ident, Literal, Number, ProbEvent, Statement,
-    StatementKind, Text,
+    Accuracy, ChooseEps, CmpOp, CountQuery, CountTerm, CubeDim, Expr, Ident, Literal, Number,
+    ProbEvent, Query, Statement, StatementKind, Text,
 };
 use dpq::driver::run_source;
 use dpq::eval::{Randomness, Session};
@@ -100,6 +100,39 @@ fn expr() -> impl Strategy<Value = Expr> {
     })
 }
 
+fn terms() -> impl Strategy<Value = Vec<CountTerm>> {
+    prop::collection::vec(
+        (any::<bool>(), prop::option::of(number()), expr()).prop_map(
+            |(minus, coefficient, predicate)| CountTerm {
+                minus,
+                coefficient,
+                predicate,
+            },
+        ),
+        1..4,
+    )
+}
+
+fn accuracy() -> impl Strategy<Value = Accuracy> {
+    prop_oneof![
+        number().prop_map(Accuracy::Eps),
+        (number(), number(), any::<bool>()).prop_map(|(half_width, at, at_percent)| {
+            Accuracy::Within {
+                half_width,
+                at,
+                at_percent,
+            }
+        }),
+    ]
+}
+
+fn query() -> impl Strategy<Value = Query> {
+    prop_oneof![
+        prop::collection::vec(number(), 1..6).prop_map(Query::Vector),
+        terms().prop_map(Query::Linear),
+    ]
+}
+
 fn statement() -> impl Strategy<Value = StatementKind> {
     prop_oneof![
         (text(), prop::option::of(name()))
@@ -113,19 +146,25 @@ fn statement() -> impl Strategy<Value = StatementKind> {
         number().prop_map(|total| StatementKind::SetBudget { total }),
         number().prop_map(|seed| StatementKind::SetSeed { seed }),
         (
-            expr(),
-            number(),
+            terms(),
+            accuracy(),
             prop::option::of(number()),
             prop::option::of(name())
         )
-            .prop_map(|(predicate, eps, prior, mechanism)| StatementKind::Count(
+            .prop_map(|(terms, accuracy, prior, mechanism)| StatementKind::Count(
                 CountQuery {
-                    predicate,
-                    eps,
+                    terms,
+                    accuracy,
                     prior,
                     mechanism
                 }
             )),
+        prop::collection::vec(
+            (name(), prop::collection::vec(literal(), 1..4))
+                .prop_map(|(column, points)| CubeDim { column, points }),
+            1..4
+        )
+        .prop_map(|dims| StatementKind::CubeBy { dims }),
         (
             number(),
             any::<bool>(),
@@ -145,9 +184,9 @@ fn statement() -> impl Strategy<Value = StatementKind> {
         number().prop_map(|cells| StatementKind::Cube { cells }),
         (prop::collection::vec(number(), 1..6), number(), number())
             .prop_map(|(row, value, eps)| StatementKind::Observe { row, value, eps }),
-        prop::collection::vec(number(), 1..6).prop_map(|query| StatementKind::Estimate { query }),
+        query().prop_map(|query| StatementKind::Estimate { query }),
         (
-            prop::collection::vec(number(), 1..6),
+            query(),
             prop_oneof![
                 number().prop_map(ProbEvent::Greater),
                 number().prop_map(ProbEvent::Less),

@@ -46,6 +46,7 @@ const KEYWORDS: &[&str] = &[
     "laplace",
     "geometric",
     "CUBE",
+    "BY",
     "OBSERVE",
     "ESTIMATE",
     "PROB",

@@ -2,24 +2,25 @@
 
 mod history;
 
-pub use history::{History, Release};
+pub use history::{charge, row_sensitivity, CubeDecl, History, Release};
 
-use crate::ast::Statement;
+use crate::ast::{Statement, StatementKind};
 use crate::check::{self, Catalog};
+use crate::cube::Cube;
 use crate::data::{self, LoadOptions, Table};
 use crate::error::{Error, EvalError};
 use crate::ledger::{self, Ledger, Store};
+use crate::output::{AnsweredResult, CubeReport, EstimateResult, MeasurementRow, ProbResult};
 use crate::output::{
     BudgetReport, ChooseEpsResult, CountResult, HistoryReport, Output, ReleaseRow, Response,
     SpendLine, TableInfo,
 };
-use crate::output::{CubeReport, EstimateResult, MeasurementRow, ProbResult};
-use crate::plan::{ChoosePlan, CountPlan, Event, Mechanism, Plan};
+use crate::plan::{ChoosePlan, CountPlan, CubeRef, Eps, Event, Mechanism, Plan, Spend};
 use crate::span::Span;
 use crate::stats::blue::{self, Measurement};
 use crate::stats::exact;
 use crate::stats::noise;
-use crate::stats::{accuracy, bayes, laplace, Epsilon, Probability};
+use crate::stats::{accuracy, bayes, laplace, Epsilon, Positive, Probability};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use rust_decimal::prelude::ToPrimitive;
@@ -58,6 +59,8 @@ struct FileState {
     ledger: Ledger,
     /// Whether the file's content differs from what its ledger last saw.
     changed: bool,
+    /// The cube its ledger declares, built over the file's columns.
+    cube: Option<Cube>,
 }
 
 /// An interpreter session: tables loaded so far, the current one, and the generator.
@@ -73,6 +76,9 @@ pub struct Session {
     clock: fn() -> u64,
     store: Store,
     cube: Option<TeachingCube>,
+    /// Whether coefficient lists speak of the teaching cube (after `CUBE n`) rather than the
+    /// current table's (after `CUBE BY`, `LOAD` or `USE`).
+    teaching_focus: bool,
 }
 
 /// Anonymous cells with no data (`CUBE n`) and the measurements entered by hand.
@@ -112,6 +118,7 @@ impl Session {
             clock: now,
             store,
             cube: None,
+            teaching_focus: false,
         }
     }
 
@@ -177,10 +184,18 @@ impl Session {
                 let (opened, changed) =
                     Ledger::open(&self.store, &key, &fingerprint, DEFAULT_BUDGET)
                         .map_err(|error| EvalError::Ledger { error, span })?;
+                // The cube the ledger declares, built over the columns just loaded.
+                let cube = restore_cube(
+                    opened.history().cube().map(|c| c.spec.as_str()),
+                    &table,
+                    &name,
+                )
+                .map_err(|message| EvalError::CubeUnusable { message, span })?;
                 let file = match self.files.iter().position(|f| f.key == key) {
                     Some(i) => {
                         self.files[i].ledger = opened;
                         self.files[i].changed |= changed;
+                        self.files[i].cube = cube;
                         i
                     }
                     None => {
@@ -188,6 +203,7 @@ impl Session {
                             key,
                             ledger: opened,
                             changed,
+                            cube,
                         });
                         self.files.len() - 1
                     }
@@ -200,11 +216,13 @@ impl Session {
                     fingerprint,
                 });
                 self.current = Some(self.entries.len() - 1);
+                self.teaching_focus = false;
                 Output::Loaded(self.info(self.entries.len() - 1))
             }
             Plan::Use { table } => {
                 let i = self.index(&table);
                 self.current = Some(i);
+                self.teaching_focus = false;
                 Output::Using(self.info(i))
             }
             Plan::ShowTables => {
@@ -250,7 +268,41 @@ impl Session {
                 self.seed = Some(seed);
                 Output::SeedSet { seed }
             }
-            Plan::Count(plan) => Output::Count(self.count(plan, span)?),
+            Plan::Count(plan) => self.count(plan, span)?,
+            Plan::CubeBy { table, cube, spec } => {
+                let i = self.index(&table);
+                let fi = self.entries[i].file;
+                let file = &mut self.files[fi];
+                let err = |error| EvalError::Ledger { error, span };
+                let lock = file.ledger.lock().map_err(err)?;
+                file.ledger.reload(&lock).map_err(err)?;
+                let history = file.ledger.history();
+                let declared = history.cube().cloned();
+                if declared.as_ref().map(|c| &c.spec) != Some(&spec) {
+                    let releases = history.rows_released();
+                    if let (Some(current), true) = (&declared, releases > 0) {
+                        return Err(EvalError::CubeFixed {
+                            table,
+                            current: current.spec.clone(),
+                            releases,
+                            span,
+                        });
+                    }
+                    file.ledger
+                        .declare_cube(
+                            &lock,
+                            &CubeDecl {
+                                spec,
+                                cells: cube.cells(),
+                            },
+                        )
+                        .map_err(err)?;
+                }
+                drop(lock);
+                file.cube = Some(cube);
+                self.teaching_focus = false;
+                Output::Cube(self.table_cube_report(i, false))
+            }
             Plan::ChooseEps(plan) => Output::ChooseEps(choose_eps(plan, span)?),
             Plan::Cube { cells } => {
                 if self.cube.as_ref().is_some_and(|c| !c.history.is_empty()) {
@@ -261,28 +313,22 @@ impl Session {
                     history: Vec::new(),
                     total: DEFAULT_BUDGET,
                 });
+                self.teaching_focus = true;
                 Output::Cube(self.cube_report()?)
             }
-            Plan::ShowCube => {
+            Plan::ShowCube {
+                target: CubeRef::Table(table),
+            } => {
+                let i = self.index(&table);
+                self.refresh(i, span)?;
+                Output::Cube(self.table_cube_report(i, true))
+            }
+            Plan::ShowCube {
+                target: CubeRef::Teaching,
+            } => {
                 let mut report = self.cube_report()?;
                 let cube = self.cube.as_ref().expect("the checker found a cube");
-                report.history = Some(
-                    cube.history
-                        .iter()
-                        .map(|m| {
-                            let mut row = vec![0.0; cube.cells];
-                            for (cell, c) in &m.row {
-                                row[*cell] += c;
-                            }
-                            MeasurementRow {
-                                row,
-                                eps: m.eps,
-                                sensitivity: m.sensitivity,
-                                noisy: m.noisy,
-                            }
-                        })
-                        .collect(),
-                );
+                report.history = Some(dense_rows(cube.cells, &cube.history));
                 Output::Cube(report)
             }
             Plan::Observe {
@@ -311,10 +357,15 @@ impl Session {
                 cube.history = trial;
                 Output::Cube(self.cube_report()?)
             }
-            Plan::Estimate { query } => {
-                let (estimate, posterior) = self.posterior(&query, span)?;
+            Plan::Estimate {
+                target,
+                query,
+                text,
+            } => {
+                let (estimate, posterior) = self.posterior_of(&target, &query, span)?;
                 let credible95 = posterior.credible_interval(ninety_five());
                 Output::Estimate(EstimateResult {
+                    text,
                     query,
                     estimate: estimate.value,
                     variance: estimate.variance,
@@ -327,8 +378,13 @@ impl Session {
                     error_bound: posterior.error_bound(),
                 })
             }
-            Plan::Prob { query, event } => {
-                let (_, posterior) = self.posterior(&query, span)?;
+            Plan::Prob {
+                target,
+                query,
+                text,
+                event,
+            } => {
+                let (_, posterior) = self.posterior_of(&target, &query, span)?;
                 let (probability, event) = match event {
                     Event::Greater(x) => (posterior.prob_greater(x), format!("> {x}")),
                     Event::Less(x) => (posterior.prob_less(x), format!("< {x}")),
@@ -337,6 +393,7 @@ impl Session {
                     }
                 };
                 Output::Prob(ProbResult {
+                    text,
                     query,
                     event,
                     probability,
@@ -346,38 +403,172 @@ impl Session {
         })
     }
 
-    fn count(&mut self, plan: CountPlan, span: Span) -> Result<CountResult, EvalError> {
+    fn count(&mut self, plan: CountPlan, span: Span) -> Result<Output, EvalError> {
         let i = self.index(&plan.table);
-        let entry = &self.entries[i];
-        let file = &mut self.files[entry.file];
-        let n = entry.table.n_rows();
-        let eps_exact = plan.eps_noise;
+        let fi = self.entries[i].file;
+        let n = self.entries[i].table.n_rows();
         let err = |error| EvalError::Ledger { error, span };
         // The lock is held from the budget check to the recorded answer: no other process
         // can spend in between, and the ledger is re-read under it.
-        let lock = file.ledger.lock().map_err(err)?;
-        file.ledger.reload(&lock).map_err(err)?;
+        let lock = self.files[fi].ledger.lock().map_err(err)?;
+        self.files[fi].ledger.reload(&lock).map_err(err)?;
+        let declared = self.files[fi]
+            .ledger
+            .history()
+            .cube()
+            .map(|c| c.spec.clone());
+        if declared != plan.cube {
+            return Err(EvalError::CubeChanged {
+                table: plan.table,
+                span,
+            });
+        }
+        let sensitivity = plan.sensitivity.to_f64().unwrap_or(f64::INFINITY);
+        let (eps, explain) = match plan.spend {
+            Spend::Eps(eps) => (eps, None),
+            Spend::Within {
+                half_width,
+                confidence,
+            } => {
+                let w = half_width.get();
+                let c = confidence.get();
+                let why = match &self.files[fi].cube {
+                    None => {
+                        "no cube is declared, so earlier answers cannot be combined".to_string()
+                    }
+                    Some(cube) => {
+                        let mut query = vec![0.0; cube.cells()];
+                        for (j, coefficient) in &plan.row {
+                            query[*j] = coefficient.to_f64().unwrap_or(f64::NAN);
+                        }
+                        let history = self.table_history(i);
+                        let name = |j: usize| format!("[{}]", cube.cell_name(j));
+                        match posterior(cube.cells(), &history, &query, &name, span) {
+                            Ok((estimate, post)) => {
+                                let interval = post.credible_interval(confidence);
+                                let h = (interval.1 - interval.0) / 2.0;
+                                if h <= w {
+                                    drop(lock);
+                                    let budget = self.files[fi].ledger.history();
+                                    return Ok(Output::Answered(AnsweredResult {
+                                        table: plan.table,
+                                        statement: plan.statement,
+                                        estimate: estimate.value,
+                                        variance: estimate.variance,
+                                        confidence: c,
+                                        interval,
+                                        credible95: post.credible_interval(ninety_five()),
+                                        explain: format!(
+                                            "answered from the history: its {}% credible interval has half-width {} <= {}, so nothing was spent (Xiao and Xiong, section 5)",
+                                            short_num(c * 100.0),
+                                            short_num(h),
+                                            short_num(w)
+                                        ),
+                                        budget_spent: budget.spent(),
+                                        budget_remaining: budget.remaining(),
+                                    }));
+                                }
+                                format!(
+                                    "the history's {}% credible interval has half-width {} > {}",
+                                    short_num(c * 100.0),
+                                    short_num(h),
+                                    short_num(w)
+                                )
+                            }
+                            Err(EvalError::NotEstimable { cells, .. }) => {
+                                format!("the history cannot estimate it yet ({cells})")
+                            }
+                            Err(e) => return Err(e),
+                        }
+                    }
+                };
+                // Theorem 5.3: the least epsilon whose Laplace release meets (w, delta), rounded
+                // up to six significant digits so that the budget adds exactly.
+                let s = Positive::new(sensitivity).map_err(|_| EvalError::UnusableEpsilon {
+                    eps: f64::NAN,
+                    span,
+                })?;
+                let raw = accuracy::eps_for_half_width(s, half_width, confidence);
+                let eps = round_up_eps(raw).ok_or(EvalError::UnusableEpsilon { eps: raw, span })?;
+                let explain = format!(
+                    "{why}; released with the least epsilon that meets ±{} at {}%: eps = S ln(1/delta) / w = {} ln(1/{}) / {} = {} (Xiao and Xiong, Theorem 5.3)",
+                    short_num(w),
+                    short_num(c * 100.0),
+                    short_num(sensitivity),
+                    short_num(1.0 - c),
+                    short_num(w),
+                    eps.exact.normalize()
+                );
+                (eps, Some(explain))
+            }
+        };
+        let entry = &self.entries[i];
+        let file = &mut self.files[fi];
         // Answers are reused only for the data they were computed on, and a seeded answer
         // (reproducible, so not private) only by a session with the same seed.
         let source = match self.seed {
             Some(seed) => format!("seed {seed}"),
             None => "private".to_string(),
         };
-        let key = format!("{}|{source}|{}", entry.fingerprint, plan.key);
-        let earlier = file.ledger.history().find(&key).and_then(|r| r.noisy);
-        let (noisy, from_history) = match earlier {
-            Some(noisy) => (noisy, true),
+        let tail = format!("{}|{}", eps.exact.normalize(), plan.mechanism);
+        let key = format!("{}|{source}|{}|{tail}", entry.fingerprint, plan.query_key);
+        let earlier = {
+            let history = file.ledger.history();
+            let alt = plan
+                .plain_key
+                .as_ref()
+                .map(|k| format!("{}|{source}|{k}|{tail}", entry.fingerprint));
+            history
+                .find(&key)
+                .or_else(|| alt.and_then(|k| history.find(&k)))
+                .and_then(|r| r.noisy)
+        };
+        let plain = plan.single().cloned();
+        let (noisy, grid, from_history) = match earlier {
+            Some(noisy) => (
+                noisy,
+                match plan.mechanism {
+                    Mechanism::Laplace => {
+                        noise::GridLaplace::new(linear_scale(eps, plan.sensitivity)).grid()
+                    }
+                    Mechanism::Geometric => 1.0,
+                },
+                true,
+            ),
             None => {
                 let history = file.ledger.history();
                 // The budget is checked before any noise is drawn: a refused query changes nothing.
-                if !history.can_spend(plan.eps_exact) {
-                    return Err(EvalError::BudgetExceeded {
-                        table: plan.table,
-                        requested: plan.eps_exact,
-                        remaining: history.remaining(),
-                        total: history.total(),
-                        span,
+                if let Err((cell, after)) = history.check_row(eps.exact, &plan.row) {
+                    return Err(match &file.cube {
+                        Some(cube) => EvalError::CellsExceeded {
+                            table: plan.table,
+                            cell: cube.cell_name(cell),
+                            after,
+                            total: history.total(),
+                            span,
+                        },
+                        None => EvalError::BudgetExceeded {
+                            table: plan.table,
+                            requested: eps.exact,
+                            remaining: history.remaining(),
+                            total: history.total(),
+                            span,
+                        },
                     });
+                }
+                // A linear query is released on the grid of its noise: its largest possible
+                // answer (public: n and the coefficients) must fit the exact arithmetic.
+                let laplace = noise::GridLaplace::new(linear_scale(eps, plan.sensitivity));
+                if plain.is_none() {
+                    let total: Decimal = plan.terms.iter().map(|(c, _)| c.abs()).sum();
+                    let bound = total.to_f64().unwrap_or(f64::INFINITY) * n as f64;
+                    let scaled = bound * 2f64.powi(laplace.k() as i32);
+                    if scaled.is_nan() || scaled >= 2f64.powi(100) {
+                        return Err(EvalError::TooLarge {
+                            bound: short_num(bound),
+                            span,
+                        });
+                    }
                 }
                 let seq = history.next_seq();
                 // The spending is durable before the noise is drawn.
@@ -388,9 +579,9 @@ impl Session {
                             seq,
                             statement: plan.statement.clone(),
                             key: key.clone(),
-                            row: Vec::new(),
-                            eps: plan.eps_exact,
-                            sensitivity: 1.0,
+                            row: plan.row.clone(),
+                            eps: eps.exact,
+                            sensitivity,
                             mechanism: plan.mechanism,
                             noisy: None,
                             time: (self.clock)(),
@@ -406,54 +597,72 @@ impl Session {
                     }
                     None => &mut self.rng,
                 };
-                let truth =
-                    i64::try_from(data::count(&entry.table, &plan.predicate)).unwrap_or(i64::MAX);
-                let noisy = match plan.mechanism {
-                    // Paper 1, section 2: the Laplace mechanism, noise of scale Δf/ε with Δf = 1,
-                    // drawn exactly as discrete Laplace steps of a 2^-k grid: eps-DP with no
-                    // extra cost for a count (see stats::noise::GridLaplace).
-                    Mechanism::Laplace => noise::laplace_count(rng, truth, eps_exact).value(),
-                    // P(z) = (1-a)/(1+a) a^|z|, a = e^-eps, exactly.
-                    Mechanism::Geometric => {
-                        (i128::from(truth) + noise::geometric(rng, eps_exact)) as f64
+                let (noisy, grid) = match &plain {
+                    Some(predicate) => {
+                        let truth =
+                            i64::try_from(data::count(&entry.table, predicate)).unwrap_or(i64::MAX);
+                        match plan.mechanism {
+                            // Paper 1, section 2: the Laplace mechanism, noise of scale Δf/ε with
+                            // Δf = 1, drawn exactly as discrete Laplace steps of a 2^-k grid:
+                            // eps-DP with no extra cost for a count (see stats::noise::GridLaplace).
+                            Mechanism::Laplace => {
+                                let v = noise::laplace_count(rng, truth, eps.noise);
+                                (v.value(), v.grid())
+                            }
+                            // P(z) = (1-a)/(1+a) a^|z|, a = e^-eps, exactly.
+                            Mechanism::Geometric => (
+                                (i128::from(truth) + noise::geometric(rng, eps.noise)) as f64,
+                                1.0,
+                            ),
+                        }
+                    }
+                    None => {
+                        // sum_t c_t count_t = sum_j h_j x_j: an integer (whole coefficients over
+                        // cells), within the bound checked above. Neighbouring data move it by at
+                        // most S = max |h_j| (Lemma 2.1), i.e. S 2^k grid steps, and the noise
+                        // has S/eps * 2^k steps of scale: eps-DP exactly (see GridLaplace).
+                        let truth = plan.terms.iter().fold(Decimal::ZERO, |acc, (c, p)| {
+                            acc + *c * Decimal::from(data::count(&entry.table, p))
+                        });
+                        let truth = truth.to_i128().unwrap_or(0);
+                        let v = laplace.release(rng, truth << laplace.k());
+                        (v.value(), v.grid())
                     }
                 };
                 // The answer is durable before it is shown.
                 file.ledger.release(&lock, seq, noisy).map_err(|error| {
                     EvalError::AnswerNotRecorded {
-                        eps: plan.eps_exact,
+                        eps: eps.exact,
                         error,
                         span,
                     }
                 })?;
-                (noisy, false)
+                (noisy, grid, false)
             }
         };
         drop(lock);
         let history = file.ledger.history();
-        let eps = plan.eps;
+        let e = eps.value;
         let half = match plan.mechanism {
-            Mechanism::Laplace => laplace::interval_half_width(eps, ninety_five()),
-            Mechanism::Geometric => accuracy::geometric_half_width(eps, ninety_five()) as f64,
+            Mechanism::Laplace => sensitivity * laplace::interval_half_width(e, ninety_five()),
+            Mechanism::Geometric => accuracy::geometric_half_width(e, ninety_five()) as f64,
         };
         let posterior = plan
             .prior
-            .map(|p| bayes::posterior(n, p, eps, noisy, ninety_five()));
-        let out_of_range = (noisy < 0.0 || noisy > n as f64).then(|| match plan.mechanism {
-            Mechanism::Laplace => accuracy::out_of_range_max(n, eps),
-            Mechanism::Geometric => accuracy::geometric_out_of_range_max(n, eps),
-        });
-        Ok(CountResult {
+            .map(|p| bayes::posterior(n, p, e, noisy, ninety_five()));
+        let out_of_range =
+            (plain.is_some() && (noisy < 0.0 || noisy > n as f64)).then(|| match plan.mechanism {
+                Mechanism::Laplace => accuracy::out_of_range_max(n, e),
+                Mechanism::Geometric => accuracy::geometric_out_of_range_max(n, e),
+            });
+        Ok(Output::Count(CountResult {
             table: plan.table,
             statement: plan.statement,
             noisy,
-            eps: plan.eps_exact,
+            eps: eps.exact,
             mechanism: plan.mechanism.to_string(),
-            scale: 1.0 / eps.get(),
-            grid: match plan.mechanism {
-                Mechanism::Laplace => noise::GridLaplace::for_count(plan.eps_noise).grid(),
-                Mechanism::Geometric => 1.0,
-            },
+            scale: sensitivity / e.get(),
+            grid,
             n,
             interval95: (noisy - half, noisy + half),
             prior: plan.prior.map(Probability::get),
@@ -464,11 +673,83 @@ impl Session {
             eps_spent: if from_history {
                 Decimal::ZERO
             } else {
-                plan.eps_exact
+                eps.exact
             },
             budget_spent: history.spent(),
             budget_remaining: history.remaining(),
-        })
+            sensitivity,
+            plain: plain.is_some(),
+            explain,
+        }))
+    }
+
+    /// The evidence of table `i`'s cube: its answered Laplace releases about the content now
+    /// loaded (answers about an earlier content of the file would bias it), each with its row
+    /// over the cells. A count released before the cube was declared is evidence too when its
+    /// condition is a union of the cells (its row is found again from its statement); it still
+    /// charges every cell, as it did when it was released.
+    fn table_history(&self, i: usize) -> Vec<Measurement> {
+        let entry = &self.entries[i];
+        let file = &self.files[entry.file];
+        let Some(cube) = &file.cube else {
+            return Vec::new();
+        };
+        let prefix = format!("{}|", entry.fingerprint);
+        file.ledger
+            .history()
+            .releases()
+            .iter()
+            .filter(|r| r.mechanism == Mechanism::Laplace && r.key.starts_with(&prefix))
+            .filter_map(|r| {
+                let row = if r.row.is_empty() {
+                    let statements = crate::syntax::parse_script(&r.statement).ok()?;
+                    let StatementKind::Count(q) = &statements.first()?.kind else {
+                        return None;
+                    };
+                    check::row_of(q, &entry.table, &entry.name, cube)?
+                } else {
+                    r.row.clone()
+                };
+                Some(Measurement {
+                    row: row
+                        .iter()
+                        .map(|(j, c)| (*j, c.to_f64().unwrap_or(f64::NAN)))
+                        .collect(),
+                    eps: r.eps.to_f64()?,
+                    sensitivity: row_sensitivity(&row).to_f64()?,
+                    noisy: r.noisy?,
+                })
+            })
+            .collect()
+    }
+
+    /// The report of table `i`'s cube; with its history (H, alpha, S, y) when `history`.
+    fn table_cube_report(&self, i: usize, with_history: bool) -> CubeReport {
+        let entry = &self.entries[i];
+        let file = &self.files[entry.file];
+        let cube = file
+            .cube
+            .as_ref()
+            .expect("the checker found the table's cube");
+        let history = file.ledger.history();
+        let budgets: Vec<f64> = history
+            .cell_spent()
+            .unwrap_or_default()
+            .iter()
+            .map(|b| b.to_f64().unwrap_or(f64::NAN))
+            .collect();
+        let measurements = self.table_history(i);
+        CubeReport {
+            table: Some(entry.name.clone()),
+            declaration: Some(cube.declaration()),
+            cell_names: (0..cube.cells()).map(|j| cube.cell_name(j)).collect(),
+            cells: cube.cells(),
+            measurements: measurements.len(),
+            spent: history.spent().to_f64().unwrap_or(f64::NAN),
+            budgets,
+            total: history.total(),
+            history: with_history.then(|| dense_rows(cube.cells(), &measurements)),
+        }
     }
 
     fn index(&self, name: &str) -> usize {
@@ -503,6 +784,9 @@ impl Session {
                 span,
             })?;
         Ok(CubeReport {
+            table: None,
+            declaration: None,
+            cell_names: (1..=cube.cells).map(|j| format!("x{j}")).collect(),
             cells: cube.cells,
             measurements: cube.history.len(),
             spent: budgets.iter().copied().fold(0.0, f64::max),
@@ -512,35 +796,32 @@ impl Session {
         })
     }
 
-    /// The BLUE of `query` from the cube's history and the exact distribution of its error
-    /// (Xiao and Xiong, sections 3-4). Post-processing: nothing is spent. A Monte Carlo, when
-    /// chosen, uses a fixed-seed generator of its own: it is computation, not privacy noise.
-    fn posterior(
+    /// The BLUE of `query` from the history of the teaching cube or of a table's cube, and
+    /// the exact distribution of its error.
+    fn posterior_of(
         &self,
+        target: &CubeRef,
         query: &[f64],
         span: Span,
     ) -> Result<(blue::Estimate, exact::Posterior), EvalError> {
-        let cube = self
-            .cube
-            .as_ref()
-            .expect("the checker found a cube, or CUBE made one");
-        let fail = |message: String| EvalError::NotEstimable {
-            cells: message,
-            span,
-        };
-        let b = blue::Blue::new(cube.cells, &cube.history).map_err(|e| fail(e.to_string()))?;
-        let estimate = b.estimate(query).map_err(|e| match e {
-            blue::BlueError::NotEstimable(n) => fail(lacking(&n)),
-            other => fail(other.to_string()),
-        })?;
-        let mut rng = ChaCha20Rng::seed_from_u64(0);
-        let noise = exact::NoiseSum::auto(&b.noise_terms(&estimate.weights), &mut rng)
-            .map_err(|e| fail(e.to_string()))?;
-        let posterior = exact::Posterior {
-            estimate: estimate.value,
-            noise,
-        };
-        Ok((estimate, posterior))
+        match target {
+            CubeRef::Teaching => {
+                let cube = self
+                    .cube
+                    .as_ref()
+                    .expect("the checker found a cube, or CUBE made one");
+                posterior(cube.cells, &cube.history, query, &teaching_name, span)
+            }
+            CubeRef::Table(table) => {
+                let i = self.index(table);
+                let cube = self.files[self.entries[i].file]
+                    .cube
+                    .as_ref()
+                    .expect("the checker found the table's cube");
+                let name = |j: usize| format!("[{}]", cube.cell_name(j));
+                posterior(cube.cells(), &self.table_history(i), query, &name, span)
+            }
+        }
     }
 
     /// Re-reads a table's ledger, to show what other processes spent too.
@@ -571,6 +852,15 @@ impl Session {
                     time: r.time,
                 })
                 .collect(),
+            cells: match (&self.files[e.file].cube, history.cell_spent()) {
+                (Some(cube), Some(b)) => Some(
+                    b.into_iter()
+                        .enumerate()
+                        .map(|(j, spent)| (cube.cell_name(j), spent))
+                        .collect(),
+                ),
+                _ => None,
+            },
         }
     }
 
@@ -583,6 +873,15 @@ impl Session {
                 .releases()
                 .iter()
                 .map(|r| ReleaseRow {
+                    row: history.cube().filter(|_| !r.row.is_empty()).map(|c| {
+                        let mut dense = vec![0.0; c.cells];
+                        for (j, v) in &r.row {
+                            if let Some(x) = dense.get_mut(*j) {
+                                *x = v.to_f64().unwrap_or(f64::NAN);
+                            }
+                        }
+                        dense
+                    }),
                     seq: r.seq,
                     statement: r.statement.clone(),
                     eps: r.eps,
@@ -612,8 +911,142 @@ impl Catalog for Session {
         self.entries.iter().map(|e| e.name.clone()).collect()
     }
 
-    fn cube_cells(&self) -> Option<usize> {
-        self.cube.as_ref().map(|c| c.cells)
+    fn table_cube(&self, table: &str) -> Option<&Cube> {
+        let e = self.entries.iter().find(|e| e.name == table)?;
+        self.files[e.file].cube.as_ref()
+    }
+
+    fn focus(&self) -> Option<(CubeRef, usize)> {
+        let teaching = self.cube.as_ref().map(|c| (CubeRef::Teaching, c.cells));
+        let table = self.current.and_then(|i| {
+            let e = &self.entries[i];
+            let cube = self.files[e.file].cube.as_ref()?;
+            Some((CubeRef::Table(e.name.clone()), cube.cells()))
+        });
+        if self.teaching_focus {
+            teaching.or(table)
+        } else {
+            table.or(teaching)
+        }
+    }
+}
+
+/// The BLUE of `query` from `history` over `cells` cells and the exact distribution of its
+/// error (Xiao and Xiong, sections 3-4). Post-processing: nothing is spent. A Monte Carlo,
+/// when chosen, uses a fixed-seed generator of its own: it is computation, not privacy noise.
+fn posterior(
+    cells: usize,
+    history: &[Measurement],
+    query: &[f64],
+    name: &dyn Fn(usize) -> String,
+    span: Span,
+) -> Result<(blue::Estimate, exact::Posterior), EvalError> {
+    let fail = |message: String| EvalError::NotEstimable {
+        cells: message,
+        span,
+    };
+    let b = blue::Blue::new(cells, history).map_err(|e| fail(e.to_string()))?;
+    let estimate = b.estimate(query).map_err(|e| match e {
+        blue::BlueError::NotEstimable(n) => fail(lacking(&n, name)),
+        other => fail(other.to_string()),
+    })?;
+    let mut rng = ChaCha20Rng::seed_from_u64(0);
+    let noise = exact::NoiseSum::auto(&b.noise_terms(&estimate.weights), &mut rng)
+        .map_err(|e| fail(e.to_string()))?;
+    let posterior = exact::Posterior {
+        estimate: estimate.value,
+        noise,
+    };
+    Ok((estimate, posterior))
+}
+
+/// Cells of the teaching cube are x1, x2, ...
+fn teaching_name(cell: usize) -> String {
+    format!("x{}", cell + 1)
+}
+
+/// The history as dense rows of `H` with `alpha`, `S` and `y`.
+fn dense_rows(cells: usize, history: &[Measurement]) -> Vec<MeasurementRow> {
+    history
+        .iter()
+        .map(|m| {
+            let mut row = vec![0.0; cells];
+            for (cell, c) in &m.row {
+                row[*cell] += c;
+            }
+            MeasurementRow {
+                row,
+                eps: m.eps,
+                sensitivity: m.sensitivity,
+                noisy: m.noisy,
+            }
+        })
+        .collect()
+}
+
+/// Restores the cube a ledger declares over a table just loaded.
+fn restore_cube(spec: Option<&str>, table: &Table, name: &str) -> Result<Option<Cube>, String> {
+    let Some(spec) = spec else {
+        return Ok(None);
+    };
+    let statements = crate::syntax::parse_script(spec).map_err(|e| e.to_string())?;
+    match statements.first().map(|s| &s.kind) {
+        Some(StatementKind::CubeBy { dims }) => {
+            let cube =
+                check::build_cube(dims, table, name, Span::default()).map_err(|e| e.to_string())?;
+            if cube.declaration() == spec {
+                Ok(Some(cube))
+            } else {
+                Err(format!("{spec} reads back as {}", cube.declaration()))
+            }
+        }
+        _ => Err(format!("{spec} is not a cube declaration")),
+    }
+}
+
+/// The noise scale `S / eps` of a release, exactly (`1/eps` for a count).
+fn linear_scale(eps: Eps, sensitivity: Decimal) -> noise::Rational {
+    let base = eps.noise.count_scale();
+    let s = sensitivity.to_u128().unwrap_or(1).max(1);
+    base.num()
+        .checked_mul(s)
+        .and_then(|num| noise::Rational::new(num, base.den()))
+        .unwrap_or(base)
+}
+
+/// An epsilon computed from a requirement, rounded up to six significant digits: exact, and
+/// never below what the requirement needs.
+fn round_up_eps(raw: f64) -> Option<Eps> {
+    if !(raw.is_finite() && raw > 0.0) {
+        return None;
+    }
+    let d = Decimal::from_f64_retain(raw)?
+        .round_sf_with_strategy(6, rust_decimal::RoundingStrategy::AwayFromZero)?;
+    let d = if d.to_f64()? < raw {
+        d.checked_add(Decimal::new(1, d.scale()))?
+    } else {
+        d
+    }
+    .normalize();
+    Some(Eps {
+        value: Epsilon::new(d.to_f64()?).ok()?,
+        noise: noise::ExactEpsilon::new(d).ok()?,
+        exact: d,
+    })
+}
+
+/// A number as short as it reads well (six significant digits).
+fn short_num(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return x.to_string();
+    }
+    let magnitude = x.abs().log10().floor() as i32;
+    let decimals = (5 - magnitude).max(0) as usize;
+    let s = format!("{x:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
     }
 }
 
@@ -657,12 +1090,12 @@ fn release_rng(seed: u64, key: &str) -> ChaCha20Rng {
     ChaCha20Rng::from_seed(*h.finalize().as_bytes())
 }
 
-/// Which cells lack evidence, in the words of the statements (cells are x1, x2, ...).
-fn lacking(n: &blue::NotEstimable) -> String {
+/// Which cells lack evidence, in the words of the statements.
+fn lacking(n: &blue::NotEstimable, name: &dyn Fn(usize) -> String) -> String {
     let names = |cells: &[usize]| {
         cells
             .iter()
-            .map(|c| format!("x{}", c + 1))
+            .map(|c| name(*c))
             .collect::<Vec<_>>()
             .join(", ")
     };

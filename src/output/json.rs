@@ -38,9 +38,14 @@ pub fn render_json(response: &Response) -> String {
             "eps_spent": dec(c.eps_spent),
             "budget_spent": dec(c.budget_spent),
             "budget_remaining": dec(c.budget_remaining),
+            "sensitivity": c.sensitivity,
+            "explain": c.explain,
         }),
         Output::Cube(c) => json!({
             "kind": "cube",
+            "table": c.table,
+            "declaration": c.declaration,
+            "cell_names": c.cell_names,
             "cells": c.cells,
             "measurements": c.measurements,
             "cell_budgets": c.budgets,
@@ -50,8 +55,24 @@ pub fn render_json(response: &Response) -> String {
                 "row": m.row, "eps": m.eps, "sensitivity": m.sensitivity, "noisy": m.noisy,
             })).collect::<Vec<_>>()),
         }),
+        Output::Answered(a) => json!({
+            "kind": "estimate",
+            "table": a.table,
+            "statement": a.statement,
+            "estimate": a.estimate,
+            "variance": a.variance,
+            "confidence": a.confidence,
+            "interval": [a.interval.0, a.interval.1],
+            "credible95": [a.credible95.0, a.credible95.1],
+            "eps_spent": 0.0,
+            "from_history": true,
+            "explain": a.explain,
+            "budget_spent": dec(a.budget_spent),
+            "budget_remaining": dec(a.budget_remaining),
+        }),
         Output::Estimate(e) => json!({
             "kind": "estimate",
+            "text": e.text,
             "query": e.query,
             "estimate": e.estimate,
             "variance": e.variance,
@@ -62,6 +83,7 @@ pub fn render_json(response: &Response) -> String {
         }),
         Output::Prob(p) => json!({
             "kind": "prob",
+            "text": p.text,
             "query": p.query,
             "event": p.event,
             "probability": p.probability,
@@ -140,6 +162,9 @@ fn budget(b: &BudgetReport) -> Value {
         "spending": b.lines.iter().map(|l| json!({
             "seq": l.seq, "statement": l.statement, "eps": dec(l.eps), "time": l.time,
         })).collect::<Vec<_>>(),
+        "cells": b.cells.as_ref().map(|cells| cells.iter().map(|(name, spent)| json!({
+            "cell": name, "spent": dec(*spent), "remaining": dec(b.total - *spent),
+        })).collect::<Vec<_>>()),
     })
 }
 
@@ -150,6 +175,7 @@ fn history(h: &HistoryReport) -> Value {
         "releases": h.releases.iter().map(|r| json!({
             "seq": r.seq, "statement": r.statement, "eps": dec(r.eps),
             "sensitivity": r.sensitivity, "mechanism": r.mechanism, "noisy": r.noisy, "time": r.time,
+            "row": r.row,
         })).collect::<Vec<_>>(),
     })
 }

@@ -59,11 +59,45 @@ pub enum Output {
     Estimate(EstimateResult),
     /// `PROB`.
     Prob(ProbResult),
+    /// `COUNT ... WITHIN w AT conf` answered from the history, spending nothing.
+    Answered(AnsweredResult),
 }
 
-/// The teaching cube: its cells, measurements and per-cell spending.
+/// A count answered from the history because its credible interval already meets the
+/// requirement (Xiao and Xiong, section 5: utility-driven answering).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnsweredResult {
+    /// The table.
+    pub table: String,
+    /// The statement, canonical.
+    pub statement: String,
+    /// The BLUE from the history.
+    pub estimate: f64,
+    /// Its variance.
+    pub variance: f64,
+    /// The confidence asked for.
+    pub confidence: f64,
+    /// The credible interval at that confidence.
+    pub interval: (f64, f64),
+    /// The 95% credible interval.
+    pub credible95: (f64, f64),
+    /// Which path was taken and why.
+    pub explain: String,
+    /// The table's spent budget (unchanged).
+    pub budget_spent: Decimal,
+    /// The table's remaining budget (unchanged).
+    pub budget_remaining: Decimal,
+}
+
+/// A cube: its cells, measurements and per-cell spending.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CubeReport {
+    /// The table, for a cube over data; `None` for the teaching cube.
+    pub table: Option<String>,
+    /// The declaration, for a cube over data.
+    pub declaration: Option<String>,
+    /// The cells in words (`x1`, `x2`, ... for the teaching cube).
+    pub cell_names: Vec<String>,
     /// Number of cells.
     pub cells: usize,
     /// Number of measurements recorded.
@@ -78,7 +112,7 @@ pub struct CubeReport {
     pub total: Decimal,
 }
 
-/// One measurement of the teaching cube: a row of `H`, its `alpha`, `S` and `y`.
+/// One measurement of a cube's history: a row of `H`, its `alpha`, `S` and `y`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MeasurementRow {
     /// Coefficients over the cells.
@@ -94,6 +128,8 @@ pub struct MeasurementRow {
 /// The best linear unbiased estimate of a linear query from the history.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EstimateResult {
+    /// The query as written, canonical.
+    pub text: String,
     /// The query's coefficients.
     pub query: Vec<f64>,
     /// `theta-hat = A y`.
@@ -111,6 +147,8 @@ pub struct EstimateResult {
 /// A posterior probability about a linear query.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProbResult {
+    /// The query as written, canonical.
+    pub text: String,
     /// The query's coefficients.
     pub query: Vec<f64>,
     /// The event, in words, e.g. "> 0".
@@ -156,6 +194,8 @@ pub struct BudgetReport {
     pub ledger: Option<String>,
     /// One line per release.
     pub lines: Vec<SpendLine>,
+    /// With a cube: each cell in words and its spent budget `B_j`.
+    pub cells: Option<Vec<(String, Decimal)>>,
 }
 
 /// One spending of the budget.
@@ -191,6 +231,8 @@ pub struct ReleaseRow {
     pub eps: Decimal,
     /// The query's sensitivity.
     pub sensitivity: f64,
+    /// Its row of `H` over the cube's cells, dense; `None` without a row.
+    pub row: Option<Vec<f64>>,
     /// The noise.
     pub mechanism: String,
     /// The noisy answer released; `None` if the process stopped before it was recorded (the
@@ -238,6 +280,12 @@ pub struct CountResult {
     pub budget_spent: Decimal,
     /// The table's remaining budget after this statement.
     pub budget_remaining: Decimal,
+    /// The query's sensitivity `S` (1 for a count).
+    pub sensitivity: f64,
+    /// Whether it is a plain count (the Bayes estimate and the range `[0, n]` apply).
+    pub plain: bool,
+    /// Which path was taken and why, for `WITHIN` requirements.
+    pub explain: Option<String>,
 }
 
 /// The epsilon meeting an accuracy requirement (paper 2, eq. 10).

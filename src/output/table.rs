@@ -24,9 +24,10 @@ pub fn render_table(response: &Response) -> String {
         Output::ChooseEps(c) => choose_eps(c),
         Output::Cube(c) => cube(c),
         Output::Estimate(e) => estimate(e),
+        Output::Answered(a) => answered(a),
         Output::Prob(p) => format!(
             "P({} {}) = {} (error at most {})",
-            query(&p.query),
+            shown_query(&p.text, &p.query),
             p.event,
             sig(p.probability, 6),
             sig(p.error_bound, 2)
@@ -124,9 +125,29 @@ fn budget(b: &BudgetReport) -> String {
         for l in &b.lines {
             lines.add_row(vec![l.seq.to_string(), short(&l.statement), dec(l.eps)]);
         }
-        let _ = write!(
-            out,
-            "\n{lines}\nSpent is the sum of the epsilons above (sequential composition)."
+        let _ = write!(out, "\n{lines}");
+        if b.cells.is_none() {
+            out.push_str("\nSpent is the sum of the epsilons above (sequential composition).");
+        }
+    }
+    if let Some(cells) = &b.cells {
+        // Every cell when few; otherwise those that spent something.
+        const SHOWN: usize = 40;
+        let mut t = new_table(&["cell", "spent", "remaining"]);
+        let mut hidden = 0;
+        for (name, spent) in cells {
+            if cells.len() <= SHOWN || !spent.is_zero() {
+                t.add_row(vec![name.clone(), dec(*spent), dec(b.total - *spent)]);
+            } else {
+                hidden += 1;
+            }
+        }
+        let _ = write!(out, "\n{t}");
+        if hidden > 0 {
+            let _ = write!(out, "\n({hidden} more cells have spent nothing)");
+        }
+        out.push_str(
+            "\nEach cell spends B = (alpha ./ S)' |H| (Xiao and Xiong, Theorem 5.5): answers over disjoint cells compose in parallel, and spent is the largest cell's.",
         );
     }
     out
@@ -136,31 +157,42 @@ fn history(h: &HistoryReport) -> String {
     if h.releases.is_empty() {
         return format!("No answers have been released from table {} yet.", h.table);
     }
-    let mut t = new_table(&[
-        "#",
-        "statement",
-        "epsilon",
-        "sensitivity",
-        "mechanism",
-        "noisy answer",
-    ]);
+    let rows = h.releases.iter().any(|r| r.row.is_some());
+    let mut header = vec!["#", "statement"];
+    if rows {
+        header.push("H (row over cells)");
+    }
+    header.extend(["alpha (epsilon)", "S", "mechanism", "y (noisy answer)"]);
+    let mut t = new_table(&header);
     for r in &h.releases {
-        t.add_row(vec![
-            r.seq.to_string(),
-            short(&r.statement),
+        let mut line = vec![r.seq.to_string(), short(&r.statement)];
+        if rows {
+            line.push(r.row.as_deref().map_or_else(|| "(all cells)".into(), query));
+        }
+        line.extend([
             dec(r.eps),
             num(r.sensitivity),
             r.mechanism.clone(),
             r.noisy
                 .map_or_else(|| "(not recorded)".to_string(), |x| fixed(x, 2)),
         ]);
+        t.add_row(line);
     }
-    t.to_string()
+    let mut out = t.to_string();
+    if rows {
+        out.push_str("\nCells x1, x2, ... are numbered as SHOW CUBE lists them; a release without a row was made before the cube and charges every cell.");
+    }
+    out
 }
 
 fn count(c: &CountResult) -> String {
     let mut t = new_table(&[]);
-    t.add_row(vec!["noisy count".to_string(), fixed(c.noisy, 2)]);
+    let label = if c.plain {
+        "noisy count"
+    } else {
+        "noisy answer"
+    };
+    t.add_row(vec![label.to_string(), fixed(c.noisy, 2)]);
     t.add_row(vec![
         "95% noise interval".to_string(),
         interval(c.interval95, 1),
@@ -216,7 +248,20 @@ fn count(c: &CountResult) -> String {
         c.table,
         c.n
     );
-    out.push_str("\nThe noise interval holds the true count with probability 0.95 over the noise.");
+    if c.plain {
+        out.push_str(
+            "\nThe noise interval holds the true count with probability 0.95 over the noise.",
+        );
+    } else {
+        let _ = write!(
+            out,
+            "\nA linear query of sensitivity S = {} (its largest coefficient over cells, Lemma 2.1): noise scale S/eps. The interval holds the true value with probability 0.95.",
+            num(c.sensitivity)
+        );
+    }
+    if let Some(e) = &c.explain {
+        let _ = write!(out, "\nwhy: {e}");
+    }
     if c.bayes.is_some() {
         out.push_str(
             "\nThe Bayes estimate and credible interval combine the noisy answer with the prior (post-processing: free).",
@@ -249,11 +294,61 @@ fn query(q: &[f64]) -> String {
     out
 }
 
+fn answered(a: &super::AnsweredResult) -> String {
+    let mut t = new_table(&[]);
+    t.add_row(vec!["estimate".to_string(), fixed(a.estimate, 2)]);
+    t.add_row(vec![
+        format!("{}% credible interval", num(a.confidence * 100.0)),
+        interval(a.interval, 2),
+    ]);
+    t.add_row(vec!["variance".to_string(), sig(a.variance, 6)]);
+    t.add_row(vec![
+        "epsilon spent".to_string(),
+        "0 (answered from the history)".to_string(),
+    ]);
+    t.add_row(vec![
+        "budget".to_string(),
+        format!(
+            "{} spent, {} remaining",
+            dec(a.budget_spent),
+            dec(a.budget_remaining)
+        ),
+    ]);
+    format!(
+        "{} -- table {}\n{t}\nwhy: {}",
+        short(&a.statement),
+        a.table,
+        a.explain
+    )
+}
+
 fn cube(c: &super::CubeReport) -> String {
-    let mut t = new_table(&["cell", "budget spent"]);
+    let named = c.table.is_some();
+    let mut t = new_table(if named {
+        &["cell", "", "budget spent"]
+    } else {
+        &["cell", "budget spent"]
+    });
+    // Every cell when few; otherwise those that spent something.
+    const SHOWN: usize = 40;
+    let mut hidden = 0;
     for (i, b) in c.budgets.iter().enumerate() {
-        t.add_row(vec![format!("x{}", i + 1), num(*b)]);
+        if c.budgets.len() > SHOWN && *b == 0.0 {
+            hidden += 1;
+            continue;
+        }
+        let mut line = vec![format!("x{}", i + 1)];
+        if named {
+            line.push(c.cell_names.get(i).cloned().unwrap_or_default());
+        }
+        line.push(num(*b));
+        t.add_row(line);
     }
+    let more = if hidden > 0 {
+        format!("\n({hidden} more cells have spent nothing; JSON lists them all)")
+    } else {
+        String::new()
+    };
     let history = match &c.history {
         Some(rows) if !rows.is_empty() => {
             let mut h = new_table(&["#", "H (coefficients)", "alpha", "S", "y"]);
@@ -271,13 +366,19 @@ fn cube(c: &super::CubeReport) -> String {
         Some(_) => "No measurements yet.\n".to_string(),
         None => String::new(),
     };
-    history + &format!(
-        "{t}\ncube of {} cells, {} measurements: cost max(B) = {} of {} (cells are disjoint: each spends its own budget)",
-        c.cells,
-        c.measurements,
-        num(c.spent),
-        dec(c.total)
-    )
+    let title = match (&c.table, &c.declaration) {
+        (Some(table), Some(d)) => format!("{d} -- table {table}\n"),
+        _ => String::new(),
+    };
+    title
+        + &history
+        + &format!(
+            "{t}{more}\ncube of {} cells, {} measurements: cost max(B) = {} of {} (cells are disjoint: each spends its own budget)",
+            c.cells,
+            c.measurements,
+            num(c.spent),
+            dec(c.total)
+        )
 }
 
 fn estimate(e: &super::EstimateResult) -> String {
@@ -298,8 +399,17 @@ fn estimate(e: &super::EstimateResult) -> String {
     ]);
     format!(
         "ESTIMATE {} -- best linear unbiased estimate (Xiao and Xiong, eq. 50-52)\n{t}",
-        query(&e.query)
+        shown_query(&e.text, &e.query)
     )
+}
+
+/// A query as people read it: coefficients over cells as `x1 + x3`, counts as written.
+fn shown_query(text: &str, q: &[f64]) -> String {
+    if text.starts_with('(') {
+        query(q)
+    } else {
+        text.to_string()
+    }
 }
 
 fn choose_eps(c: &ChooseEpsResult) -> String {

@@ -65,6 +65,18 @@ pub fn choose_eps_absolute(half_width: Positive, confidence: Probability) -> f64
     -(-confidence.get()).ln_1p() / half_width.get()
 }
 
+/// The smallest epsilon whose Laplace release of a query of sensitivity `s` lies within
+/// `±half_width` of the true value with probability `confidence`:
+/// `eps = S ln(1/delta) / w`, `delta = 1 - confidence`.
+///
+/// Xiao and Xiong, Theorem 5.3: `P(|N| > w) = exp(-w eps / S)` for `N ~ Laplace(S/eps)`, so
+/// the release meets `(w, delta)` exactly when `eps >= S ln(1/delta)/w`. (Their proof, eq. 69,
+/// carries a stray `/2`; the theorem's statement is the one that follows from the Laplace
+/// tail.) With `s = 1` this is [`choose_eps_absolute`].
+pub fn eps_for_half_width(s: Positive, half_width: Positive, confidence: Probability) -> f64 {
+    s.get() * choose_eps_absolute(half_width, confidence)
+}
+
 /// The half-width `m` (a whole number) of the central interval of geometric noise: the
 /// smallest `m` with `P(|Z| <= m) >= confidence` for `P(z) = (1-a)/(1+a) a^|z|`, `a = e^(-eps)`.
 ///

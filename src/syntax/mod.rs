@@ -4,8 +4,8 @@ mod names;
 pub mod split;
 
 use crate::ast::{
-    ChooseEps, CmpOp, CountQuery, Expr, Ident, Literal, Number, ProbEvent, Statement,
-    StatementKind, Text,
+    Accuracy, ChooseEps, CmpOp, CountQuery, CountTerm, CubeDim, Expr, Ident, Literal, Number,
+    ProbEvent, Query, Statement, StatementKind, Text,
 };
 use crate::error::SyntaxError;
 use crate::span::Span;
@@ -20,6 +20,9 @@ pub const MAX_TERMS: usize = 500;
 
 /// Most literal values in one predicate (`IN` lists included).
 pub const MAX_VALUES: usize = 10_000;
+
+/// Most counts in one linear query.
+pub const MAX_COUNT_TERMS: usize = 100;
 
 #[derive(pest_derive::Parser)]
 #[grammar = "../grammar/dpq.pest"]
@@ -113,9 +116,27 @@ impl Builder {
             }
             Rule::count_stmt => StatementKind::Count(self.count(inner)?),
             Rule::choose_stmt => StatementKind::ChooseEps(self.choose(inner)),
-            Rule::cube_stmt => StatementKind::Cube {
-                cells: self.number(inner.nth(1).expect("CUBE has a number")),
-            },
+            Rule::cube_stmt => {
+                inner.next(); // CUBE
+                let first = inner.next().expect("CUBE has cells");
+                if first.as_rule() == Rule::number {
+                    StatementKind::Cube {
+                        cells: self.number(first),
+                    }
+                } else {
+                    let dims = inner
+                        .map(|dim| {
+                            let mut parts = dim.into_inner();
+                            let column = self.name(parts.next().expect("a dimension has a column"));
+                            CubeDim {
+                                column,
+                                points: parts.map(|p| self.literal(p)).collect(),
+                            }
+                        })
+                        .collect();
+                    StatementKind::CubeBy { dims }
+                }
+            }
             Rule::observe_stmt => {
                 inner.next(); // OBSERVE
                 let row = self.vector(inner.next().expect("OBSERVE has a row"));
@@ -124,11 +145,11 @@ impl Builder {
                 StatementKind::Observe { row, value, eps }
             }
             Rule::estimate_stmt => StatementKind::Estimate {
-                query: self.vector(inner.nth(1).expect("ESTIMATE has a query")),
+                query: self.query(inner.nth(1).expect("ESTIMATE has a query"))?,
             },
             Rule::prob_stmt => {
                 inner.next(); // PROB
-                let query = self.vector(inner.next().expect("PROB has a query"));
+                let query = self.query(inner.next().expect("PROB has a query"))?;
                 let how = inner.next().expect("PROB has an event");
                 let event = if how.as_rule() == Rule::prob_cmp {
                     let x = self.number(inner.next().expect("a comparison has a number"));
@@ -149,12 +170,20 @@ impl Builder {
     }
 
     fn count(&self, mut inner: Pairs<'_, Rule>) -> Result<CountQuery, SyntaxError> {
-        inner.next(); // COUNT
-        inner.next(); // WHERE
-        let predicate = self.predicate(inner.next().expect("COUNT has a predicate"))?;
-        inner.next(); // WITH
-        inner.next(); // EPS
-        let eps = self.number(inner.next().expect("COUNT has an epsilon"));
+        let terms = self.linear(inner.next().expect("COUNT has terms"))?;
+        let clause = inner.next().expect("COUNT has an epsilon or an accuracy");
+        let accuracy = if clause.as_rule() == Rule::eps_clause {
+            Accuracy::Eps(self.number(clause.into_inner().nth(2).expect("EPS has a number")))
+        } else {
+            let mut parts = clause.into_inner();
+            let half_width = self.number(parts.nth(1).expect("WITHIN has a number"));
+            let (at, at_percent) = self.amount(parts.nth(1).expect("AT has an amount"));
+            Accuracy::Within {
+                half_width,
+                at,
+                at_percent,
+            }
+        };
         let mut prior = None;
         let mut mechanism = None;
         for clause in inner {
@@ -169,11 +198,54 @@ impl Builder {
             }
         }
         Ok(CountQuery {
-            predicate,
-            eps,
+            terms,
+            accuracy,
             prior,
             mechanism,
         })
+    }
+
+    fn query(&self, pair: Pair<'_, Rule>) -> Result<Query, SyntaxError> {
+        Ok(if pair.as_rule() == Rule::vector {
+            Query::Vector(self.vector(pair))
+        } else {
+            Query::Linear(self.linear(pair)?)
+        })
+    }
+
+    /// `[-] term (+|- term)*`, each term `[c*] COUNT WHERE predicate`.
+    fn linear(&self, pair: Pair<'_, Rule>) -> Result<Vec<CountTerm>, SyntaxError> {
+        let start = self.span(&pair).start;
+        let mut terms = Vec::new();
+        let mut minus = false;
+        for p in pair.into_inner() {
+            match p.as_rule() {
+                Rule::lead_minus => minus = true,
+                Rule::add_op => minus = p.as_str() == "-",
+                _ => {
+                    let mut parts = p.into_inner().peekable();
+                    let coefficient = parts
+                        .next_if(|q| q.as_rule() == Rule::number)
+                        .map(|q| self.number(q));
+                    let predicate =
+                        self.predicate(parts.nth(2).expect("a term has a predicate"))?;
+                    terms.push(CountTerm {
+                        minus,
+                        coefficient,
+                        predicate,
+                    });
+                    minus = false;
+                }
+            }
+        }
+        if terms.len() > MAX_COUNT_TERMS {
+            return Err(SyntaxError::TooLong {
+                what: "counts",
+                limit: MAX_COUNT_TERMS,
+                span: Span::new(start, start + 1),
+            });
+        }
+        Ok(terms)
     }
 
     fn choose(&self, mut inner: Pairs<'_, Rule>) -> ChooseEps {

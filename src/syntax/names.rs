@@ -63,6 +63,12 @@ pub fn human(rule: Rule) -> &'static str {
         Rule::estimate_stmt | Rule::kw_estimate => "ESTIMATE",
         Rule::prob_stmt | Rule::kw_prob => "PROB",
         Rule::prob_cmp => "> or <",
+        Rule::kw_by => "BY",
+        Rule::cube_dim => "a column and its cuts or values, such as age (30, 65)",
+        Rule::linear | Rule::count_term => "COUNT",
+        Rule::lead_minus | Rule::add_op => "+/-",
+        Rule::eps_clause => "WITH EPS",
+        Rule::within_clause => "WITHIN",
         Rule::vector => "a list of coefficients such as (1, 0, 1, 0)",
         Rule::infix => "AND or OR",
         Rule::primary | Rule::literal => "a value",
@@ -112,6 +118,11 @@ pub fn syntax_error(
             if !names.contains(&n) {
                 names.push(n);
             }
+        }
+        // Another term of a linear query is the least likely intent: named last.
+        if let Some(i) = names.iter().position(|n| *n == "+/-") {
+            let n = names.remove(i);
+            names.push(n);
         }
         match names.len() {
             0 => "something else".to_string(),

@@ -18,9 +18,9 @@ fn design_card_statements_parse() {
     let K::Count(q) = one("COUNT WHERE age<=30 WITH EPS 0.1 PRIOR p=0.3;") else {
         panic!("not a count")
     };
-    assert_eq!(q.eps.text, "0.1");
+    assert!(matches!(&q.accuracy, crate::ast::Accuracy::Eps(e) if e.text == "0.1"));
     assert_eq!(q.prior.map(|p| p.value), Some(0.3));
-    assert_eq!(q.predicate.to_string(), "age <= 30");
+    assert_eq!(q.terms[0].predicate.to_string(), "age <= 30");
     let K::ChooseEps(c) = one("CHOOSE EPS WITHIN 20% AT 0.8 FOR 100;") else {
         panic!("not choose")
     };
@@ -36,24 +36,24 @@ fn keywords_are_case_insensitive_and_word_bounded() {
     let K::Count(q) = one("count where country = 'IT' with eps 1") else {
         panic!("not a count")
     };
-    assert_eq!(q.predicate.to_string(), "country = 'IT'");
+    assert_eq!(q.terms[0].predicate.to_string(), "country = 'IT'");
     // A column may start with a reserved word.
     let K::Count(q) = one("COUNT WHERE notes = 'x' AND index > 1 OR order_id < 3 WITH EPS 1")
     else {
         panic!("not a count")
     };
     assert_eq!(
-        q.predicate.to_string(),
+        q.terms[0].predicate.to_string(),
         "notes = 'x' AND index > 1 OR order_id < 3"
     );
 }
 
 #[test]
 fn and_binds_tighter_than_or_and_not_tightest() {
-    let K::Count(q) = one("COUNT WHERE a = 1 OR b = 2 AND NOT c = 3 WITH EPS 1") else {
+    let K::Count(mut q) = one("COUNT WHERE a = 1 OR b = 2 AND NOT c = 3 WITH EPS 1") else {
         panic!()
     };
-    match q.predicate {
+    match q.terms.remove(0).predicate {
         Expr::Or(_, rhs) => match *rhs {
             Expr::And(_, not) => assert!(matches!(*not, Expr::Not(_))),
             other => panic!("{other:?}"),
@@ -70,7 +70,7 @@ fn in_between_and_parentheses() {
         panic!()
     };
     assert_eq!(
-        q.predicate.to_string(),
+        q.terms[0].predicate.to_string(),
         "(region IN ('North', 'South') OR age NOT BETWEEN 20 AND 30) AND employed = TRUE"
     );
 }
@@ -80,7 +80,10 @@ fn strings_and_quoted_names_unescape() {
     let K::Count(q) = one("COUNT WHERE \"first name\" = 'O''Brien' WITH EPS 1") else {
         panic!()
     };
-    assert_eq!(q.predicate.to_string(), "\"first name\" = 'O''Brien'");
+    assert_eq!(
+        q.terms[0].predicate.to_string(),
+        "\"first name\" = 'O''Brien'"
+    );
 }
 
 #[test]
@@ -98,7 +101,7 @@ fn errors_read_like_sentences() {
     );
     assert_eq!(
         err("COUNT WHERE age < 30 EPS 0.1;"),
-        "expected WITH, AND or OR after `30`"
+        "expected WITH, WITHIN, AND, OR or +/- after `30`"
     );
     assert!(err("SELECT * FROM t;").starts_with("expected a statement"));
     assert_eq!(
@@ -167,10 +170,56 @@ fn display_is_canonical_and_reparses() {
         "COUNT WHERE NOT (a = 1 OR b != 'x') AND c IN (1, 2) WITH EPS 1e-2 PRIOR p=0.5 MECHANISM laplace;",
         "COUNT WHERE a = 1 AND (b = 2 AND c = 3) WITH EPS 1;",
         "CHOOSE EPS WITHIN 5 AT 95%;",
+        "CUBE BY age (30, 65), sex ('F', 'M');",
+        "2*COUNT WHERE age < 30 - COUNT WHERE sex = 'F' WITH EPS 0.05;",
+        "- COUNT WHERE a = 1 + -2*COUNT WHERE a = 2 WITH EPS 1;",
+        "- 3*COUNT WHERE a = 1 WITHIN 10 AT 95%;",
+        "COUNT WHERE age < 30 WITHIN 10 AT 0.95;",
+        "ESTIMATE COUNT WHERE age < 30;",
+        "PROB COUNT WHERE age < 30 > 10;",
+        "PROB 2*COUNT WHERE a BETWEEN 1 AND 5 BETWEEN 3 AND 9;",
     ] {
         let stmt = &parse_script(src).expect("parses")[0];
         let printed = stmt.to_string();
         assert_eq!(printed, src);
         assert_eq!(&parse_script(&printed).expect("reparses")[0], stmt);
     }
+}
+
+#[test]
+fn linear_queries_keep_signs_and_coefficients() {
+    let K::Count(q) =
+        one("2*COUNT WHERE a < 30 - COUNT WHERE b = 'x' +0.5*COUNT WHERE c > 1 WITH EPS 0.05;")
+    else {
+        panic!("not a count")
+    };
+    let shape: Vec<(bool, Option<String>)> = q
+        .terms
+        .iter()
+        .map(|t| (t.minus, t.coefficient.as_ref().map(|c| c.text.clone())))
+        .collect();
+    assert_eq!(
+        shape,
+        vec![
+            (false, Some("2".into())),
+            (true, None),
+            (false, Some("0.5".into()))
+        ]
+    );
+    // A leading `-2` is the coefficient -2; `- 2` is a sign and the coefficient 2.
+    let K::Count(q) = one("-2*COUNT WHERE a = 1 WITH EPS 1;") else {
+        panic!("not a count")
+    };
+    assert!(!q.terms[0].minus);
+    assert_eq!(q.terms[0].coefficient.as_ref().map(|c| c.value), Some(-2.0));
+    let K::Count(q) = one("- 2*COUNT WHERE a = 1 WITH EPS 1;") else {
+        panic!("not a count")
+    };
+    assert!(q.terms[0].minus);
+    assert!(err("COUNT WHERE a = 1 - WITH EPS 1;").contains("expected"));
+    let K::CubeBy { dims } = one("cube by age (30, 65), \"first name\" ('a');") else {
+        panic!("not a cube")
+    };
+    assert_eq!(dims.len(), 2);
+    assert_eq!(dims[1].column.name, "first name");
 }
