@@ -436,10 +436,23 @@ fn check_count(q: &CountQuery, catalog: &dyn Catalog, span: Span) -> Result<Coun
             if row.is_empty() {
                 return Err(CheckError::EmptyQuery { span });
             }
-            // The noise is added to an integer answer on its grid: whole coefficients only.
+            // The noise is added to an integer answer on its grid, summed exactly in integers:
+            // whole coefficients only, for each count and so for each cell.
+            if let Some((c, t)) = terms
+                .iter()
+                .zip(&q.terms)
+                .map(|((c, _), t)| (c, t))
+                .find(|(c, _)| !c.fract().is_zero())
+            {
+                return Err(CheckError::NotWhole {
+                    cell: format!("COUNT WHERE {}", t.predicate),
+                    coefficient: c.normalize().to_string(),
+                    span,
+                });
+            }
             if let Some((cell, c)) = row.iter().find(|(_, c)| !c.fract().is_zero()) {
                 return Err(CheckError::NotWhole {
-                    cell: cube.cell_name(*cell),
+                    cell: format!("the cell {}", cube.cell_name(*cell)),
                     coefficient: c.normalize().to_string(),
                     span,
                 });

@@ -385,12 +385,16 @@ impl Dim {
                 )),
             },
             DimKind::Values(values) => {
-                let mut unlisted: Vec<String> = atom_values(atom)
+                let mut unlisted: Vec<String> = Vec::new();
+                for v in atom_values(atom)
                     .into_iter()
                     .filter(|v| !values.contains(v))
-                    .map(value_text)
-                    .collect();
-                unlisted.dedup();
+                {
+                    let text = value_text(v);
+                    if !unlisted.contains(&text) {
+                        unlisted.push(text);
+                    }
+                }
                 match atom {
                     Predicate::Compare {
                         op: CmpOp::Eq | CmpOp::Ne,
@@ -470,28 +474,42 @@ fn int_set(atom: &Predicate) -> Vec<(f64, f64)> {
     }
 }
 
+/// Integers up to this magnitude are exact in an `f64`, and so is one more or less.
+const EXACT: f64 = 4_503_599_627_370_496.0; // 2^52
+
 /// A numeric condition over the integers `lo..=hi` (a non-empty or empty range).
+///
+/// Decided by containment, never by counting integers (a count of an open-ended cell is
+/// infinite on both sides of any comparison): true when one range of the condition's set,
+/// after joining ranges that touch, contains the cell; false when none meets it. Bounds beyond
+/// 2^52, where `x + 1` may equal `x`, are only trusted for plain comparisons; otherwise the
+/// condition is taken to split the cell.
 fn int_atom(atom: &Predicate, lo: f64, hi: f64) -> u8 {
     if lo > hi {
         return F; // no integer lies in the cell: it holds no row
     }
     let set = int_set(atom);
-    let size = hi - lo + 1.0;
-    // Integers of [lo, hi] inside the set (the ranges are disjoint).
-    let inside: f64 = set
-        .iter()
-        .map(|&(a, b)| {
-            let (a, b) = (a.max(lo), b.min(hi));
-            if a > b {
-                0.0
-            } else {
-                b - a + 1.0
-            }
-        })
-        .sum();
-    if inside == 0.0 {
-        F
-    } else if inside == size || set.iter().any(|&(a, b)| a <= lo && hi <= b) {
+    let meets = set.iter().any(|&(a, b)| a.max(lo) <= b.min(hi));
+    if !meets {
+        return F;
+    }
+    let huge = |x: f64| x.is_finite() && x.abs() >= EXACT;
+    if set.iter().any(|&(a, b)| huge(a) || huge(b)) || huge(lo) || huge(hi) {
+        return if set.iter().any(|&(a, b)| a <= lo && hi <= b) && set.len() == 1 {
+            T
+        } else {
+            T | F
+        };
+    }
+    // Join ranges that touch (the set is sorted and disjoint): points 30 and 31 cover 30..=31.
+    let mut joined: Vec<(f64, f64)> = Vec::with_capacity(set.len());
+    for (a, b) in set {
+        match joined.last_mut() {
+            Some(last) if a <= last.1 + 1.0 => last.1 = last.1.max(b),
+            _ => joined.push((a, b)),
+        }
+    }
+    if joined.iter().any(|&(a, b)| a <= lo && hi <= b) {
         T
     } else {
         T | F
@@ -802,6 +820,51 @@ mod tests {
             cube.cells_of(&cmp(2, CmpOp::Eq, Value::Number(1.0))),
             Err(NotUnion::NotDimension { column: 2 })
         );
+    }
+
+    /// Open-ended cells hold infinitely many integers: coverage is decided by containment.
+    #[test]
+    fn open_ended_cells_are_not_covered_by_a_part() {
+        let cube = Cube::new(vec![Dim {
+            column: 0,
+            name: "age".into(),
+            kind: DimKind::Integer(vec![65.0]),
+            texts: vec!["65".into()],
+        }])
+        .expect("a valid cube");
+        for p in [
+            cmp(0, CmpOp::Lt, Value::Number(30.0)),
+            cmp(0, CmpOp::Ne, Value::Number(10.0)),
+            cmp(0, CmpOp::Gt, Value::Number(1e300)),
+        ] {
+            assert!(cube.cells_of(&p).is_err(), "{p:?} must split a cell");
+        }
+        assert_eq!(
+            cells(&cube, &cmp(0, CmpOp::Le, Value::Number(64.0))),
+            vec![0]
+        );
+        let huge = Cube::new(vec![Dim {
+            column: 0,
+            name: "age".into(),
+            kind: DimKind::Integer(vec![0.0, 2f64.powi(60)]),
+            texts: vec!["0".into(), "1152921504606846976".into()],
+        }])
+        .expect("a valid cube");
+        assert!(huge
+            .cells_of(&cmp(0, CmpOp::Ne, Value::Number(40.0)))
+            .is_err());
+        let points = Cube::new(vec![Dim {
+            column: 0,
+            name: "age".into(),
+            kind: DimKind::Integer(vec![30.0, 32.0]),
+            texts: vec!["30".into(), "32".into()],
+        }])
+        .expect("a valid cube");
+        let listed = Predicate::In {
+            column: 0,
+            values: vec![Value::Number(31.0), Value::Number(30.0)],
+        };
+        assert_eq!(cells(&points, &listed), vec![1]);
     }
 
     #[test]

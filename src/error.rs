@@ -213,11 +213,9 @@ pub enum CheckError {
         span: Span,
     },
     /// A released linear query with a coefficient that is not a whole number.
-    #[error(
-        "released linear queries take whole-number coefficients; cell {cell} gets {coefficient}"
-    )]
+    #[error("released linear queries take whole-number coefficients; {cell} gets {coefficient}")]
     NotWhole {
-        /// The cell, in words.
+        /// The cell or the count, in words.
         cell: String,
         /// Its coefficient.
         coefficient: String,
@@ -317,7 +315,7 @@ pub enum EvalError {
         span: Span,
     },
     /// An accuracy requirement whose epsilon is 0 or infinite in floating point.
-    #[error("this requirement gives an epsilon of {eps}, which no query can use")]
+    #[error("this requirement gives an epsilon of {eps:e}, which no query can use")]
     UnusableEpsilon {
         /// The epsilon computed.
         eps: f64,

@@ -55,7 +55,8 @@ pub struct CubeDecl {
 pub fn charge(eps: Decimal, coefficient: Decimal, sensitivity: Decimal) -> Option<Decimal> {
     let num = eps.checked_mul(coefficient.abs())?;
     let q = num.checked_div(sensitivity)?;
-    if q.checked_mul(sensitivity)? == num {
+    // q is at most one unit of its last place off; round up whenever it falls short.
+    if q.checked_mul(sensitivity)? >= num {
         Some(q)
     } else {
         q.checked_add(Decimal::new(1, q.scale()))

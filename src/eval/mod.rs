@@ -185,12 +185,8 @@ impl Session {
                     Ledger::open(&self.store, &key, &fingerprint, DEFAULT_BUDGET)
                         .map_err(|error| EvalError::Ledger { error, span })?;
                 // The cube the ledger declares, built over the columns just loaded.
-                let cube = restore_cube(
-                    opened.history().cube().map(|c| c.spec.as_str()),
-                    &table,
-                    &name,
-                )
-                .map_err(|message| EvalError::CubeUnusable { message, span })?;
+                let cube = restore_cube(opened.history().cube(), &table, &name)
+                    .map_err(|message| EvalError::CubeUnusable { message, span })?;
                 let file = match self.files.iter().position(|f| f.key == key) {
                     Some(i) => {
                         self.files[i].ledger = opened;
@@ -527,11 +523,9 @@ impl Session {
         let (noisy, grid, from_history) = match earlier {
             Some(noisy) => (
                 noisy,
-                match plan.mechanism {
-                    Mechanism::Laplace => {
-                        noise::GridLaplace::new(linear_scale(eps, plan.sensitivity)).grid()
-                    }
-                    Mechanism::Geometric => 1.0,
+                match (plan.mechanism, linear_scale(eps, plan.sensitivity)) {
+                    (Mechanism::Laplace, Some(scale)) => noise::GridLaplace::new(scale).grid(),
+                    _ => 1.0,
                 },
                 true,
             ),
@@ -556,18 +550,22 @@ impl Session {
                         },
                     });
                 }
-                // A linear query is released on the grid of its noise: its largest possible
-                // answer (public: n and the coefficients) must fit the exact arithmetic.
-                let laplace = noise::GridLaplace::new(linear_scale(eps, plan.sensitivity));
+                // A linear query is released on the grid of its noise: its noise scale must be
+                // exact, and its largest possible answer (public: n and the coefficients) must fit
+                // the exact integer arithmetic, so that nothing below depends on the data.
+                let total: Decimal = plan.terms.iter().map(|(c, _)| c.abs()).sum();
+                let bound = total.to_f64().unwrap_or(f64::INFINITY) * n as f64;
+                let too_large = || EvalError::TooLarge {
+                    bound: short_num(bound),
+                    span,
+                };
+                let laplace = noise::GridLaplace::new(
+                    linear_scale(eps, plan.sensitivity).ok_or_else(too_large)?,
+                );
                 if plain.is_none() {
-                    let total: Decimal = plan.terms.iter().map(|(c, _)| c.abs()).sum();
-                    let bound = total.to_f64().unwrap_or(f64::INFINITY) * n as f64;
                     let scaled = bound * 2f64.powi(laplace.k() as i32);
-                    if scaled.is_nan() || scaled >= 2f64.powi(100) {
-                        return Err(EvalError::TooLarge {
-                            bound: short_num(bound),
-                            span,
-                        });
+                    if !(bound < 2f64.powi(90) && scaled < 2f64.powi(120)) {
+                        return Err(too_large());
                     }
                 }
                 let seq = history.next_seq();
@@ -617,15 +615,18 @@ impl Session {
                         }
                     }
                     None => {
-                        // sum_t c_t count_t = sum_j h_j x_j: an integer (whole coefficients over
-                        // cells), within the bound checked above. Neighbouring data move it by at
-                        // most S = max |h_j| (Lemma 2.1), i.e. S 2^k grid steps, and the noise
-                        // has S/eps * 2^k steps of scale: eps-DP exactly (see GridLaplace).
-                        let truth = plan.terms.iter().fold(Decimal::ZERO, |acc, (c, p)| {
-                            acc + *c * Decimal::from(data::count(&entry.table, p))
+                        // sum_t c_t count_t = sum_j h_j x_j: an integer (whole coefficients),
+                        // at most n sum |c_t| < 2^90 in magnitude (checked above from public
+                        // facts), so the i128 arithmetic below never overflows and nothing here
+                        // can fail on the data. Neighbouring data move it by at most
+                        // S = max |h_j| (Lemma 2.1), i.e. S 2^k grid steps, and the noise has
+                        // S/eps * 2^k steps of scale: eps-DP exactly (see GridLaplace).
+                        let truth = plan.terms.iter().fold(0i128, |acc, (c, p)| {
+                            let c = c.to_i128().unwrap_or(0);
+                            let count = i128::from(data::count(&entry.table, p));
+                            acc.saturating_add(c.saturating_mul(count))
                         });
-                        let truth = truth.to_i128().unwrap_or(0);
-                        let v = laplace.release(rng, truth << laplace.k());
+                        let v = laplace.release(rng, truth.saturating_mul(1i128 << laplace.k()));
                         (v.value(), v.grid())
                     }
                 };
@@ -824,12 +825,20 @@ impl Session {
         }
     }
 
-    /// Re-reads a table's ledger, to show what other processes spent too.
+    /// Re-reads a table's ledger, to show what other processes spent too, and the cube they
+    /// may have declared.
     fn refresh(&mut self, i: usize, span: Span) -> Result<(), EvalError> {
-        let ledger = &mut self.files[self.entries[i].file].ledger;
+        let entry = &self.entries[i];
+        let file = &mut self.files[entry.file];
         let err = |error| EvalError::Ledger { error, span };
-        let lock = ledger.lock().map_err(err)?;
-        ledger.reload(&lock).map_err(err)
+        let lock = file.ledger.lock().map_err(err)?;
+        file.ledger.reload(&lock).map_err(err)?;
+        let declared = file.ledger.history().cube();
+        if declared.map(|c| &c.spec) != file.cube.as_ref().map(Cube::declaration).as_ref() {
+            file.cube = restore_cube(declared, &entry.table, &entry.name)
+                .map_err(|message| EvalError::CubeUnusable { message, span })?;
+        }
+        Ok(())
     }
 
     fn budget(&self, i: usize) -> BudgetReport {
@@ -985,8 +994,12 @@ fn dense_rows(cells: usize, history: &[Measurement]) -> Vec<MeasurementRow> {
 }
 
 /// Restores the cube a ledger declares over a table just loaded.
-fn restore_cube(spec: Option<&str>, table: &Table, name: &str) -> Result<Option<Cube>, String> {
-    let Some(spec) = spec else {
+fn restore_cube(
+    decl: Option<&CubeDecl>,
+    table: &Table,
+    name: &str,
+) -> Result<Option<Cube>, String> {
+    let Some(CubeDecl { spec, cells }) = decl else {
         return Ok(None);
     };
     let statements = crate::syntax::parse_script(spec).map_err(|e| e.to_string())?;
@@ -994,7 +1007,7 @@ fn restore_cube(spec: Option<&str>, table: &Table, name: &str) -> Result<Option<
         Some(StatementKind::CubeBy { dims }) => {
             let cube =
                 check::build_cube(dims, table, name, Span::default()).map_err(|e| e.to_string())?;
-            if cube.declaration() == spec {
+            if cube.declaration() == *spec && cube.cells() == *cells {
                 Ok(Some(cube))
             } else {
                 Err(format!("{spec} reads back as {}", cube.declaration()))
@@ -1004,20 +1017,20 @@ fn restore_cube(spec: Option<&str>, table: &Table, name: &str) -> Result<Option<
     }
 }
 
-/// The noise scale `S / eps` of a release, exactly (`1/eps` for a count).
-fn linear_scale(eps: Eps, sensitivity: Decimal) -> noise::Rational {
+/// The noise scale `S / eps` of a release, exactly (`1/eps` for a count); `None` when it
+/// cannot be held exactly (the query is then refused, never released with less noise).
+fn linear_scale(eps: Eps, sensitivity: Decimal) -> Option<noise::Rational> {
     let base = eps.noise.count_scale();
-    let s = sensitivity.to_u128().unwrap_or(1).max(1);
-    base.num()
-        .checked_mul(s)
-        .and_then(|num| noise::Rational::new(num, base.den()))
-        .unwrap_or(base)
+    let s = sensitivity.to_u128().filter(|s| *s >= 1)?;
+    noise::Rational::new(base.num().checked_mul(s)?, base.den())
 }
 
 /// An epsilon computed from a requirement, rounded up to six significant digits: exact, and
 /// never below what the requirement needs.
 fn round_up_eps(raw: f64) -> Option<Eps> {
-    if !(raw.is_finite() && raw > 0.0) {
+    // Far outside any useful range an epsilon is refused rather than rounded (a requirement of
+    // ±1e300 would otherwise round its 1e-301 up to a whole unit of budget).
+    if !(1e-12..=1e12).contains(&raw) {
         return None;
     }
     let d = Decimal::from_f64_retain(raw)?
