@@ -10,7 +10,9 @@ use crate::cube::Cube;
 use crate::data::{self, LoadOptions, Table};
 use crate::error::{Error, EvalError};
 use crate::ledger::{self, Ledger, Store};
-use crate::output::{AnsweredResult, CubeReport, EstimateResult, MeasurementRow, ProbResult};
+use crate::output::{
+    short_number, AnsweredResult, CubeReport, EstimateResult, MeasurementRow, ProbResult,
+};
 use crate::output::{
     BudgetReport, ChooseEpsResult, CountResult, HistoryReport, Output, ReleaseRow, Response,
     SpendLine, TableInfo,
@@ -456,9 +458,9 @@ impl Session {
                                         credible95: post.credible_interval(ninety_five()),
                                         explain: format!(
                                             "answered from the history: its {}% credible interval has half-width {} <= {}, so nothing was spent (Xiao and Xiong, section 5)",
-                                            short_num(c * 100.0),
-                                            short_num(h),
-                                            short_num(w)
+                                            short_number(c * 100.0),
+                                            short_number(h),
+                                            short_number(w)
                                         ),
                                         budget_spent: budget.spent(),
                                         budget_remaining: budget.remaining(),
@@ -466,9 +468,9 @@ impl Session {
                                 }
                                 format!(
                                     "the history's {}% credible interval has half-width {} > {}",
-                                    short_num(c * 100.0),
-                                    short_num(h),
-                                    short_num(w)
+                                    short_number(c * 100.0),
+                                    short_number(h),
+                                    short_number(w)
                                 )
                             }
                             Err(EvalError::NotEstimable { cells, .. }) => {
@@ -488,11 +490,11 @@ impl Session {
                 let eps = round_up_eps(raw).ok_or(EvalError::UnusableEpsilon { eps: raw, span })?;
                 let explain = format!(
                     "{why}; released with the least epsilon that meets ±{} at {}%: eps = S ln(1/delta) / w = {} ln(1/{}) / {} = {} (Xiao and Xiong, Theorem 5.3)",
-                    short_num(w),
-                    short_num(c * 100.0),
-                    short_num(sensitivity),
-                    short_num(1.0 - c),
-                    short_num(w),
+                    short_number(w),
+                    short_number(c * 100.0),
+                    short_number(sensitivity),
+                    short_number(1.0 - c),
+                    short_number(w),
                     eps.exact.normalize()
                 );
                 (eps, Some(explain))
@@ -556,7 +558,7 @@ impl Session {
                 let total: Decimal = plan.terms.iter().map(|(c, _)| c.abs()).sum();
                 let bound = total.to_f64().unwrap_or(f64::INFINITY) * n as f64;
                 let too_large = || EvalError::TooLarge {
-                    bound: short_num(bound),
+                    bound: short_number(bound),
                     span,
                 };
                 let laplace = noise::GridLaplace::new(
@@ -1046,21 +1048,6 @@ fn round_up_eps(raw: f64) -> Option<Eps> {
         noise: noise::ExactEpsilon::new(d).ok()?,
         exact: d,
     })
-}
-
-/// A number as short as it reads well (six significant digits).
-fn short_num(x: f64) -> String {
-    if x == 0.0 || !x.is_finite() {
-        return x.to_string();
-    }
-    let magnitude = x.abs().log10().floor() as i32;
-    let decimals = (5 - magnitude).max(0) as usize;
-    let s = format!("{x:.decimals$}");
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
 }
 
 fn choose_eps(plan: ChoosePlan, span: Span) -> Result<ChooseEpsResult, EvalError> {

@@ -4,7 +4,7 @@ mod json;
 mod table;
 
 pub use json::{error_json, render_json};
-pub use table::render_table;
+pub use table::{num as short_number, render_table};
 
 use crate::data::ColumnType;
 use crate::plan::ChoosePlan;

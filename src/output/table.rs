@@ -497,7 +497,7 @@ fn sig(x: f64, digits: i32) -> String {
 }
 
 /// A float as short as it reads well: up to 6 significant digits.
-fn num(x: f64) -> String {
+pub fn num(x: f64) -> String {
     sig(x, 6)
 }
 
