@@ -87,6 +87,61 @@ pub enum StatementKind {
         /// The event.
         event: ProbEvent,
     },
+    /// `SIMULATE N 100 P 0.3 EPS (0.05, 0.1) RUNS 100000 [PLOT 'f.svg']`
+    Simulate(Simulate),
+    /// `OUT OF RANGE N 100 EPS 0.1 [AT 30]`
+    OutOfRange {
+        /// The number of rows.
+        n: Number,
+        /// The epsilon of the Laplace noise.
+        eps: Number,
+        /// The true count asked about.
+        at: Option<Number>,
+    },
+    /// `COMPARE NOISE EPS (0.1, 1, 10) [SENSITIVITY 1]`
+    CompareNoise {
+        /// The epsilons compared.
+        eps: Vec<Number>,
+        /// The sensitivity; 1 when absent.
+        sensitivity: Option<Number>,
+    },
+    /// `EXPLAIN statement`: what the statement would do, doing nothing.
+    Explain(Box<StatementKind>),
+}
+
+/// `SIMULATE`: the Monte Carlo comparison of the naive and Bayes estimators (paper 1, section 4).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Simulate {
+    /// Database sizes.
+    pub n: Vec<Number>,
+    /// Predicate probabilities.
+    pub p: Vec<Number>,
+    /// The noise is given as standard deviations (`STD`) rather than epsilons (`EPS`).
+    pub std: bool,
+    /// Epsilons, or noise standard deviations `sqrt(2)/eps`.
+    pub noise: Vec<Number>,
+    /// `RUNS r`: runs per point; 100,000 (the paper's) when absent.
+    pub runs: Option<Number>,
+    /// `PLOT ...`: a chart to write.
+    pub plot: Option<Plot>,
+}
+
+/// `PLOT [ERROR | IMPROVEMENT] 'file.svg'`: an SVG chart to write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plot {
+    /// Which metric to draw (SIMULATE only); both when absent.
+    pub metric: Option<PlotMetric>,
+    /// The file to write.
+    pub path: Text,
+}
+
+/// The metric drawn by `SIMULATE ... PLOT`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlotMetric {
+    /// `ERROR`: the average absolute errors (paper 1, Figures 1-5).
+    Error,
+    /// `IMPROVEMENT`: the probability that Bayes is closer (Figures 6-8).
+    Improvement,
 }
 
 /// The event of a `PROB` statement.
@@ -156,6 +211,8 @@ pub struct CountQuery {
     pub prior: Option<Number>,
     /// `MECHANISM name`: the noise; Laplace when absent.
     pub mechanism: Option<Ident>,
+    /// `PLOT 'file.svg'`: the posterior as a chart (with `PRIOR`).
+    pub plot: Option<Plot>,
 }
 
 /// An accuracy requirement from which to choose epsilon.
@@ -357,7 +414,67 @@ impl fmt::Display for StatementKind {
                     ProbEvent::Between(a, b) => write!(f, "BETWEEN {a} AND {b}"),
                 }
             }
+            StatementKind::Simulate(s) => write!(f, "{s}"),
+            StatementKind::OutOfRange { n, eps, at } => {
+                write!(f, "OUT OF RANGE N {n} EPS {eps}")?;
+                if let Some(a) = at {
+                    write!(f, " AT {a}")?;
+                }
+                Ok(())
+            }
+            StatementKind::CompareNoise { eps, sensitivity } => {
+                write!(f, "COMPARE NOISE EPS {}", List(eps))?;
+                if let Some(d) = sensitivity {
+                    write!(f, " SENSITIVITY {d}")?;
+                }
+                Ok(())
+            }
+            StatementKind::Explain(inner) => write!(f, "EXPLAIN {inner}"),
         }
+    }
+}
+
+/// Prints one number bare and several as `(0.05, 0.1, 1)`.
+struct List<'a>(&'a [Number]);
+
+impl fmt::Display for List<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            [one] => write!(f, "{one}"),
+            many => write!(f, "{}", Vector(many)),
+        }
+    }
+}
+
+impl fmt::Display for Simulate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "SIMULATE N {} P {} {} {}",
+            List(&self.n),
+            List(&self.p),
+            if self.std { "STD" } else { "EPS" },
+            List(&self.noise)
+        )?;
+        if let Some(r) = &self.runs {
+            write!(f, " RUNS {r}")?;
+        }
+        if let Some(p) = &self.plot {
+            write!(f, " {p}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Plot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PLOT ")?;
+        match self.metric {
+            Some(PlotMetric::Error) => f.write_str("ERROR ")?,
+            Some(PlotMetric::Improvement) => f.write_str("IMPROVEMENT ")?,
+            None => {}
+        }
+        write!(f, "{}", self.path)
     }
 }
 
@@ -433,6 +550,9 @@ impl fmt::Display for CountQuery {
         }
         if let Some(m) = &self.mechanism {
             write!(f, " MECHANISM {m}")?;
+        }
+        if let Some(p) = &self.plot {
+            write!(f, " {p}")?;
         }
         Ok(())
     }

@@ -7,10 +7,14 @@ use crate::ast::{
 use crate::cube::{self, Cube, CubeError, Dim, NotUnion};
 use crate::data::{self, ColumnType, Predicate, Table, Value};
 use crate::error::CheckError;
-use crate::plan::{ChoosePlan, CountPlan, CubeRef, Eps, Event, Mechanism, Plan, Spend};
+use crate::plan::{
+    ChoosePlan, CountPlan, CubeRef, Eps, Event, Mechanism, Plan, PlotPlan, SimMetric, SimulatePlan,
+    Spend,
+};
 use crate::span::Span;
 use crate::stats::blue::Measurement;
 use crate::stats::noise::ExactEpsilon;
+use crate::stats::simulate;
 use crate::stats::{Epsilon, Positive, Probability};
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
@@ -36,8 +40,11 @@ pub const MAX_CUBE_CELLS: usize = 10_000;
 
 /// Checks `stmt` against `catalog`, giving a plan that can run without further checks.
 pub fn check(stmt: &Statement, catalog: &dyn Catalog) -> Result<Plan, CheckError> {
-    let span = stmt.span;
-    Ok(match &stmt.kind {
+    check_kind(&stmt.kind, stmt.span, catalog)
+}
+
+fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result<Plan, CheckError> {
+    Ok(match kind {
         StatementKind::Load { path, alias } => Plan::Load {
             path: PathBuf::from(&path.value),
             path_span: path.span,
@@ -152,6 +159,157 @@ pub fn check(stmt: &Statement, catalog: &dyn Catalog) -> Result<Plan, CheckError
                 },
             }
         }
+        StatementKind::Simulate(sim) => Plan::Simulate(check_simulate(sim, kind)?),
+        StatementKind::OutOfRange { n, eps, at } => {
+            let n_rows = whole(n, "N", 1, MAX_ROWS)?;
+            Plan::OutOfRange {
+                n: n_rows,
+                eps: epsilon(eps)?,
+                at: at.as_ref().map(|a| whole(a, "AT", 0, n_rows)).transpose()?,
+            }
+        }
+        StatementKind::CompareNoise { eps, sensitivity } => Plan::CompareNoise {
+            eps: limited(eps, "epsilons", MAX_LIST)?
+                .iter()
+                .map(epsilon)
+                .collect::<Result<_, _>>()?,
+            sensitivity: match sensitivity {
+                None => Positive::new(1.0).expect("1 is positive"),
+                Some(d) => Positive::new(d.value).map_err(|_| CheckError::NotPositive {
+                    what: "a sensitivity",
+                    text: d.text.clone(),
+                    span: d.span,
+                })?,
+            },
+        },
+        StatementKind::Explain(inner) => Plan::Explain {
+            plan: Box::new(check_kind(inner, span, catalog)?),
+            statement: format!("{inner};"),
+        },
+    })
+}
+
+/// The largest `n` of `OUT OF RANGE` (any count of rows a table could hold).
+const MAX_ROWS: u64 = 1 << 53;
+
+/// The most values in one list of `SIMULATE` or `COMPARE NOISE`.
+const MAX_LIST: usize = 100;
+
+/// The most parameter points of one `SIMULATE`.
+const MAX_POINTS: usize = 1_000;
+
+/// The most runs of one `SIMULATE`, over all its points (about three minutes on two cores).
+const MAX_TOTAL_RUNS: u64 = 1_000_000_000;
+
+/// The runs per point when `RUNS` is absent: the paper's 100,000.
+pub const DEFAULT_RUNS: u64 = 100_000;
+
+fn check_simulate(sim: &ast::Simulate, kind: &StatementKind) -> Result<SimulatePlan, CheckError> {
+    let n = limited(&sim.n, "sizes", MAX_LIST)?
+        .iter()
+        .map(|n| whole(n, "N", 1, simulate::MAX_N))
+        .collect::<Result<Vec<_>, _>>()?;
+    let p = limited(&sim.p, "probabilities", MAX_LIST)?
+        .iter()
+        .map(|p| probability(p, false, "the predicate probability p"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let eps = limited(&sim.noise, "noise levels", MAX_LIST)?
+        .iter()
+        .map(|e| {
+            if !sim.std {
+                return epsilon(e);
+            }
+            // Paper 1, section 2: the noise's standard deviation is sqrt(2)/eps.
+            let bad = || CheckError::NotPositive {
+                what: "a noise standard deviation",
+                text: e.text.clone(),
+                span: e.span,
+            };
+            let std = Positive::new(e.value).map_err(|_| bad())?;
+            Epsilon::new(std::f64::consts::SQRT_2 / std.get()).map_err(|_| bad())
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let runs = match &sim.runs {
+        Some(r) => whole(r, "RUNS", 1, simulate::MAX_RUNS)?,
+        None => DEFAULT_RUNS,
+    };
+    let points = n.len() * p.len() * eps.len();
+    let first = &sim.n[0];
+    if points > MAX_POINTS {
+        return Err(CheckError::OutOfBounds {
+            what: "the number of points (N x P x EPS)",
+            bounds: format!("at most {MAX_POINTS}"),
+            text: points.to_string(),
+            span: first.span,
+        });
+    }
+    if (points as u64).saturating_mul(runs) > MAX_TOTAL_RUNS {
+        return Err(CheckError::OutOfBounds {
+            what: "the runs over all points",
+            bounds: format!("at most {MAX_TOTAL_RUNS}"),
+            text: (points as u64).saturating_mul(runs).to_string(),
+            span: sim.runs.as_ref().map_or(first.span, |r| r.span),
+        });
+    }
+    let plot = sim.plot.as_ref().map(|plot| PlotPlan {
+        path: PathBuf::from(&plot.path.value),
+        span: plot.path.span,
+        metric: match plot.metric {
+            None => SimMetric::Both,
+            Some(ast::PlotMetric::Error) => SimMetric::Error,
+            Some(ast::PlotMetric::Improvement) => SimMetric::Improvement,
+        },
+    });
+    Ok(SimulatePlan {
+        n,
+        p,
+        eps,
+        std: sim.std,
+        runs,
+        plot,
+        statement: format!("{kind};"),
+    })
+}
+
+/// A list of at most `limit` values.
+fn limited<'a>(
+    list: &'a [Number],
+    what: &'static str,
+    limit: usize,
+) -> Result<&'a [Number], CheckError> {
+    if list.len() > limit {
+        return Err(CheckError::OutOfBounds {
+            what,
+            bounds: format!("at most {limit} in a list"),
+            text: list.len().to_string(),
+            span: list[limit].span,
+        });
+    }
+    Ok(list)
+}
+
+/// A whole number in `lo..=hi` (written as digits or as `1e3`).
+fn whole(n: &Number, what: &'static str, lo: u64, hi: u64) -> Result<u64, CheckError> {
+    let v = n.value;
+    if v.is_finite() && v.fract() == 0.0 && v >= lo as f64 && v <= hi as f64 {
+        // v is a whole number within u64 range (hi <= 2^64 - 1 as f64 rounds to 2^64,
+        // but v <= hi as f64 with v whole keeps the cast exact or saturating at hi).
+        Ok((v as u64).clamp(lo, hi))
+    } else {
+        Err(CheckError::OutOfBounds {
+            what,
+            bounds: format!("a whole number from {lo} to {hi}"),
+            text: n.text.clone(),
+            span: n.span,
+        })
+    }
+}
+
+/// A positive, finite epsilon (the lab's formulas need no exact decimal).
+fn epsilon(e: &Number) -> Result<Epsilon, CheckError> {
+    Epsilon::new(e.value).map_err(|_| CheckError::InvalidEpsilon {
+        text: e.text.clone(),
+        span: e.span,
     })
 }
 
@@ -503,9 +661,46 @@ fn check_count(q: &CountQuery, catalog: &dyn Catalog, span: Span) -> Result<Coun
                     span: m.span,
                 });
             }
+            if mech == Mechanism::Staircase {
+                if q.prior.is_some() {
+                    return Err(CheckError::NotApplicable {
+                        message: "PRIOR assumes Laplace noise (paper 1, eq. 8); release with MECHANISM laplace for a Bayes estimate",
+                        span: m.span,
+                    });
+                }
+                if !matches!(spend, Spend::Eps(_)) {
+                    return Err(CheckError::NotApplicable {
+                        message: "WITHIN chooses epsilon for Laplace noise; give WITH EPS for MECHANISM staircase",
+                        span: m.span,
+                    });
+                }
+            }
             mech
         }
     };
+    let plot = q
+        .plot
+        .as_ref()
+        .map(|plot| {
+            if plot.metric.is_some() {
+                return Err(CheckError::NotApplicable {
+                    message: "PLOT ERROR and PLOT IMPROVEMENT apply to SIMULATE; a count plots its posterior: PLOT 'file.svg'",
+                    span: plot.path.span,
+                });
+            }
+            if prior.is_none() {
+                return Err(CheckError::NotApplicable {
+                    message: "PLOT draws the posterior of the true count, which needs PRIOR p=...",
+                    span: plot.path.span,
+                });
+            }
+            Ok(PlotPlan {
+                path: PathBuf::from(&plot.path.value),
+                span: plot.path.span,
+                metric: SimMetric::Both,
+            })
+        })
+        .transpose()?;
     let plain_key = plain.then(|| format!("count|{:?}", terms[0].1));
     let query_key = match cube {
         None => plain_key.clone().unwrap_or_default(),
@@ -529,6 +724,7 @@ fn check_count(q: &CountQuery, catalog: &dyn Catalog, span: Span) -> Result<Coun
         spend,
         prior,
         mechanism,
+        plot,
     })
 }
 
@@ -556,20 +752,10 @@ fn check_eps(eps: &Number) -> Result<Eps, CheckError> {
 }
 
 fn mechanism(m: &Ident) -> Result<Mechanism, CheckError> {
-    if let Some(mechanism) = Mechanism::from_name(&m.name) {
-        return Ok(mechanism);
-    }
-    match m.name.to_ascii_lowercase().as_str() {
-        // TODO(#5): staircase lands with the estimator lab.
-        "staircase" => Err(CheckError::MechanismUnavailable {
-            name: m.name.to_ascii_lowercase(),
-            span: m.span,
-        }),
-        _ => Err(CheckError::UnknownMechanism {
-            name: m.name.clone(),
-            span: m.span,
-        }),
-    }
+    Mechanism::from_name(&m.name).ok_or_else(|| CheckError::UnknownMechanism {
+        name: m.name.clone(),
+        span: m.span,
+    })
 }
 
 fn check_choose(c: &ChooseEps, span: Span) -> Result<ChoosePlan, CheckError> {

@@ -262,11 +262,15 @@ pub enum CheckError {
         /// Where.
         span: Span,
     },
-    /// A mechanism that is designed but not built yet.
-    #[error("MECHANISM {name} is not available yet")]
-    MechanismUnavailable {
-        /// The mechanism.
-        name: String,
+    /// A number outside the range a statement accepts.
+    #[error("{what} must be {bounds}, not {text}")]
+    OutOfBounds {
+        /// What the number is.
+        what: &'static str,
+        /// What is accepted.
+        bounds: String,
+        /// The number as written.
+        text: String,
         /// Where.
         span: Span,
     },
@@ -436,6 +440,24 @@ pub enum EvalError {
         /// The statement.
         span: Span,
     },
+    /// A simulation that cannot run (its parameters are beyond what it supports).
+    #[error("SIMULATE cannot run: {message}")]
+    Simulation {
+        /// Why.
+        message: String,
+        /// The statement.
+        span: Span,
+    },
+    /// A chart that cannot be written where asked.
+    #[error("cannot write the chart {path}: {reason}")]
+    PlotNotWritten {
+        /// The file.
+        path: String,
+        /// Why.
+        reason: String,
+        /// Where the file was named.
+        span: Span,
+    },
     /// The CSV file could not be loaded; no table was created.
     #[error("cannot load {path}: {error}")]
     Load {
@@ -483,6 +505,7 @@ impl Error {
                 | CheckError::InexactEpsilon { span, .. }
                 | CheckError::InvalidProbability { span, .. }
                 | CheckError::NotPositive { span, .. }
+                | CheckError::OutOfBounds { span, .. }
                 | CheckError::InvalidSeed { span, .. }
                 | CheckError::NumberOutOfRange { span, .. }
                 | CheckError::InvalidCells { span, .. }
@@ -497,7 +520,6 @@ impl Error {
                 | CheckError::NotApplicable { span, .. }
                 | CheckError::ZeroQuery { span }
                 | CheckError::UnknownMechanism { span, .. }
-                | CheckError::MechanismUnavailable { span, .. }
                 | CheckError::RelativeWithoutCount { span }
                 | CheckError::CountWithAbsolute { span } => *span,
             },
@@ -509,6 +531,8 @@ impl Error {
                 | EvalError::UnusableEpsilon { span, .. }
                 | EvalError::Ledger { span, .. }
                 | EvalError::AnswerNotRecorded { span, .. }
+                | EvalError::Simulation { span, .. }
+                | EvalError::PlotNotWritten { span, .. }
                 | EvalError::NotEstimable { span, .. }
                 | EvalError::CellBudgetExceeded { span, .. }
                 | EvalError::CubeInUse { span }
@@ -556,11 +580,9 @@ impl Error {
                     Some("smaller epsilon means more noise and more privacy; 0.1 is common".into())
                 }
                 CheckError::UnknownMechanism { .. } => {
-                    Some("mechanisms: laplace (the default) and geometric".into())
+                    Some("mechanisms: laplace (the default), geometric and staircase".into())
                 }
-                CheckError::MechanismUnavailable { .. } => {
-                    Some("MECHANISM laplace (the default) and geometric are available".into())
-                }
+
                 CheckError::RelativeWithoutCount { .. } => Some(
                     "add FOR c with an assumed count, e.g. FOR 100; the true count is private".into(),
                 ),

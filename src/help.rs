@@ -56,12 +56,14 @@ the noise reproducible, for teaching and tests: every result then says it is not
     },
     Topic {
         name: "COUNT",
-        synopsis: "COUNT WHERE condition WITH EPS e [PRIOR p=q] [MECHANISM laplace|geometric]; | COUNT WHERE condition WITHIN w AT p; | 2*COUNT WHERE a - COUNT WHERE b ... WITH EPS e (or WITHIN w AT p);",
+        synopsis: "COUNT WHERE condition WITH EPS e [PRIOR p=q [PLOT 'file.svg']] [MECHANISM laplace|geometric|staircase]; | COUNT WHERE condition WITHIN w AT p; | 2*COUNT WHERE a - COUNT WHERE b ... WITH EPS e (or WITHIN w AT p);",
         about: "Releases the number of rows satisfying the condition plus Laplace noise of scale \
-1/e (on a fine grid; MECHANISM geometric: whole numbers), sampled exactly, spending e of the \
+1/e (on a fine grid; MECHANISM geometric: whole numbers; MECHANISM staircase: the \
+variance-optimal staircase noise, a little narrower than Laplace), sampled exactly, spending e of the \
 budget (checked before any noise is drawn and recorded in the ledger before the answer). Shows the 95% noise interval \
 noisy +- ln(20)/e. With PRIOR, also the Bayes estimate of the true count under a Binomial(n, q) \
-prior and its 95% credible interval (free: post-processing). An identical query (same \
+prior and its 95% credible interval (free: post-processing), with a sparkline of the posterior; \
+PLOT 'file.svg' draws the posterior with its credible interval. An identical query (same \
 condition, epsilon and mechanism) returns its recorded answer at no cost. Conditions: = != <> < \
 <= > >= against numbers, 'strings' and TRUE/FALSE; col IN (v, ...); col BETWEEN a AND b; AND, \
 OR, NOT, parentheses. \
@@ -119,6 +121,47 @@ sum of Laplace noises, by FFT). Spends nothing. An error names the cells that la
 answers (flat prior). The query is a list of coefficients or counts, as for ESTIMATE. Spends \
 nothing.",
         example: "PROB (1, 0, 1, 0) > 0;",
+    },
+    Topic {
+        name: "SIMULATE",
+        synopsis: "SIMULATE N n|(n, ...) P p|(p, ...) EPS e|(e, ...) [RUNS r] [PLOT [ERROR|IMPROVEMENT] 'file.svg']; (STD s|(s, ...) instead of EPS)",
+        about: "The Monte Carlo comparison of Naldi and D'Acquisto, section 4: each run draws a true \
+count k ~ Binomial(n, p) and a noisy answer y = k + Laplace(1/eps), and compares the naive \
+estimate y with the Bayes estimate (eq. 11). For each point it reports the average absolute error \
+of both (and the naive one's exact value 1/eps) and the probability that Bayes is closer, with \
+95% Monte Carlo intervals. STD gives the noise as standard deviations sqrt(2)/eps. RUNS defaults \
+to the paper's 100,000. PLOT writes an SVG chart: ERROR the average errors (Figures 1-5), \
+IMPROVEMENT the probability of a Bayes improvement (Figures 6-8), both when neither is said; the x \
+axis is the list with several values (eps is drawn reversed, as in the paper). Touches no data and \
+spends nothing; with SET SEED the results are reproducible.",
+        example: "SIMULATE N 100 P 0.3 EPS (0.05, 0.1, 0.5, 1) RUNS 10000;",
+    },
+    Topic {
+        name: "OUT",
+        synopsis: "OUT OF RANGE N n EPS e [AT a];",
+        about: "The probability that Laplace noise of scale 1/e puts a count of n rows outside [0, n]: \
+at the true count a (Naldi and D'Acquisto, eq. 2), its largest value, at 0 and n (Theorem 1: \
+(1 + e^(-e n))/2), and its least, at n/2 (exact over whole counts, and eq. 6 as the paper writes \
+it). Spends nothing.",
+        example: "OUT OF RANGE N 100 EPS 0.1 AT 30;",
+    },
+    Topic {
+        name: "COMPARE",
+        synopsis: "COMPARE NOISE EPS e|(e, ...) [SENSITIVITY d];",
+        about: "Laplace noise against the optimal data-independent noise, the staircase (Soria-Comas \
+and Domingo-Ferrer; Geng and Viswanath): for each epsilon, the variances 2 d^2/e^2 and the least \
+staircase variance, the staircase's inner width gamma, and the 95% interval half-widths of both. \
+Spends nothing.",
+        example: "COMPARE NOISE EPS (0.1, 1, 10);",
+    },
+    Topic {
+        name: "EXPLAIN",
+        synopsis: "EXPLAIN statement;",
+        about: "Says what the statement would do without doing it: for a count, the table, the cells \
+it touches, its sensitivity, the noise and its scale, the budget before and after, the \
+composition rule, or why it would be refused or answered for free. Spends nothing, records \
+nothing, draws no noise.",
+        example: "EXPLAIN COUNT WHERE age < 30 WITH EPS 0.1;",
     },
 ];
 

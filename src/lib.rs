@@ -35,6 +35,7 @@ pub mod help;
 pub mod ledger;
 pub mod output;
 pub mod plan;
+pub mod plot;
 pub mod span;
 pub mod stats;
 pub mod syntax;

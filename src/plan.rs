@@ -2,6 +2,7 @@
 
 use crate::cube::Cube;
 use crate::data::Predicate;
+pub use crate::plot::{SimAxis, SimMetric};
 use crate::span::Span;
 use crate::stats::blue::Measurement;
 use crate::stats::noise::ExactEpsilon;
@@ -106,6 +107,90 @@ pub enum Plan {
         /// The event.
         event: Event,
     },
+    /// The Monte Carlo comparison of the naive and Bayes estimators.
+    Simulate(SimulatePlan),
+    /// The probability that a Laplace-noised count falls outside `[0, n]` (paper 1, eq. 2-6).
+    OutOfRange {
+        /// Rows.
+        n: u64,
+        /// The noise's epsilon (scale `1/eps`).
+        eps: Epsilon,
+        /// The true count asked about.
+        at: Option<u64>,
+    },
+    /// Laplace against optimal staircase noise (Soria-Comas and Domingo-Ferrer).
+    CompareNoise {
+        /// The epsilons.
+        eps: Vec<Epsilon>,
+        /// The sensitivity.
+        sensitivity: Positive,
+    },
+    /// What a statement would do, doing nothing.
+    Explain {
+        /// The statement's plan.
+        plan: Box<Plan>,
+        /// The statement, canonical.
+        statement: String,
+    },
+}
+
+/// The Monte Carlo comparison of the naive and Bayes estimators (paper 1, section 4).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimulatePlan {
+    /// Database sizes.
+    pub n: Vec<u64>,
+    /// Predicate probabilities.
+    pub p: Vec<Probability>,
+    /// Epsilons (from `STD s` as `sqrt(2)/s`).
+    pub eps: Vec<Epsilon>,
+    /// The noise was given as standard deviations: the chart's x axis shows them.
+    pub std: bool,
+    /// Runs per point.
+    pub runs: u64,
+    /// The chart to write, if any.
+    pub plot: Option<PlotPlan>,
+    /// The statement, canonical (seeds each point's runs in a seeded session).
+    pub statement: String,
+}
+
+impl SimulatePlan {
+    /// The points, `n` outermost and epsilon innermost, as they are reported.
+    pub fn points(&self) -> Vec<(u64, Probability, Epsilon)> {
+        let mut points = Vec::with_capacity(self.n.len() * self.p.len() * self.eps.len());
+        for &n in &self.n {
+            for &p in &self.p {
+                for &e in &self.eps {
+                    points.push((n, p, e));
+                }
+            }
+        }
+        points
+    }
+
+    /// What the chart's x axis shows: the list with several values (p first, then the noise,
+    /// then n), the noise when every list has one value.
+    pub fn axis(&self) -> SimAxis {
+        if self.p.len() > 1 {
+            SimAxis::P
+        } else if self.eps.len() == 1 && self.n.len() > 1 {
+            SimAxis::N
+        } else if self.std {
+            SimAxis::Std
+        } else {
+            SimAxis::Eps
+        }
+    }
+}
+
+/// A chart to write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlotPlan {
+    /// The file.
+    pub path: PathBuf,
+    /// Where its name was written.
+    pub span: Span,
+    /// Which metric (SIMULATE).
+    pub metric: SimMetric,
 }
 
 /// The event of a posterior probability.
@@ -174,6 +259,8 @@ pub struct CountPlan {
     pub prior: Option<Probability>,
     /// The noise.
     pub mechanism: Mechanism,
+    /// `PLOT`: the posterior chart to write.
+    pub plot: Option<PlotPlan>,
     /// The statement, canonical, as recorded in the history.
     pub statement: String,
     /// What makes two queries identical, but for epsilon and mechanism (the predicate, or the
@@ -201,6 +288,9 @@ pub enum Mechanism {
     Laplace,
     /// Two-sided geometric (discrete Laplace) noise: integer answers.
     Geometric,
+    /// The staircase noise of the variance-optimal parameter (Geng and Viswanath; the
+    /// Soria-Comas and Domingo-Ferrer slides), released on a grid of `2^-20`.
+    Staircase,
 }
 
 impl Mechanism {
@@ -209,6 +299,7 @@ impl Mechanism {
         match name.to_ascii_lowercase().as_str() {
             "laplace" => Some(Self::Laplace),
             "geometric" => Some(Self::Geometric),
+            "staircase" => Some(Self::Staircase),
             _ => None,
         }
     }
@@ -219,6 +310,7 @@ impl fmt::Display for Mechanism {
         f.write_str(match self {
             Mechanism::Laplace => "laplace",
             Mechanism::Geometric => "geometric",
+            Mechanism::Staircase => "staircase",
         })
     }
 }

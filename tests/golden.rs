@@ -78,33 +78,19 @@ fn transcript(path: &Path) -> String {
 }
 
 fn expected_path(script: &Path) -> PathBuf {
-    if script.starts_with("examples") {
-        let name = script.file_stem().expect("a script has a name");
-        Path::new("tests/golden/examples")
-            .join(name)
-            .with_extension("out")
-    } else {
-        script.with_extension("out")
+    match script.strip_prefix("examples") {
+        Ok(rest) => Path::new("tests/golden/examples")
+            .join(rest)
+            .with_extension("out"),
+        Err(_) => script.with_extension("out"),
     }
 }
 
-#[test]
-fn golden_transcripts() {
-    let mut all = Vec::new();
-    scripts(Path::new("tests/golden"), &mut all);
-    if let Ok(entries) = std::fs::read_dir("examples") {
-        all.extend(
-            entries
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|e| e == "dpq")),
-        );
-    }
-    all.sort();
-    assert!(all.len() >= 10, "the golden scripts were not found");
+/// Runs `scripts` and compares (or, with `DPQ_BLESS`, writes) their transcripts.
+fn check_transcripts(scripts: &[PathBuf]) -> Vec<String> {
     let bless = std::env::var_os("DPQ_BLESS").is_some();
     let mut failures = Vec::new();
-    for script in &all {
+    for script in scripts {
         let got = transcript(script);
         let expected_file = expected_path(script);
         if bless {
@@ -128,5 +114,61 @@ fn golden_transcripts() {
             )),
         }
     }
+    failures
+}
+
+/// The figures of Naldi and D'Acquisto (`examples/figures/figN.dpq`, one per figure): each
+/// runs in the harness (a test of its own, so it runs beside the other transcripts) and
+/// writes its chart, an SVG with the paper's axes.
+#[test]
+fn figure_scripts_write_their_charts() {
+    let mut figures: Vec<PathBuf> = std::fs::read_dir("examples/figures")
+        .expect("examples/figures exists")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "dpq"))
+        .collect();
+    figures.sort();
+    assert_eq!(figures.len(), 8, "one script per figure of paper 1");
+    let failures = check_transcripts(&figures);
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    for script in &figures {
+        let svg_path = script.with_extension("svg");
+        let svg = std::fs::read_to_string(&svg_path)
+            .unwrap_or_else(|e| panic!("{} was not written: {e}", svg_path.display()));
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        let axis = if script.ends_with("fig5.dpq") || script.ends_with("fig8.dpq") {
+            "Predicate probability p"
+        } else if ["fig3.dpq", "fig4.dpq", "fig7.dpq"]
+            .iter()
+            .any(|f| script.ends_with(f))
+        {
+            "privacy level"
+        } else {
+            "Noise standard deviation"
+        };
+        assert!(
+            svg.contains(axis),
+            "{}: no axis `{axis}`",
+            svg_path.display()
+        );
+    }
+}
+
+#[test]
+fn golden_transcripts() {
+    let mut all = Vec::new();
+    scripts(Path::new("tests/golden"), &mut all);
+    if let Ok(entries) = std::fs::read_dir("examples") {
+        all.extend(
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "dpq")),
+        );
+    }
+    all.sort();
+    assert!(all.len() >= 10, "the golden scripts were not found");
+    let failures = check_transcripts(&all);
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

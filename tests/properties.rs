@@ -2,8 +2,8 @@
 //! no input, however malformed, makes the interpreter panic.
 
 use dpq::ast::{
-    Accuracy, ChooseEps, CmpOp, CountQuery, CountTerm, CubeDim, Expr, Ident, Literal, Number,
-    ProbEvent, Query, Statement, StatementKind, Text,
+    Accuracy, ChooseEps, CmpOp, CountQuery, CountTerm, CubeDim, Expr, Ident, Literal, Number, Plot,
+    PlotMetric, ProbEvent, Query, Simulate, Statement, StatementKind, Text,
 };
 use dpq::driver::run_source;
 use dpq::eval::{Randomness, Session};
@@ -149,16 +149,18 @@ fn statement() -> impl Strategy<Value = StatementKind> {
             terms(),
             accuracy(),
             prop::option::of(number()),
-            prop::option::of(name())
+            prop::option::of(name()),
+            prop::option::of(plot())
         )
-            .prop_map(|(terms, accuracy, prior, mechanism)| StatementKind::Count(
-                CountQuery {
+            .prop_map(
+                |(terms, accuracy, prior, mechanism, plot)| StatementKind::Count(CountQuery {
                     terms,
                     accuracy,
                     prior,
-                    mechanism
-                }
-            )),
+                    mechanism,
+                    plot
+                })
+            ),
         prop::collection::vec(
             (name(), prop::collection::vec(literal(), 1..4))
                 .prop_map(|(column, points)| CubeDim { column, points }),
@@ -194,6 +196,70 @@ fn statement() -> impl Strategy<Value = StatementKind> {
             ]
         )
             .prop_map(|(query, event)| StatementKind::Prob { query, event }),
+        lab(),
+    ]
+}
+
+fn plot() -> impl Strategy<Value = Plot> {
+    (
+        prop::option::of(prop_oneof![
+            Just(PlotMetric::Error),
+            Just(PlotMetric::Improvement)
+        ]),
+        text(),
+    )
+        .prop_map(|(metric, path)| Plot { metric, path })
+}
+
+fn list() -> impl Strategy<Value = Vec<Number>> {
+    prop::collection::vec(number(), 1..5)
+}
+
+/// The estimator lab's statements, and EXPLAIN of any statement but EXPLAIN.
+fn lab() -> impl Strategy<Value = StatementKind> {
+    let simulate = (
+        list(),
+        list(),
+        any::<bool>(),
+        list(),
+        prop::option::of(number()),
+        prop::option::of(plot()),
+    )
+        .prop_map(|(n, p, std, noise, runs, plot)| {
+            StatementKind::Simulate(Simulate {
+                n,
+                p,
+                std,
+                noise,
+                runs,
+                plot,
+            })
+        })
+        .boxed();
+    let out_of_range = (number(), number(), prop::option::of(number()))
+        .prop_map(|(n, eps, at)| StatementKind::OutOfRange { n, eps, at })
+        .boxed();
+    let compare = (list(), prop::option::of(number()))
+        .prop_map(|(eps, sensitivity)| StatementKind::CompareNoise { eps, sensitivity })
+        .boxed();
+    let plain = prop_oneof![
+        simulate.clone(),
+        out_of_range.clone(),
+        compare.clone(),
+        Just(StatementKind::ShowBudget),
+        (terms(), accuracy()).prop_map(|(terms, accuracy)| StatementKind::Count(CountQuery {
+            terms,
+            accuracy,
+            prior: None,
+            mechanism: None,
+            plot: None,
+        })),
+    ];
+    prop_oneof![
+        simulate,
+        out_of_range,
+        compare,
+        plain.prop_map(|k| StatementKind::Explain(Box::new(k))),
     ]
 }
 
@@ -221,7 +287,8 @@ proptest! {
                     "-1", "1e400", "0.1", "(", ")", "AND", "OR", "NOT", "IN", "BETWEEN", ",",
                     ";", "<=", "=", "CHOOSE", "WITHIN", "%", "AT", "FOR", "SET", "BUDGET",
                     "SEED", "SHOW", "HISTORY", "LOAD", "USE", "DESCRIBE", "--", "\n", "\"",
-                    "'", "é", "TRUE", "MECHANISM", "laplace", "geometric",
+                    "'", "é", "TRUE", "MECHANISM", "laplace", "geometric", "staircase", "OUT", "OF",
+                    "RANGE", "N", "COMPARE", "NOISE", "SENSITIVITY", "EXPLAIN",
                 ]),
                 0..24,
             ).prop_map(|words| words.join(" ")),

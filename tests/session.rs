@@ -34,7 +34,9 @@ const REFUSED: &[&str] = &[
     "COUNT WHERE sex > 40 WITH EPS 0.1;",
     "COUNT WHERE age > 40 WITH EPS 0;",
     "COUNT WHERE age > 40 WITH EPS 0.1 PRIOR p=1;",
-    "COUNT WHERE age > 40 WITH EPS 0.1 MECHANISM staircase;",
+    "COUNT WHERE age > 40 WITH EPS 0.1 PRIOR p=0.3 MECHANISM staircase;",
+    "COUNT WHERE age > 40 WITH EPS 0.1 PLOT 'no-prior.svg';",
+    "COUNT WHERE age > 40 WITH EPS 0.1 PRIOR p=0.3 PLOT 'no/such/directory/p.svg';",
     "COUNT WHERE age > 40 WITH EPS 0.10000000000000000000000000001;",
     // Syntax errors.
     "COUNT WHERE age > 40 WITH EPS;",
@@ -65,6 +67,35 @@ fn refused_statements_change_nothing_and_draw_nothing() {
         let after = "SHOW BUDGET; SHOW HISTORY; SHOW TABLES; COUNT WHERE age >= 30 WITH EPS 0.2;";
         assert_eq!(run(&mut a, after), run(&mut b, after), "{refused}");
     }
+}
+
+/// Statements that spend nothing: they answer, and leave everything as it was.
+const FREE: &[&str] = &[
+    "EXPLAIN COUNT WHERE age > 40 WITH EPS 0.1;",
+    "EXPLAIN COUNT WHERE age > 40 WITH EPS 0.1 PRIOR p=0.3 PLOT 'never-written.svg';",
+    "EXPLAIN COUNT WHERE age < 30 WITH EPS 0.1;",
+    "EXPLAIN COUNT WHERE age > 40 WITH EPS 5;",
+    "EXPLAIN LOAD 'examples/data/people.csv' AS other;",
+    "EXPLAIN SET BUDGET 3;",
+    "SIMULATE N 100 P 0.3 EPS 0.1 RUNS 1000;",
+    "OUT OF RANGE N 100 EPS 0.1 AT 3;",
+    "COMPARE NOISE EPS (0.1, 1);",
+];
+
+#[test]
+fn free_statements_change_nothing_and_draw_nothing() {
+    for free in FREE {
+        let mut a = seeded();
+        let mut b = seeded();
+        run(&mut a, "COUNT WHERE age < 30 WITH EPS 0.1;");
+        run(&mut b, "COUNT WHERE age < 30 WITH EPS 0.1;");
+        let out = run(&mut b, free);
+        assert_eq!(out.len(), 1, "{free}: {out:?}");
+        assert!(!out[0].contains("\"kind\":\"error\""), "{free}: {out:?}");
+        let after = "SHOW BUDGET; SHOW HISTORY; SHOW TABLES; COUNT WHERE age >= 30 WITH EPS 0.2;";
+        assert_eq!(run(&mut a, after), run(&mut b, after), "{free}");
+    }
+    assert!(!std::path::Path::new("never-written.svg").exists());
 }
 
 #[test]

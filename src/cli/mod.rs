@@ -4,12 +4,14 @@ mod repl;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use dpq::driver::{run_source, Emitted};
-use dpq::eval::{Randomness, Session};
+use dpq::eval::{Progress, Randomness, Session};
 use dpq::ledger::Store;
 use dpq::output::Format;
-use std::io::Write;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Mutex;
 
 /// Exit status when every statement ran.
 pub const EXIT_OK: u8 = 0;
@@ -85,6 +87,12 @@ pub fn main(args: Args) -> ExitCode {
         None => Randomness::Os,
     };
     let mut session = Session::with_store(randomness, Store::Dir(state_dir));
+    // A progress bar for long statements only where a person watches: table output to a
+    // terminal. JSON and redirected output stay clean.
+    if format == Format::Table && std::io::stdout().is_terminal() && std::io::stderr().is_terminal()
+    {
+        session.set_progress(Some(Box::new(Bar::default())));
+    }
     let ok = match (&args.command, &args.statements) {
         (Some(Command::Run { .. }), Some(_)) => {
             eprintln!("dpq: -c and run cannot be used together");
@@ -95,6 +103,44 @@ pub fn main(args: Args) -> ExitCode {
         (None, None) => repl::run(&mut session, format),
     };
     ExitCode::from(if ok { EXIT_OK } else { EXIT_STATEMENT_FAILED })
+}
+
+/// An indicatif progress bar on standard error.
+#[derive(Default)]
+struct Bar(Mutex<Option<ProgressBar>>);
+
+impl Bar {
+    fn bar(&self) -> Option<ProgressBar> {
+        self.0.lock().ok().and_then(|b| b.clone())
+    }
+}
+
+impl Progress for Bar {
+    fn start(&self, what: &str, total: u64) {
+        let style = ProgressStyle::with_template(
+            "{msg} [{bar:40}] {human_pos}/{human_len} runs, {eta} left",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr())
+            .with_style(style)
+            .with_message(what.to_string());
+        if let Ok(mut slot) = self.0.lock() {
+            *slot = Some(bar);
+        }
+    }
+
+    fn advance(&self, done: u64) {
+        if let Some(bar) = self.bar() {
+            bar.inc(done);
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = self.0.lock().ok().and_then(|mut b| b.take()) {
+            bar.finish_and_clear();
+        }
+    }
 }
 
 /// The state directory: `--state-dir`, else `DPQ_STATE_DIR`, else `dpq` in the user's data

@@ -142,13 +142,31 @@ impl History {
         eps: Decimal,
         row: &[(usize, Decimal)],
     ) -> Result<(), (usize, Decimal)> {
-        let Some(mut b) = self.cell_spent() else {
+        let Some(b) = self.cells_after(eps, row) else {
             return if self.can_spend(eps) {
                 Ok(())
             } else {
                 Err((0, self.spent().saturating_add(eps)))
             };
         };
+        match b.iter().position(|x| *x > self.total) {
+            Some(j) => Err((j, b[j])),
+            None => Ok(()),
+        }
+    }
+
+    /// What [`History::spent`] would be after releasing `row` with `eps` (not checked
+    /// against the total).
+    pub fn spent_after(&self, eps: Decimal, row: &[(usize, Decimal)]) -> Decimal {
+        match self.cells_after(eps, row) {
+            Some(b) => b.into_iter().max().unwrap_or(Decimal::ZERO),
+            None => self.spent().saturating_add(eps),
+        }
+    }
+
+    /// Each cell's spending after releasing `row` with `eps`; `None` without a cube.
+    fn cells_after(&self, eps: Decimal, row: &[(usize, Decimal)]) -> Option<Vec<Decimal>> {
+        let mut b = self.cell_spent()?;
         if row.is_empty() {
             for cell in &mut b {
                 *cell = cell.saturating_add(eps);
@@ -162,10 +180,7 @@ impl History {
                 }
             }
         }
-        match b.iter().position(|x| *x > self.total) {
-            Some(j) => Err((j, b[j])),
-            None => Ok(()),
-        }
+        Some(b)
     }
 
     /// `total - spent`.

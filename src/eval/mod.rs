@@ -1,6 +1,8 @@
 //! The session: loaded tables, their budgets and histories, the random generator, and statement execution.
 
+mod explain;
 mod history;
+mod lab;
 
 pub use history::{charge, row_sensitivity, CubeDecl, History, Release};
 
@@ -22,7 +24,7 @@ use crate::span::Span;
 use crate::stats::blue::{self, Measurement};
 use crate::stats::exact;
 use crate::stats::noise;
-use crate::stats::{accuracy, bayes, laplace, Epsilon, Positive, Probability};
+use crate::stats::{accuracy, bayes, laplace, staircase, Epsilon, Positive, Probability};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use rust_decimal::prelude::ToPrimitive;
@@ -65,6 +67,17 @@ struct FileState {
     cube: Option<Cube>,
 }
 
+/// Progress of a long statement (`SIMULATE`), reported as work is done. The library never
+/// prints: the `dpq` binary shows a progress bar on a terminal, and nothing otherwise.
+pub trait Progress: Send + Sync {
+    /// Work begins: `total` units (runs) of `what`.
+    fn start(&self, what: &str, total: u64);
+    /// `done` more units are finished (called from any thread).
+    fn advance(&self, done: u64);
+    /// The work is over.
+    fn finish(&self);
+}
+
 /// An interpreter session: tables loaded so far, the current one, and the generator.
 pub struct Session {
     entries: Vec<Entry>,
@@ -81,6 +94,8 @@ pub struct Session {
     /// Whether coefficient lists speak of the teaching cube (after `CUBE n`) rather than the
     /// current table's (after `CUBE BY`, `LOAD` or `USE`).
     teaching_focus: bool,
+    /// Where the progress of long statements is reported, if anywhere.
+    progress: Option<Box<dyn Progress>>,
 }
 
 /// Anonymous cells with no data (`CUBE n`) and the measurements entered by hand.
@@ -121,7 +136,13 @@ impl Session {
             store,
             cube: None,
             teaching_focus: false,
+            progress: None,
         }
+    }
+
+    /// Reports the progress of long statements (`SIMULATE`) to `progress`, or to nothing.
+    pub fn set_progress(&mut self, progress: Option<Box<dyn Progress>>) {
+        self.progress = progress;
     }
 
     /// Replaces the clock that stamps releases (seconds since the Unix epoch); golden tests
@@ -266,7 +287,15 @@ impl Session {
                 self.seed = Some(seed);
                 Output::SeedSet { seed }
             }
-            Plan::Count(plan) => self.count(plan, span)?,
+            Plan::Count(plan) => self.count(plan, span, false)?,
+            Plan::Simulate(plan) => Output::Simulate(self.simulate(plan, span)?),
+            Plan::OutOfRange { n, eps, at } => Output::OutOfRange(lab::out_of_range(n, eps, at)),
+            Plan::CompareNoise { eps, sensitivity } => {
+                Output::CompareNoise(lab::compare_noise(&eps, sensitivity))
+            }
+            Plan::Explain { plan, statement } => {
+                Output::Explained(self.explain(*plan, statement, span)?)
+            }
             Plan::CubeBy { table, cube, spec } => {
                 let i = self.index(&table);
                 let fi = self.entries[i].file;
@@ -401,7 +430,9 @@ impl Session {
         })
     }
 
-    fn count(&mut self, plan: CountPlan, span: Span) -> Result<Output, EvalError> {
+    /// Runs a count; `dry` (EXPLAIN) goes as far as the budget check and returns what it
+    /// would do, spending nothing, recording nothing and drawing nothing.
+    fn count(&mut self, plan: CountPlan, span: Span, dry: bool) -> Result<Output, EvalError> {
         let i = self.index(&plan.table);
         let fi = self.entries[i].file;
         let n = self.entries[i].table.n_rows();
@@ -447,6 +478,19 @@ impl Session {
                                 let h = (interval.1 - interval.0) / 2.0;
                                 if h <= w {
                                     drop(lock);
+                                    if dry {
+                                        return Ok(self.count_explanation(
+                                            &plan,
+                                            i,
+                                            None,
+                                            explain::Verdict::Answered(format!(
+                                                "its {}% credible interval from the history has half-width {} <= {}: answered from the history (Xiao and Xiong, section 5)",
+                                                short_number(c * 100.0),
+                                                short_number(h),
+                                                short_number(w)
+                                            )),
+                                        ));
+                                    }
                                     let budget = self.files[fi].ledger.history();
                                     return Ok(Output::Answered(AnsweredResult {
                                         table: plan.table,
@@ -522,11 +566,28 @@ impl Session {
                 .and_then(|r| r.noisy)
         };
         let plain = plan.single().cloned();
+        if dry {
+            let verdict = if earlier.is_some() {
+                explain::Verdict::Reused
+            } else {
+                let history = file.ledger.history();
+                match history.check_row(eps.exact, &plan.row) {
+                    Ok(()) => explain::Verdict::Releases(explain),
+                    Err(_) => explain::Verdict::Refused(explain),
+                }
+            };
+            drop(lock);
+            return Ok(self.count_explanation(&plan, i, Some(eps), verdict));
+        }
+        if let Some(chart) = &plan.plot {
+            lab::writable(&chart.path, chart.span)?;
+        }
         let (noisy, grid, from_history) = match earlier {
             Some(noisy) => (
                 noisy,
                 match (plan.mechanism, linear_scale(eps, plan.sensitivity)) {
                     (Mechanism::Laplace, Some(scale)) => noise::GridLaplace::new(scale).grid(),
+                    (Mechanism::Staircase, _) => staircase_noise(eps).grid(),
                     _ => 1.0,
                 },
                 true,
@@ -614,6 +675,12 @@ impl Session {
                                 (i128::from(truth) + noise::geometric(rng, eps.noise)) as f64,
                                 1.0,
                             ),
+                            // The staircase of the variance-optimal gamma, exactly on the grid
+                            // 2^-20: eps-DP (see stats::noise::GridStaircase).
+                            Mechanism::Staircase => {
+                                let v = staircase_noise(eps).release_count(rng, truth);
+                                (v.value(), v.grid())
+                            }
                         }
                     }
                     None => {
@@ -646,18 +713,34 @@ impl Session {
         drop(lock);
         let history = file.ledger.history();
         let e = eps.value;
-        let half = match plan.mechanism {
-            Mechanism::Laplace => sensitivity * laplace::interval_half_width(e, ninety_five()),
-            Mechanism::Geometric => accuracy::geometric_half_width(e, ninety_five()) as f64,
+        let stairs = (plan.mechanism == Mechanism::Staircase).then(|| staircase_law(eps));
+        let half = match (plan.mechanism, stairs) {
+            (Mechanism::Staircase, Some(law)) => law.half_width(ninety_five()),
+            (Mechanism::Geometric, _) => accuracy::geometric_half_width(e, ninety_five()) as f64,
+            _ => sensitivity * laplace::interval_half_width(e, ninety_five()),
         };
         let posterior = plan
             .prior
-            .map(|p| bayes::posterior(n, p, e, noisy, ninety_five()));
-        let out_of_range =
-            (plain.is_some() && (noisy < 0.0 || noisy > n as f64)).then(|| match plan.mechanism {
-                Mechanism::Laplace => accuracy::out_of_range_max(n, e),
-                Mechanism::Geometric => accuracy::geometric_out_of_range_max(n, e),
-            });
+            .map(|p| (p, bayes::posterior(n, p, e, noisy, ninety_five())));
+        let out_of_range = (plain.is_some() && (noisy < 0.0 || noisy > n as f64)).then(|| {
+            match (plan.mechanism, stairs) {
+                // At a true count of 0: P(noise < 0) + P(noise > n) = 1/2 + (1 - F(n)).
+                (Mechanism::Staircase, Some(law)) => 0.5 + (1.0 - law.cdf(n as f64)),
+                (Mechanism::Geometric, _) => accuracy::geometric_out_of_range_max(n, e),
+                _ => accuracy::out_of_range_max(n, e),
+            }
+        });
+        let posterior_shape = posterior.and_then(|(p, post)| {
+            lab::posterior_shape(n, p, e, noisy, (post.lower, post.upper), SHAPE_BINS)
+        });
+        let plot = match (&plan.plot, posterior) {
+            (Some(chart), Some((p, post))) => {
+                let svg = lab::posterior_chart(n, p, e, noisy, &post, &plan.statement);
+                Some(lab::outcome_of(&chart.path, svg))
+            }
+            _ => None,
+        };
+        let posterior = posterior.map(|(_, post)| post);
         Ok(Output::Count(CountResult {
             table: plan.table,
             statement: plan.statement,
@@ -683,6 +766,9 @@ impl Session {
             sensitivity,
             plain: plain.is_some(),
             explain,
+            gamma: stairs.map(|law| law.gamma()),
+            posterior_shape,
+            plot,
         }))
     }
 
@@ -1110,6 +1196,22 @@ fn lacking(n: &blue::NotEstimable, name: &dyn Fn(usize) -> String) -> String {
         out.push_str(&format!(" ({} never measured)", names(&n.unmeasured)));
     }
     out
+}
+
+/// Bins of the posterior sparkline shown with a count.
+const SHAPE_BINS: usize = 40;
+
+/// The staircase noise of a count at `eps`: the variance-optimal gamma on the grid.
+fn staircase_noise(eps: Eps) -> noise::GridStaircase {
+    noise::GridStaircase::for_count(eps.noise, staircase::optimal_gamma(eps.value))
+}
+
+/// The law of [`staircase_noise`], with the gamma actually used on the grid.
+fn staircase_law(eps: Eps) -> staircase::Staircase {
+    let one = Positive::new(1.0).expect("1 is positive");
+    let gamma = staircase_noise(eps).gamma();
+    staircase::Staircase::new(eps.value, one, gamma)
+        .unwrap_or_else(|_| staircase::Staircase::optimal(eps.value, one))
 }
 
 fn ninety_five() -> Probability {

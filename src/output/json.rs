@@ -40,6 +40,64 @@ pub fn render_json(response: &Response) -> String {
             "budget_remaining": dec(c.budget_remaining),
             "sensitivity": c.sensitivity,
             "explain": c.explain,
+            "gamma": c.gamma,
+            "plot": plot(c.plot.as_ref()),
+        }),
+        Output::Simulate(r) => json!({
+            "kind": "simulate",
+            "rows": r.rows.iter().map(|row| {
+                let mc = |i: super::Interval| json!([i.lower, i.upper]);
+                json!({
+                    "eps": row.eps,
+                    "std": row.std,
+                    "n": row.n,
+                    "p": row.p,
+                    "runs": row.runs,
+                    "m_naive": row.m_naive.value,
+                    "m_naive95": mc(row.m_naive),
+                    "m_naive_exact": row.m_naive_exact,
+                    "m_bayes": row.m_bayes.value,
+                    "m_bayes95": mc(row.m_bayes),
+                    "p_bayes_better": row.p_bayes_better.value,
+                    "p_bayes_better95": mc(row.p_bayes_better),
+                })
+            }).collect::<Vec<_>>(),
+            "plot": plot(r.plot.as_ref()),
+        }),
+        Output::OutOfRange(r) => json!({
+            "kind": "out_of_range",
+            "n": r.n,
+            "eps": r.eps,
+            "at": r.at.map(|(a, _)| a),
+            "p_at": r.at.map(|(_, p)| p),
+            "p_max": r.p_max,
+            "p_min": r.p_min,
+            "argmin": r.argmin,
+            "p_min_eq6": r.p_min_eq6,
+        }),
+        Output::CompareNoise(r) => json!({
+            "kind": "compare_noise",
+            "rows": r.rows.iter().map(|row| json!({
+                "eps": row.eps,
+                "sensitivity": row.sensitivity,
+                "laplace_variance": row.laplace_variance,
+                "staircase_variance": row.staircase_variance,
+                "gamma": row.gamma,
+                "laplace_half95": row.laplace_half95,
+                "staircase_half95": row.staircase_half95,
+            })).collect::<Vec<_>>(),
+        }),
+        Output::Explained(e) => json!({
+            "kind": "explain",
+            "statement": e.statement,
+            "spends": dec(e.spends),
+            "draws_noise": e.draws_noise,
+            "budget": e.budget.map(|b| json!({
+                "spent_before": dec(b.spent_before),
+                "spent_after": dec(b.spent_after),
+                "total": dec(b.total),
+            })),
+            "steps": e.steps.iter().map(|(what, detail)| json!({"what": what, "detail": detail})).collect::<Vec<_>>(),
         }),
         Output::Cube(c) => json!({
             "kind": "cube",
@@ -178,6 +236,15 @@ fn history(h: &HistoryReport) -> Value {
             "row": r.row,
         })).collect::<Vec<_>>(),
     })
+}
+
+/// The chart written (its path), or null; a chart that failed is `{"error": why}`.
+fn plot(outcome: Option<&super::PlotOutcome>) -> Value {
+    match outcome {
+        Some(super::PlotOutcome::Written(path)) => json!(path),
+        Some(super::PlotOutcome::Failed(why)) => json!({ "error": why }),
+        None => Value::Null,
+    }
 }
 
 fn dec(d: Decimal) -> Value {

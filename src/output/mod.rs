@@ -61,6 +61,14 @@ pub enum Output {
     Prob(ProbResult),
     /// `COUNT ... WITHIN w AT conf` answered from the history, spending nothing.
     Answered(AnsweredResult),
+    /// `SIMULATE`.
+    Simulate(SimulateResult),
+    /// `OUT OF RANGE`.
+    OutOfRange(OutOfRangeResult),
+    /// `COMPARE NOISE`.
+    CompareNoise(CompareNoiseResult),
+    /// `EXPLAIN`.
+    Explained(Explanation),
 }
 
 /// A count answered from the history because its credible interval already meets the
@@ -286,6 +294,149 @@ pub struct CountResult {
     pub plain: bool,
     /// Which path was taken and why, for `WITHIN` requirements.
     pub explain: Option<String>,
+    /// The staircase's inner width `gamma` (a fraction of the sensitivity), for `MECHANISM staircase`.
+    pub gamma: Option<f64>,
+    /// The posterior's shape over the counts around its credible interval (masses of equal
+    /// bins, for a sparkline), with a prior.
+    pub posterior_shape: Option<PosteriorShape>,
+    /// The chart written by `PLOT`, or why it could not be.
+    pub plot: Option<PlotOutcome>,
+}
+
+/// The posterior of a true count in equal bins of counts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PosteriorShape {
+    /// The first count shown.
+    pub from: u64,
+    /// The last count shown.
+    pub to: u64,
+    /// Posterior mass per bin, left to right.
+    pub masses: Vec<f64>,
+}
+
+/// A chart written, or the reason it was not.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PlotOutcome {
+    /// Written to this file.
+    Written(String),
+    /// Not written (the statement's answer stands).
+    Failed(String),
+}
+
+/// The Monte Carlo comparison of the naive and Bayes estimators (paper 1, section 4).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimulateResult {
+    /// One row per parameter point.
+    pub rows: Vec<SimulateRow>,
+    /// Whether the noise was given as standard deviations.
+    pub std: bool,
+    /// The chart written, if any.
+    pub plot: Option<PlotOutcome>,
+}
+
+/// A Monte Carlo estimate with its 95% interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Interval {
+    /// The estimate.
+    pub value: f64,
+    /// Lower end of the 95% Monte Carlo interval.
+    pub lower: f64,
+    /// Upper end.
+    pub upper: f64,
+}
+
+/// One parameter point of a simulation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SimulateRow {
+    /// Database size.
+    pub n: u64,
+    /// Predicate probability.
+    pub p: f64,
+    /// Epsilon.
+    pub eps: f64,
+    /// The noise's standard deviation `sqrt(2)/eps`.
+    pub std: f64,
+    /// Runs.
+    pub runs: u64,
+    /// The naive estimator's average error, analytic: `1/eps` (paper 1, eq. 14).
+    pub m_naive_exact: f64,
+    /// The naive estimator's average error, by simulation.
+    pub m_naive: Interval,
+    /// The Bayes estimator's average error, by simulation.
+    pub m_bayes: Interval,
+    /// The probability that the Bayes estimate is closer to the true count (eq. 13).
+    pub p_bayes_better: Interval,
+}
+
+/// The probability that a Laplace-noised count falls outside `[0, n]` (paper 1, eq. 2-6).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OutOfRangeResult {
+    /// Rows.
+    pub n: u64,
+    /// Epsilon.
+    pub eps: f64,
+    /// The true count asked about, and the probability there (eq. 2).
+    pub at: Option<(u64, f64)>,
+    /// The maximum over true counts, at 0 and n (Theorem 1, eq. 5).
+    pub p_max: f64,
+    /// The minimum over integer true counts, and where (eq. 4).
+    pub p_min: f64,
+    /// The true count where the minimum is reached, `floor(n/2)`.
+    pub argmin: u64,
+    /// The paper's eq. 6 for the minimum (exact for odd n).
+    pub p_min_eq6: f64,
+}
+
+/// Laplace against optimal staircase noise at several epsilons.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompareNoiseResult {
+    /// One row per epsilon.
+    pub rows: Vec<CompareNoiseRow>,
+}
+
+/// Laplace against optimal staircase noise at one epsilon.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CompareNoiseRow {
+    /// Epsilon.
+    pub eps: f64,
+    /// Sensitivity.
+    pub sensitivity: f64,
+    /// `2 d^2 / eps^2`.
+    pub laplace_variance: f64,
+    /// The least variance of a staircase (Geng and Viswanath).
+    pub staircase_variance: f64,
+    /// Its inner width, as a fraction of the sensitivity.
+    pub gamma: f64,
+    /// The 95% interval half-width of Laplace noise, `d ln(20) / eps`.
+    pub laplace_half95: f64,
+    /// The 95% interval half-width of the optimal staircase.
+    pub staircase_half95: f64,
+}
+
+/// What a statement would do (`EXPLAIN`), found without doing it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Explanation {
+    /// The statement explained, canonical.
+    pub statement: String,
+    /// The epsilon it would spend (0 if none).
+    pub spends: Decimal,
+    /// Whether it would draw noise.
+    pub draws_noise: bool,
+    /// The table's budget before and after: (spent, remaining) each, and the total.
+    pub budget: Option<ExplainedBudget>,
+    /// What it would do, step by step: a label and a sentence.
+    pub steps: Vec<(String, String)>,
+}
+
+/// A budget before and after a statement.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ExplainedBudget {
+    /// Spent before.
+    pub spent_before: Decimal,
+    /// Spent after.
+    pub spent_after: Decimal,
+    /// The total.
+    pub total: Decimal,
 }
 
 /// The epsilon meeting an accuracy requirement (paper 2, eq. 10).

@@ -25,6 +25,10 @@ pub fn render_table(response: &Response) -> String {
         Output::Cube(c) => cube(c),
         Output::Estimate(e) => estimate(e),
         Output::Answered(a) => answered(a),
+        Output::Simulate(r) => simulate(r),
+        Output::OutOfRange(r) => out_of_range(r),
+        Output::CompareNoise(r) => compare_noise(r),
+        Output::Explained(e) => explained(e),
         Output::Prob(p) => format!(
             "P({} {}) = {} (error at most {})",
             shown_query(&p.text, &p.query),
@@ -226,10 +230,13 @@ fn count(c: &CountResult) -> String {
             )
         } else {
             format!(
-                "{} ({} noise, scale {}, on a grid of {})",
+                "{} ({} noise, {}, on a grid of {})",
                 dec(c.eps_spent),
                 c.mechanism,
-                num(c.scale),
+                match c.gamma {
+                    Some(g) => format!("gamma {}", num(g)),
+                    None => format!("scale {}", num(c.scale)),
+                },
                 grid(c.grid)
             )
         },
@@ -267,6 +274,157 @@ fn count(c: &CountResult) -> String {
             "\nThe Bayes estimate and credible interval combine the noisy answer with the prior (post-processing: free).",
         );
     }
+    if let Some(shape) = &c.posterior_shape {
+        let _ = write!(
+            out,
+            "\nposterior {} {} {}",
+            shape.from,
+            crate::plot::sparkline(&shape.masses, shape.masses.len()),
+            shape.to
+        );
+    }
+    if let Some(g) = c.gamma {
+        let _ = write!(
+            out,
+            "\nStaircase noise with inner width gamma = {} (the variance-optimal one, Geng and Viswanath).",
+            num(g)
+        );
+    }
+    plot_note(&mut out, c.plot.as_ref());
+    out
+}
+
+fn plot_note(out: &mut String, plot: Option<&super::PlotOutcome>) {
+    match plot {
+        Some(super::PlotOutcome::Written(path)) => {
+            let _ = write!(out, "\nchart written to {path}");
+        }
+        Some(super::PlotOutcome::Failed(why)) => {
+            let _ = write!(out, "\nwarning: the chart was not written: {why}");
+        }
+        None => {}
+    }
+}
+
+fn simulate(r: &super::SimulateResult) -> String {
+    let noise = if r.std { "noise std" } else { "eps" };
+    let mut t = new_table(&[
+        "n",
+        "p",
+        noise,
+        "naive error (1/eps)",
+        "naive error (MC)",
+        "Bayes error (MC)",
+        "P[Bayes closer]",
+    ]);
+    for row in &r.rows {
+        let mc = |i: super::Interval| {
+            format!(
+                "{} [{}, {}]",
+                sig(i.value, 4),
+                sig(i.lower, 4),
+                sig(i.upper, 4)
+            )
+        };
+        t.add_row(vec![
+            row.n.to_string(),
+            num(row.p),
+            num(if r.std { row.std } else { row.eps }),
+            sig(row.m_naive_exact, 4),
+            mc(row.m_naive),
+            mc(row.m_bayes),
+            mc(row.p_bayes_better),
+        ]);
+    }
+    let runs = r.rows.first().map_or(0, |row| row.runs);
+    let mut out = format!(
+        "SIMULATE: the naive estimate (the noisy answer) against the Bayes estimate (paper 1, eq. 11), {runs} runs per point\n{t}\nEach run draws k ~ Binomial(n, p) and y = k + Laplace(1/eps); errors are mean |estimate - k|, [..] a 95% Monte Carlo interval. No data is touched and nothing is spent."
+    );
+    plot_note(&mut out, r.plot.as_ref());
+    out
+}
+
+fn out_of_range(r: &super::OutOfRangeResult) -> String {
+    let mut t = new_table(&[]);
+    if let Some((a, p)) = r.at {
+        t.add_row(vec![
+            format!("at a true count of {a}"),
+            format!("{} (eq. 2)", sig(p, 6)),
+        ]);
+    }
+    t.add_row(vec![
+        "largest, at 0 and n".to_string(),
+        format!("{} (Theorem 1: (1 + e^(-eps n))/2)", sig(r.p_max, 6)),
+    ]);
+    t.add_row(vec![
+        format!("least, at {}", r.argmin),
+        format!("{} (exact over whole counts)", sig(r.p_min, 6)),
+    ]);
+    t.add_row(vec![
+        "least as eq. 6 writes it".to_string(),
+        format!(
+            "{}{}",
+            sig(r.p_min_eq6, 6),
+            if r.n % 2 == 1 {
+                " (n odd: exact)"
+            } else {
+                " (n even: a = (n-1)/2 is not a count; the exact minimum is smaller by cosh(eps/2))"
+            }
+        ),
+    ]);
+    format!(
+        "Probability that Laplace noise of scale 1/eps = {} puts a count of n = {} outside [0, {}] (paper 1, section 2)\n{t}",
+        num(1.0 / r.eps),
+        r.n,
+        r.n
+    )
+}
+
+fn compare_noise(r: &super::CompareNoiseResult) -> String {
+    let mut t = new_table(&[
+        "eps",
+        "sensitivity",
+        "Laplace variance",
+        "staircase variance",
+        "gamma",
+        "Laplace 95% ±",
+        "staircase 95% ±",
+    ]);
+    for row in &r.rows {
+        t.add_row(vec![
+            num(row.eps),
+            num(row.sensitivity),
+            sig(row.laplace_variance, 4),
+            sig(row.staircase_variance, 4),
+            sig(row.gamma, 4),
+            sig(row.laplace_half95, 4),
+            sig(row.staircase_half95, 4),
+        ]);
+    }
+    format!(
+        "Laplace noise against the optimal data-independent (staircase) noise\n{t}\nLaplace: variance 2 d^2/eps^2; staircase: the variance-optimal gamma (Geng and Viswanath), as in the Soria-Comas and Domingo-Ferrer table. The gain is small for eps <= 1 and large only where eps is large."
+    )
+}
+
+fn explained(e: &super::Explanation) -> String {
+    let mut t = new_table(&[]);
+    for (label, text) in &e.steps {
+        t.add_row(vec![label.clone(), text.clone()]);
+    }
+    let mut out = format!("EXPLAIN {}\n{t}", short(&e.statement));
+    if let Some(b) = &e.budget {
+        let _ = write!(
+            out,
+            "\nbudget: spent {} -> {} of {}",
+            dec(b.spent_before),
+            dec(b.spent_after),
+            dec(b.total)
+        );
+    }
+    let _ = write!(
+        out,
+        "\nNothing was done: EXPLAIN spends nothing, records nothing and draws no noise."
+    );
     out
 }
 

@@ -45,6 +45,18 @@ pub fn out_of_range_min(n: u64, eps: Epsilon) -> f64 {
     out_of_range_probability(n, eps, (n / 2) as f64)
 }
 
+/// Paper 1 eq. 6: the minimum as the paper writes it, `(e^{-eps (n-1)/2} + e^{-eps (n+1)/2}) / 2`.
+///
+/// Eq. 2 at `a = (n-1)/2`: exact for odd `n` (where `(n-1)/2` is a count) and equal to
+/// [`out_of_range_min`] there; for even `n` it is larger than the integer minimum
+/// `e^{-eps n/2}` by the factor `cosh(eps/2)`.
+pub fn out_of_range_min_eq6(n: u64, eps: Epsilon) -> f64 {
+    let e = eps.get();
+    let n = n as f64;
+    // Paper 1, eq. 6.
+    0.5 * ((-e * (n - 1.0) / 2.0).exp() + (-e * (n + 1.0) / 2.0).exp())
+}
+
 /// Paper 2 eq. 10: eps = -ln(1-p)/(w c), relative half-width w (0.2 for 20%), assumed count c.
 ///
 /// With this epsilon the noisy count lies within `±w c` of a true count `c` with probability

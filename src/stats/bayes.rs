@@ -405,6 +405,45 @@ pub fn posterior(
     }
 }
 
+/// The posterior probabilities of the true counts `from..=to` (paper 1, eq. 9), normalised
+/// over that window, for pictures. O(to - from).
+///
+/// Log-weights are accumulated from `from` by the ratio of successive binomial terms,
+/// `ln((n-k)/(k+1)) + ln(p/(1-p))`, minus `eps |y - k|`; the window's largest is subtracted
+/// before exponentiating. The accumulated rounding (about `1e-16` per step) is far below
+/// what a chart shows. Empty when `from > to` or `to > n`.
+pub fn posterior_masses(
+    n: u64,
+    p: Probability,
+    eps: Epsilon,
+    y: f64,
+    from: u64,
+    to: u64,
+) -> Vec<f64> {
+    if from > to || to > n || y.is_nan() {
+        return Vec::new();
+    }
+    let e = eps.get();
+    let log_odds = p.get().ln() - (-p.get()).ln_1p();
+    let mut log_prior = 0.0;
+    let mut logs = Vec::with_capacity((to - from + 1) as usize);
+    for k in from..=to {
+        if k > from {
+            let j = (k - 1) as f64;
+            // Paper 1, eq. 11: C(n, j+1) p^{j+1} (1-p)^{n-j-1} / (C(n, j) p^j (1-p)^{n-j}).
+            log_prior += ((n as f64 - j) / (j + 1.0)).ln() + log_odds;
+        }
+        logs.push(log_prior - e * (y - k as f64).abs());
+    }
+    let top = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let mut masses: Vec<f64> = logs.iter().map(|l| (l - top).exp()).collect();
+    let total: f64 = masses.iter().sum();
+    for m in &mut masses {
+        *m /= total;
+    }
+    masses
+}
+
 /// Neumaier's compensated sum: `sum + compensation` carries about twice f64's precision.
 #[derive(Debug, Clone, Copy, Default)]
 struct Compensated {

@@ -7,5 +7,7 @@ pub mod exact;
 pub mod laplace;
 pub mod noise;
 mod params;
+pub mod simulate;
+pub mod staircase;
 
 pub use params::{Epsilon, ParamError, Positive, Probability};

@@ -4,8 +4,8 @@ mod names;
 pub mod split;
 
 use crate::ast::{
-    Accuracy, ChooseEps, CmpOp, CountQuery, CountTerm, CubeDim, Expr, Ident, Literal, Number,
-    ProbEvent, Query, Statement, StatementKind, Text,
+    Accuracy, ChooseEps, CmpOp, CountQuery, CountTerm, CubeDim, Expr, Ident, Literal, Number, Plot,
+    PlotMetric, ProbEvent, Query, Simulate, Statement, StatementKind, Text,
 };
 use crate::error::SyntaxError;
 use crate::span::Span;
@@ -165,6 +165,49 @@ impl Builder {
                 };
                 StatementKind::Prob { query, event }
             }
+            Rule::simulate_stmt => {
+                inner.next(); // SIMULATE
+                inner.next(); // N
+                let n = self.list(inner.next().expect("N has a list"));
+                inner.next(); // P
+                let p = self.list(inner.next().expect("P has a list"));
+                let std = inner.next().expect("EPS or STD").as_rule() == Rule::kw_std;
+                let noise = self.list(inner.next().expect("the noise has a list"));
+                let mut runs = None;
+                let mut plot = None;
+                for part in inner {
+                    match part.as_rule() {
+                        Rule::kw_runs => {}
+                        Rule::number => runs = Some(self.number(part)),
+                        _ => plot = Some(self.plot(part)),
+                    }
+                }
+                StatementKind::Simulate(Simulate {
+                    n,
+                    p,
+                    std,
+                    noise,
+                    runs,
+                    plot,
+                })
+            }
+            Rule::out_of_range_stmt => {
+                let mut numbers = inner.filter(|p| p.as_rule() == Rule::number);
+                let n = self.number(numbers.next().expect("OUT OF RANGE has N"));
+                let eps = self.number(numbers.next().expect("OUT OF RANGE has EPS"));
+                let at = numbers.next().map(|p| self.number(p));
+                StatementKind::OutOfRange { n, eps, at }
+            }
+            Rule::compare_stmt => {
+                let eps = self.list(inner.nth(3).expect("COMPARE NOISE EPS has a list"));
+                let sensitivity = inner.nth(1).map(|p| self.number(p));
+                StatementKind::CompareNoise { eps, sensitivity }
+            }
+            Rule::explain_stmt => {
+                inner.next(); // EXPLAIN
+                let what = inner.next().expect("EXPLAIN has a statement");
+                StatementKind::Explain(Box::new(self.statement(what)?))
+            }
             other => unreachable!("the grammar has no statement rule {other:?}"),
         })
     }
@@ -186,9 +229,17 @@ impl Builder {
         };
         let mut prior = None;
         let mut mechanism = None;
+        let mut plot = None;
         for clause in inner {
             let span = self.span(&clause);
             let rule = clause.as_rule();
+            if rule == Rule::plot_clause {
+                if plot.is_some() {
+                    return Err(duplicate("PLOT", span));
+                }
+                plot = Some(self.plot(clause));
+                continue;
+            }
             let value = clause.into_inner().last().expect("a clause has a value");
             match rule {
                 Rule::prior_clause if prior.is_none() => prior = Some(self.number(value)),
@@ -202,6 +253,7 @@ impl Builder {
             accuracy,
             prior,
             mechanism,
+            plot,
         })
     }
 
@@ -262,6 +314,33 @@ impl Builder {
             at,
             at_percent,
             for_count,
+        }
+    }
+
+    fn list(&self, pair: Pair<'_, Rule>) -> Vec<Number> {
+        pair.into_inner().map(|p| self.number(p)).collect()
+    }
+
+    fn plot(&self, pair: Pair<'_, Rule>) -> Plot {
+        let mut metric = None;
+        let mut path = None;
+        for part in pair.into_inner() {
+            match part.as_rule() {
+                Rule::plot_metric => {
+                    let which = part.into_inner().next().expect("a metric keyword");
+                    metric = Some(if which.as_rule() == Rule::kw_error {
+                        PlotMetric::Error
+                    } else {
+                        PlotMetric::Improvement
+                    });
+                }
+                Rule::string => path = Some(self.text(part)),
+                _ => {}
+            }
+        }
+        Plot {
+            metric,
+            path: path.expect("PLOT has a file name"),
         }
     }
 

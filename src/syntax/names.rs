@@ -75,6 +75,23 @@ pub fn human(rule: Rule) -> &'static str {
         Rule::name => "a name",
         Rule::ident_char | Rule::reserved => "a name",
         Rule::WHITESPACE | Rule::COMMENT => "a blank",
+        Rule::explain_stmt | Rule::kw_explain => "EXPLAIN",
+        Rule::explained => "a statement",
+        Rule::simulate_stmt | Rule::kw_simulate => "SIMULATE",
+        Rule::num_list => "a number or a list such as (0.1, 0.5, 1)",
+        Rule::plot_clause | Rule::kw_plot => "PLOT",
+        Rule::plot_metric => "ERROR or IMPROVEMENT",
+        Rule::kw_error => "ERROR",
+        Rule::kw_improvement => "IMPROVEMENT",
+        Rule::kw_n => "N",
+        Rule::kw_std => "STD",
+        Rule::kw_runs => "RUNS",
+        Rule::out_of_range_stmt | Rule::kw_out => "OUT OF RANGE",
+        Rule::kw_of => "OF",
+        Rule::kw_range => "RANGE",
+        Rule::compare_stmt | Rule::kw_compare => "COMPARE",
+        Rule::kw_noise => "NOISE",
+        Rule::kw_sensitivity => "SENSITIVITY",
     }
 }
 
@@ -90,6 +107,10 @@ const STATEMENT_STARTS: &[Rule] = &[
     Rule::kw_observe,
     Rule::kw_estimate,
     Rule::kw_prob,
+    Rule::kw_simulate,
+    Rule::kw_out,
+    Rule::kw_compare,
+    Rule::kw_explain,
 ];
 
 /// Turns a pest error on a statement starting at `offset` of `source` into a `SyntaxError`.
@@ -109,7 +130,7 @@ pub fn syntax_error(
     let after = previous_token(&source[offset..pos]);
     let at_start = after.is_none();
     let expected = if at_start || rules.iter().all(|r| STATEMENT_STARTS.contains(r)) {
-        "a statement (LOAD, USE, SHOW, DESCRIBE, SET, COUNT, CHOOSE, CUBE, OBSERVE, ESTIMATE or PROB)"
+        "a statement (LOAD, USE, SHOW, DESCRIBE, SET, COUNT, CHOOSE, CUBE, OBSERVE, ESTIMATE, PROB, SIMULATE, OUT OF RANGE, COMPARE NOISE or EXPLAIN)"
             .to_string()
     } else {
         let mut names: Vec<&str> = Vec::new();

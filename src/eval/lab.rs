@@ -1,0 +1,278 @@
+//! The estimator lab: SIMULATE, OUT OF RANGE and COMPARE NOISE, and the charts of PLOT.
+
+use super::{ninety_five, Session};
+use crate::error::EvalError;
+use crate::output::{
+    CompareNoiseResult, CompareNoiseRow, Interval, OutOfRangeResult, PlotOutcome, PosteriorShape,
+    SimulateResult, SimulateRow,
+};
+use crate::plan::{SimAxis, SimulatePlan};
+use crate::plot::{self, SimRow};
+use crate::span::Span;
+use crate::stats::simulate::{self, McEstimate, SimPoint};
+use crate::stats::staircase::{self, Staircase};
+use crate::stats::{accuracy, Epsilon, Positive, Probability};
+use rand::RngCore;
+use std::path::Path;
+
+/// `OUT OF RANGE N n EPS e [AT a]`: paper 1, eq. 2, Theorem 1 and eq. 4-6.
+pub(super) fn out_of_range(n: u64, eps: Epsilon, at: Option<u64>) -> OutOfRangeResult {
+    OutOfRangeResult {
+        n,
+        eps: eps.get(),
+        at: at.map(|a| (a, accuracy::out_of_range_probability(n, eps, a as f64))),
+        p_max: accuracy::out_of_range_max(n, eps),
+        p_min: accuracy::out_of_range_min(n, eps),
+        argmin: n / 2,
+        p_min_eq6: accuracy::out_of_range_min_eq6(n, eps),
+    }
+}
+
+/// `COMPARE NOISE EPS (...) [SENSITIVITY d]`: the slides' table, row by row.
+pub(super) fn compare_noise(eps: &[Epsilon], sensitivity: Positive) -> CompareNoiseResult {
+    let ninety_five = ninety_five();
+    CompareNoiseResult {
+        rows: eps
+            .iter()
+            .map(|&e| {
+                let best = Staircase::optimal(e, sensitivity);
+                CompareNoiseRow {
+                    eps: e.get(),
+                    sensitivity: sensitivity.get(),
+                    laplace_variance: staircase::laplace_variance(e, sensitivity),
+                    staircase_variance: best.variance(),
+                    gamma: best.gamma(),
+                    laplace_half95: staircase::laplace_half_width(e, sensitivity, ninety_five),
+                    staircase_half95: best.half_width(ninety_five),
+                }
+            })
+            .collect(),
+    }
+}
+
+/// The seed of point `i` of a simulation in a seeded session: a function of the seed and of
+/// the statement, so a script gives the same figures on every run and every machine.
+fn point_seed(seed: u64, statement: &str, i: usize) -> u64 {
+    let mut h = blake3::Hasher::new();
+    h.update(b"dpq simulate");
+    h.update(&seed.to_le_bytes());
+    h.update(statement.as_bytes());
+    h.update(&(i as u64).to_le_bytes());
+    let bytes = h.finalize();
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&bytes.as_bytes()[..8]);
+    u64::from_le_bytes(first)
+}
+
+fn interval(m: McEstimate) -> Interval {
+    Interval {
+        value: m.value,
+        lower: m.lower,
+        upper: m.upper,
+    }
+}
+
+impl Session {
+    /// `SIMULATE`: paper 1, section 4, at every point of the plan. Touches no table and spends
+    /// nothing; in a seeded session each point's runs are a function of the seed.
+    pub(super) fn simulate(
+        &mut self,
+        plan: SimulatePlan,
+        span: Span,
+    ) -> Result<SimulateResult, EvalError> {
+        if let Some(chart) = &plan.plot {
+            writable(&chart.path, chart.span)?;
+        }
+        let points = plan.points();
+        let seeds: Vec<u64> = (0..points.len())
+            .map(|i| match self.seed {
+                Some(seed) => point_seed(seed, &plan.statement, i),
+                None => self.rng.next_u64(),
+            })
+            .collect();
+        let progress = self.progress.as_deref();
+        if let Some(p) = progress {
+            p.start("SIMULATE", points.len() as u64 * plan.runs);
+        }
+        let advance = |done: u64| {
+            if let Some(p) = progress {
+                p.advance(done);
+            }
+        };
+        let mut rows = Vec::with_capacity(points.len());
+        for (&(n, p, eps), &seed) in points.iter().zip(&seeds) {
+            let outcome = simulate::simulate(SimPoint { n, p, eps }, plan.runs, seed, &advance);
+            let outcome = match outcome {
+                Ok(o) => o,
+                Err(e) => {
+                    if let Some(p) = progress {
+                        p.finish();
+                    }
+                    return Err(EvalError::Simulation {
+                        message: e.to_string(),
+                        span,
+                    });
+                }
+            };
+            rows.push(SimulateRow {
+                n,
+                p: p.get(),
+                eps: eps.get(),
+                std: std::f64::consts::SQRT_2 / eps.get(),
+                runs: outcome.runs,
+                m_naive_exact: outcome.m_naive_exact,
+                m_naive: interval(outcome.m_naive),
+                m_bayes: interval(outcome.m_bayes),
+                p_bayes_better: interval(outcome.p_bayes_better),
+            });
+        }
+        if let Some(p) = progress {
+            p.finish();
+        }
+        let plot = plan.plot.as_ref().map(|chart| {
+            let title = simulate_title(&plan);
+            let data: Vec<SimRow> = rows.iter().map(sim_row).collect();
+            let svg = plot::simulate_svg(&data, plan.axis(), chart.metric, &title)
+                .map_err(|e| e.to_string());
+            outcome_of(&chart.path, svg)
+        });
+        Ok(SimulateResult {
+            rows,
+            std: plan.std,
+            plot,
+        })
+    }
+}
+
+fn sim_row(r: &SimulateRow) -> SimRow {
+    let triple = |i: Interval| (i.value, i.lower, i.upper);
+    SimRow {
+        n: r.n,
+        p: r.p,
+        eps: r.eps,
+        m_naive_exact: r.m_naive_exact,
+        m_naive: triple(r.m_naive),
+        m_bayes: triple(r.m_bayes),
+        p_better: triple(r.p_bayes_better),
+    }
+}
+
+/// The chart's title: the parameters that are the same at every point, and the runs.
+fn simulate_title(plan: &SimulatePlan) -> String {
+    let mut parts = Vec::new();
+    if plan.n.len() == 1 {
+        parts.push(format!("n = {}", plan.n[0]));
+    }
+    if plan.p.len() == 1 {
+        parts.push(format!("p = {}", plan.p[0].get()));
+    }
+    if plan.eps.len() == 1 && plan.axis() != SimAxis::Eps && plan.axis() != SimAxis::Std {
+        parts.push(format!("ε = {}", plan.eps[0].get()));
+    }
+    parts.push(format!("{} runs per point", plan.runs));
+    format!("Naive and Bayes estimates of a count: {}", parts.join(", "))
+}
+
+/// Refuses, before any work, a chart whose directory does not exist.
+pub(super) fn writable(path: &Path, span: Span) -> Result<(), EvalError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if dir.is_dir() {
+        Ok(())
+    } else {
+        Err(EvalError::PlotNotWritten {
+            path: path.display().to_string(),
+            reason: format!("the directory {} does not exist", dir.display()),
+            span,
+        })
+    }
+}
+
+/// Writes a chart (to a temporary file beside it, then renamed, so a reader never sees half
+/// a chart) and says how it went.
+pub(super) fn outcome_of(path: &Path, svg: Result<String, String>) -> PlotOutcome {
+    let shown = path.display().to_string();
+    let written = svg.and_then(|svg| {
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        std::fs::write(&tmp, svg)
+            .and_then(|()| std::fs::rename(&tmp, path))
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                e.to_string()
+            })
+    });
+    match written {
+        Ok(()) => PlotOutcome::Written(shown),
+        Err(reason) => PlotOutcome::Failed(format!("{shown}: {reason}")),
+    }
+}
+
+/// The posterior of the true count in `bins` equal bins over its credible interval widened
+/// by half its width on each side (clamped to `[0, n]`); `None` when that window holds more
+/// than `MAX_WINDOW` counts.
+pub(super) fn posterior_shape(
+    n: u64,
+    p: Probability,
+    eps: Epsilon,
+    noisy: f64,
+    credible: (u64, u64),
+    bins: usize,
+) -> Option<PosteriorShape> {
+    const MAX_WINDOW: u64 = 4_000_000;
+    let (lo, hi) = credible;
+    let pad = ((hi - lo) / 2).max(2);
+    let from = lo.saturating_sub(pad);
+    let to = hi.saturating_add(pad).min(n);
+    if to - from >= MAX_WINDOW {
+        return None;
+    }
+    let masses = crate::stats::bayes::posterior_masses(n, p, eps, noisy, from, to);
+    let width = (to - from + 1) as usize;
+    let bins = bins.clamp(1, width);
+    let mut out = vec![0.0; bins];
+    for (i, m) in masses.iter().enumerate() {
+        out[i * bins / width] += m;
+    }
+    Some(PosteriorShape {
+        from,
+        to,
+        masses: out,
+    })
+}
+
+/// The posterior chart of `COUNT ... PRIOR ... PLOT`: masses in bins of counts, the credible
+/// interval, the Bayes estimate and the noisy answer.
+pub(super) fn posterior_chart(
+    n: u64,
+    p: Probability,
+    eps: Epsilon,
+    noisy: f64,
+    post: &crate::stats::bayes::CountPosterior,
+    statement: &str,
+) -> Result<String, String> {
+    let shape = posterior_shape(n, p, eps, noisy, (post.lower, post.upper), 120)
+        .ok_or_else(|| "the posterior is too wide to draw".to_string())?;
+    let width = (shape.to - shape.from + 1) as f64 / shape.masses.len() as f64;
+    let bins: Vec<(f64, f64, f64)> = shape
+        .masses
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let lo = shape.from as f64 + i as f64 * width;
+            (lo, lo + width, *m)
+        })
+        .collect();
+    let title = format!("Posterior of the true count: {statement}");
+    plot::posterior_svg(&plot::PosteriorChart {
+        title: &title,
+        bins: &bins,
+        credible: (post.lower as f64, post.upper as f64),
+        mean: post.mean,
+        noisy,
+        level: post.level,
+    })
+    .map_err(|e| e.to_string())
+}
