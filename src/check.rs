@@ -171,15 +171,19 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
         StatementKind::CompareNoise { eps, sensitivity } => Plan::CompareNoise {
             eps: limited(eps, "epsilons", MAX_LIST)?
                 .iter()
-                .map(epsilon)
+                .map(lab_epsilon)
                 .collect::<Result<_, _>>()?,
             sensitivity: match sensitivity {
                 None => Positive::new(1.0).expect("1 is positive"),
-                Some(d) => Positive::new(d.value).map_err(|_| CheckError::NotPositive {
-                    what: "a sensitivity",
-                    text: d.text.clone(),
-                    span: d.span,
-                })?,
+                Some(d) => {
+                    let positive = Positive::new(d.value).map_err(|_| CheckError::NotPositive {
+                        what: "a sensitivity",
+                        text: d.text.clone(),
+                        span: d.span,
+                    })?;
+                    within(d, "a sensitivity", LAB_SENSITIVITY.0, LAB_SENSITIVITY.1)?;
+                    positive
+                }
             },
         },
         StatementKind::Explain(inner) => Plan::Explain {
@@ -217,7 +221,7 @@ fn check_simulate(sim: &ast::Simulate, kind: &StatementKind) -> Result<SimulateP
         .iter()
         .map(|e| {
             if !sim.std {
-                return epsilon(e);
+                return lab_epsilon(e);
             }
             // Paper 1, section 2: the noise's standard deviation is sqrt(2)/eps.
             let bad = || CheckError::NotPositive {
@@ -226,11 +230,19 @@ fn check_simulate(sim: &ast::Simulate, kind: &StatementKind) -> Result<SimulateP
                 span: e.span,
             };
             let std = Positive::new(e.value).map_err(|_| bad())?;
+            // sqrt(2)/std within the epsilons above.
+            within(
+                e,
+                "a noise standard deviation",
+                std::f64::consts::SQRT_2 / LAB_EPS.1,
+                std::f64::consts::SQRT_2 / LAB_EPS.0,
+            )?;
             Epsilon::new(std::f64::consts::SQRT_2 / std.get()).map_err(|_| bad())
         })
         .collect::<Result<Vec<_>, _>>()?;
     let runs = match &sim.runs {
-        Some(r) => whole(r, "RUNS", 1, simulate::MAX_RUNS)?,
+        // Two runs at least: one has no spread, so no Monte Carlo interval.
+        Some(r) => whole(r, "RUNS", 2, simulate::MAX_RUNS)?,
         None => DEFAULT_RUNS,
     };
     let points = n.len() * p.len() * eps.len();
@@ -288,21 +300,57 @@ fn limited<'a>(
     Ok(list)
 }
 
-/// A whole number in `lo..=hi` (written as digits or as `1e3`).
+/// A whole number in `lo..=hi`, written as digits (read exactly) or as `1e3` (read as an
+/// `f64`, which must then be exact: below 2^53).
 fn whole(n: &Number, what: &'static str, lo: u64, hi: u64) -> Result<u64, CheckError> {
-    let v = n.value;
-    if v.is_finite() && v.fract() == 0.0 && v >= lo as f64 && v <= hi as f64 {
-        // v is a whole number within u64 range (hi <= 2^64 - 1 as f64 rounds to 2^64,
-        // but v <= hi as f64 with v whole keeps the cast exact or saturating at hi).
-        Ok((v as u64).clamp(lo, hi))
+    let digits = n.text.trim_start_matches('+');
+    let value = if digits.bytes().all(|b| b.is_ascii_digit()) {
+        digits.parse::<u64>().ok()
     } else {
-        Err(CheckError::OutOfBounds {
+        let v = n.value;
+        (v.is_finite() && v.fract() == 0.0 && (0.0..=9_007_199_254_740_992.0).contains(&v))
+            .then_some(v as u64)
+    };
+    value
+        .filter(|v| (lo..=hi).contains(v))
+        .ok_or_else(|| CheckError::OutOfBounds {
             what,
             bounds: format!("a whole number from {lo} to {hi}"),
             text: n.text.clone(),
             span: n.span,
         })
+}
+
+/// A number in `[lo, hi]`: the lab's formulas are meaningful and printable there.
+fn within(n: &Number, what: &'static str, lo: f64, hi: f64) -> Result<f64, CheckError> {
+    if n.value.is_finite() && (lo..=hi).contains(&n.value) {
+        Ok(n.value)
+    } else {
+        Err(CheckError::OutOfBounds {
+            what,
+            bounds: format!(
+                "a number from {} to {}",
+                crate::output::short_number(lo),
+                crate::output::short_number(hi)
+            ),
+            text: n.text.clone(),
+            span: n.span,
+        })
     }
+}
+
+/// Epsilons of `SIMULATE` and `COMPARE NOISE`: noise scales from 1e-3 to 1e9 (beyond, the
+/// simulated errors overflow their sums of squares, and the staircase's inner width
+/// underflows).
+const LAB_EPS: (f64, f64) = (1e-9, 700.0);
+
+/// Sensitivities of `COMPARE NOISE`.
+const LAB_SENSITIVITY: (f64, f64) = (1e-9, 1e9);
+
+fn lab_epsilon(e: &Number) -> Result<Epsilon, CheckError> {
+    let eps = epsilon(e)?;
+    within(e, "a simulated or compared epsilon", LAB_EPS.0, LAB_EPS.1)?;
+    Ok(eps)
 }
 
 /// A positive, finite epsilon (the lab's formulas need no exact decimal).

@@ -283,7 +283,7 @@ fn ticks(lo: f64, hi: f64, step: f64) -> Vec<f64> {
 
 /// Shortest decimal rendering of a parameter value (0.3, 0.1, 1000).
 fn fmt_param(v: f64) -> String {
-    format!("{}", v + 0.0)
+    crate::output::short_number(v + 0.0)
 }
 
 // ---------------------------------------------------------------------------------------------

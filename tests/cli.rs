@@ -282,3 +282,16 @@ fn a_piped_repl_names_the_line_of_the_whole_input() {
         stderr(&o)
     );
 }
+
+#[test]
+fn simulate_shows_no_progress_bar_when_output_is_not_a_terminal() {
+    for format in [&[][..], &["--format", "json"][..]] {
+        let mut args = vec!["--seed", "1"];
+        args.extend_from_slice(format);
+        args.extend_from_slice(&["-c", "SIMULATE N 100 P 0.3 EPS (0.1, 1) RUNS 200000;"]);
+        let out = dpq(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(stderr(&out), "", "nothing but results when piped");
+        assert!(stdout(&out).contains("0.1"));
+    }
+}

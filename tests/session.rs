@@ -210,3 +210,38 @@ fn refused_cube_statements_change_nothing() {
         assert_eq!(run(&mut a, after), run(&mut b, after), "{refused}");
     }
 }
+
+#[test]
+fn a_seeded_simulation_point_gives_the_same_numbers_in_any_statement() {
+    let row = |source: &str, n: u64, eps: f64| {
+        let mut s = Session::new(Randomness::Seeded(7));
+        let out = run(&mut s, source);
+        let v: serde_json::Value = serde_json::from_str(&out[0]).expect("JSON");
+        v["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .find(|r| r["n"] == n && r["eps"] == eps)
+            .cloned()
+            .expect("the point")
+    };
+    let alone = row("SIMULATE N 100 P 0.3 EPS 0.1 RUNS 3000;", 100, 0.1);
+    let among = row(
+        "SIMULATE N (1000, 100) P 0.3 EPS (1, 0.1) RUNS 3000;",
+        100,
+        0.1,
+    );
+    assert_eq!(alone, among);
+    let dir = tempfile::tempdir().expect("a directory");
+    let chart = dir.path().join("c.svg");
+    let plotted = row(
+        &format!(
+            "SIMULATE N 100 P 0.3 EPS 0.1 RUNS 3000 PLOT '{}';",
+            chart.display()
+        ),
+        100,
+        0.1,
+    );
+    assert_eq!(alone, plotted);
+    assert!(chart.exists());
+}

@@ -556,3 +556,117 @@ fn extreme_parameters_do_not_panic() {
         }
     }
 }
+
+/// Noisy answers in `[0, n]` outside the covered rows `[ya, yb]` (and the rows' ends): both
+/// clamped ends, points just past `ya` and `yb`, halfway and near the ends, and seeded random
+/// points in `(0, ya)` and `(yb, n)`.
+fn answers_beyond_the_rows(n: u64, ya: u64, yb: u64, seed: u64) -> Vec<f64> {
+    let (nf, a, b) = (n as f64, ya as f64, yb as f64);
+    let mut ys = vec![0.0, nf, a, b];
+    if ya > 0 {
+        ys.extend([
+            1e-3,
+            0.5,
+            1.0,
+            0.5 * a,
+            a - 1.0,
+            a - 0.5,
+            a - 1e-6 * a.max(1.0),
+        ]);
+    }
+    if yb < n {
+        ys.extend([
+            b + 1e-6 * b.max(1.0),
+            b + 0.5,
+            b + 1.0,
+            0.5 * (b + nf),
+            nf - 1.0,
+            nf - 0.5,
+            nf - 1e-3,
+        ]);
+    }
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    for _ in 0..4 {
+        if ya > 1 {
+            ys.push(rng.random_range(0.0..a));
+        }
+        if yb + 1 < n {
+            ys.push(rng.random_range(b..nf));
+        }
+    }
+    ys.retain(|y| (0.0..=nf).contains(y));
+    ys
+}
+
+#[test]
+fn table_answers_far_beyond_its_rows_when_the_noise_dominates() {
+    // Small eps sqrt(n p (1-p)): the noise routinely throws y past the covered rows. The
+    // table must answer every y in [0, n] itself (in O(1): the constant of "Beyond the
+    // covered counts"), and agree with the exact posterior mean to 1e-9 relative (absolute
+    // below 1) there, far outside the window.
+    let mut worst = (0.0f64, String::new());
+    for n in [1_000_000u64, MAX_N] {
+        for p in [0.5, 0.01] {
+            for e in [1e-9, 1e-7, 1e-6, 1e-4] {
+                let table = BayesTable::new(n, prob(p), eps(e)).expect("n is supported");
+                assert!(table.len() <= MAX_TABLE_LEN, "{table:?}");
+                let (ya, yb) = table.covered().expect("the mode's row answers");
+                assert!(
+                    ya > 0 && yb < n,
+                    "n={n} p={p}: rows reach an end: {table:?}"
+                );
+                let nf = n as f64;
+                // Every y in [0, n] from the table: the answer path depends only on where y
+                // lies (0, (0, ya), [ya, yb], (yb, n), n), and this grid hits every part,
+                // including just past ya and yb.
+                let grid = (0..=1000).map(|i| nf * i as f64 / 1000.0);
+                for y in grid.chain(answers_beyond_the_rows(n, ya, yb, n ^ e.to_bits())) {
+                    assert!(
+                        table.answers_from_table(y),
+                        "n={n} p={p} eps={e} y={y}: exact fallback ({table:?})"
+                    );
+                }
+                for y in answers_beyond_the_rows(n, ya, yb, 7 + n) {
+                    let got = table.estimate(y);
+                    let want = posterior(n, prob(p), eps(e), y, prob(0.95)).mean;
+                    let err = scaled_error(got, want);
+                    let at = format!("n={n} p={p} eps={e} y={y}: {got} vs {want} ({table:?})");
+                    assert!(err <= 1e-9, "{at}");
+                    if err > worst.0 {
+                        worst = (err, at);
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("beyond the rows: worst error {:e} at {}", worst.0, worst.1);
+}
+
+#[test]
+fn exact_fallback_remains_where_the_bound_fails() {
+    // Large eps sqrt(n p (1-p)) (here 1581 and 5000): answers beyond the rows need the noise
+    // hundreds of scales out, the bound of "Beyond the covered counts" does not hold, and
+    // the exact posterior answers them (correctly, if slowly).
+    for (n, p, e) in [(MAX_N, 0.5, 0.1), (1_000_000, 0.5, 10.0)] {
+        let table = BayesTable::new(n, prob(p), eps(e)).expect("n is supported");
+        let (ya, yb) = table.covered().expect("the mode's row answers");
+        let nf = n as f64;
+        for y in [0.0, ya as f64, 0.5 * (ya + yb) as f64, yb as f64, nf] {
+            assert!(table.answers_from_table(y), "y={y} {table:?}");
+        }
+        for y in [
+            0.5 * ya as f64,
+            ya as f64 - 0.5,
+            yb as f64 + 0.5,
+            0.5 * (yb as f64 + nf),
+        ] {
+            assert!(!table.answers_from_table(y), "y={y} {table:?}");
+            let got = table.estimate(y);
+            let want = posterior(n, prob(p), eps(e), y, prob(0.95)).mean;
+            assert!(scaled_error(got, want) <= 1e-9, "y={y}: {got} vs {want}");
+        }
+    }
+    assert!(BayesTable::new(10, prob(0.3), eps(0.1))
+        .expect("n is supported")
+        .answers_from_table(f64::NAN));
+}

@@ -7,8 +7,8 @@ use crate::error::EvalError;
 use crate::output::{short_number, ExplainedBudget, Explanation, Output};
 use crate::plan::{CountPlan, Eps, Mechanism, Plan, Spend};
 use crate::span::Span;
+use crate::stats::laplace;
 use crate::stats::noise;
-use crate::stats::{laplace, simulate};
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 
@@ -20,8 +20,9 @@ pub(super) enum Verdict {
     Reused,
     /// A release (with the `WITHIN` path's reasons, if any).
     Releases(Option<String>),
-    /// Refused by the budget (with the `WITHIN` path's reasons, if any).
-    Refused(Option<String>),
+    /// Refused (with the `WITHIN` path's reasons, if any): by the budget when no reason is
+    /// given, else for the reason given.
+    Refused(Option<String>, Option<String>),
 }
 
 fn step(label: &str, text: impl Into<String>) -> (String, String) {
@@ -73,10 +74,23 @@ impl Session {
             Plan::ShowTables | Plan::ShowBudget { .. } | Plan::ShowHistory { .. } | Plan::Describe { .. } | Plan::ShowCube { .. } => {
                 nothing(vec![step("does", format!("shows public facts (names, schemas, budgets, released answers); {free}"))])
             }
-            Plan::SetBudget { table, total } => nothing(vec![step(
-                "does",
-                format!("sets the total budget of `{table}` to {total} (refused below what is spent); {free}"),
-            )]),
+            Plan::SetBudget { table, total } => {
+                let spent = self.files[self.entries[self.index(&table)].file]
+                    .ledger
+                    .history()
+                    .spent();
+                nothing(vec![if total < spent {
+                    step(
+                        "refused",
+                        format!("{spent} is already spent on `{table}`, more than {total}: nothing would change"),
+                    )
+                } else {
+                    step(
+                        "does",
+                        format!("sets the total budget of `{table}` to {total} ({spent} spent); {free}"),
+                    )
+                }])
+            }
             Plan::SetSeed { seed } => nothing(vec![step(
                 "does",
                 format!("seeds the generator with {seed}: later answers are reproducible, and so not private; {free}"),
@@ -123,11 +137,11 @@ impl Session {
                         "the average absolute error of the naive and Bayes estimates, and the probability that Bayes is closer, with 95% Monte Carlo intervals",
                     ),
                 ];
-                if sim.n.iter().any(|&n| n > simulate::MAX_N) {
-                    steps.push(step("refused", "a size above the simulation's limit"));
-                }
                 if let Some(chart) = &sim.plot {
-                    steps.push(step("plot", format!("writes {}", chart.path.display())));
+                    steps.push(match lab::writable(&chart.path, chart.span) {
+                        Ok(()) => step("plot", format!("writes {}", chart.path.display())),
+                        Err(error) => step("refused", format!("{error}: nothing would run")),
+                    });
                 }
                 nothing(steps)
             }
@@ -163,6 +177,7 @@ impl Session {
             "query",
             match plan.single() {
                 Some(_) => "one count".to_string(),
+                None if plan.terms.len() == 1 => "one count times a coefficient".to_string(),
                 None => format!("a linear combination of {} counts", plan.terms.len()),
             },
         ));
@@ -235,12 +250,21 @@ impl Session {
                 ));
                 budget = Some(budget_line(history.spent()));
             }
-            Verdict::Releases(why) | Verdict::Refused(why) if eps.is_none() => {
+            Verdict::Releases(why) | Verdict::Refused(why, _) if eps.is_none() => {
                 if let Some(why) = why {
                     steps.push(step("epsilon", why));
                 }
             }
-            Verdict::Releases(why) | Verdict::Refused(why) => {
+            Verdict::Refused(why, Some(reason)) => {
+                if let Some(why) = why {
+                    steps.push(step("epsilon", why));
+                }
+                steps.push(step(
+                    "refused",
+                    format!("{reason}: nothing would be spent, recorded or drawn"),
+                ));
+            }
+            Verdict::Releases(why) | Verdict::Refused(why, None) => {
                 let eps = eps.expect("checked above");
                 let refused = history.check_row(eps.exact, &plan.row).is_err();
                 if let Some(why) = why {
@@ -265,7 +289,7 @@ impl Session {
                         Mechanism::Staircase => {
                             let law = staircase_law(eps);
                             format!(
-                                "staircase with the variance-optimal gamma = {} on the grid 2^-{}: variance {} against Laplace's {}; 95% of answers lie within ±{}",
+                                "staircase with inner width gamma = {} (variance-optimal, floored at 2^-10) on the grid 2^-{}: variance {} against Laplace's {}; 95% of answers lie within ±{}",
                                 short_number(law.gamma()),
                                 noise::STAIRCASE_GRID_BITS,
                                 short_number(law.variance()),
@@ -284,7 +308,7 @@ impl Session {
                         ),
                     ));
                 }
-                if let Spend::Within { .. } = plan.spend {
+                if matches!(plan.spend, Spend::Within { .. }) && file.cube.is_some() {
                     steps.push(step(
                         "evidence",
                         "the release becomes evidence for later estimates of the cube",
@@ -326,7 +350,6 @@ impl Session {
             }
         }
         steps.push(step("composition", composition));
-        let _ = lab::writable;
         Output::Explained(Explanation {
             statement: plan.statement.clone(),
             spends,

@@ -2,6 +2,7 @@
 
 use super::{ninety_five, Session};
 use crate::error::EvalError;
+use crate::output::short_number;
 use crate::output::{
     CompareNoiseResult, CompareNoiseRow, Interval, OutOfRangeResult, PlotOutcome, PosteriorShape,
     SimulateResult, SimulateRow,
@@ -50,14 +51,17 @@ pub(super) fn compare_noise(eps: &[Epsilon], sensitivity: Positive) -> CompareNo
     }
 }
 
-/// The seed of point `i` of a simulation in a seeded session: a function of the seed and of
-/// the statement, so a script gives the same figures on every run and every machine.
-fn point_seed(seed: u64, statement: &str, i: usize) -> u64 {
+/// The seed of a point of a simulation in a seeded session: a function of the seed and of the
+/// point's parameters alone, so a point gives the same numbers in whatever statement it
+/// appears (with or without a chart, beside any other points), on every run and machine.
+fn point_seed(seed: u64, n: u64, p: Probability, eps: Epsilon, runs: u64) -> u64 {
     let mut h = blake3::Hasher::new();
     h.update(b"dpq simulate");
     h.update(&seed.to_le_bytes());
-    h.update(statement.as_bytes());
-    h.update(&(i as u64).to_le_bytes());
+    h.update(&n.to_le_bytes());
+    h.update(&p.get().to_bits().to_le_bytes());
+    h.update(&eps.get().to_bits().to_le_bytes());
+    h.update(&runs.to_le_bytes());
     let bytes = h.finalize();
     let mut first = [0u8; 8];
     first.copy_from_slice(&bytes.as_bytes()[..8]);
@@ -84,9 +88,10 @@ impl Session {
             writable(&chart.path, chart.span)?;
         }
         let points = plan.points();
-        let seeds: Vec<u64> = (0..points.len())
-            .map(|i| match self.seed {
-                Some(seed) => point_seed(seed, &plan.statement, i),
+        let seeds: Vec<u64> = points
+            .iter()
+            .map(|&(n, p, eps)| match self.seed {
+                Some(seed) => point_seed(seed, n, p, eps, plan.runs),
                 None => self.rng.next_u64(),
             })
             .collect();
@@ -167,36 +172,73 @@ fn simulate_title(plan: &SimulatePlan) -> String {
         parts.push(format!("p = {}", plan.p[0].get()));
     }
     if plan.eps.len() == 1 && plan.axis() != SimAxis::Eps && plan.axis() != SimAxis::Std {
-        parts.push(format!("ε = {}", plan.eps[0].get()));
+        let eps = plan.eps[0].get();
+        parts.push(if plan.std {
+            format!(
+                "noise std = {}",
+                short_number(std::f64::consts::SQRT_2 / eps)
+            )
+        } else {
+            format!("ε = {}", short_number(eps))
+        });
     }
     parts.push(format!("{} runs per point", plan.runs));
     format!("Naive and Bayes estimates of a count: {}", parts.join(", "))
 }
 
-/// Refuses, before any work, a chart whose directory does not exist.
+/// Refuses, before any work or spending, a chart that cannot be written: an empty name, a
+/// directory that does not exist, an existing target that is not a regular file (a directory,
+/// a device: the chart replaces its file, and must not replace those), or a directory where
+/// a file cannot be created (probed with the temporary file the chart is written through).
 pub(super) fn writable(path: &Path, span: Span) -> Result<(), EvalError> {
+    let refuse = |reason: String| EvalError::PlotNotWritten {
+        path: path.display().to_string(),
+        reason,
+        span,
+    };
+    if path.as_os_str().is_empty() {
+        return Err(refuse("the file name is empty".into()));
+    }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    if dir.is_dir() {
-        Ok(())
-    } else {
-        Err(EvalError::PlotNotWritten {
-            path: path.display().to_string(),
-            reason: format!("the directory {} does not exist", dir.display()),
-            span,
-        })
+    if !dir.is_dir() {
+        return Err(refuse(format!(
+            "the directory {} does not exist",
+            dir.display()
+        )));
     }
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.file_type().is_file() {
+            return Err(refuse("it exists and is not a regular file".into()));
+        }
+    }
+    let tmp = temporary(path);
+    if std::fs::symlink_metadata(&tmp).is_ok() {
+        return Err(refuse(format!("{} is in the way", tmp.display())));
+    }
+    std::fs::File::create(&tmp)
+        .and_then(|_| std::fs::remove_file(&tmp))
+        .map_err(|e| refuse(e.to_string()))
+}
+
+/// The file a chart is written to before it is renamed into place.
+fn temporary(path: &Path) -> std::path::PathBuf {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    tmp.into()
 }
 
 /// Writes a chart (to a temporary file beside it, then renamed, so a reader never sees half
-/// a chart) and says how it went.
+/// a chart; only over a regular file or nothing) and says how it went.
 pub(super) fn outcome_of(path: &Path, svg: Result<String, String>) -> PlotOutcome {
     let shown = path.display().to_string();
     let written = svg.and_then(|svg| {
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".tmp");
+        if std::fs::symlink_metadata(path).is_ok_and(|m| !m.file_type().is_file()) {
+            return Err("it exists and is not a regular file".to_string());
+        }
+        let tmp = temporary(path);
         std::fs::write(&tmp, svg)
             .and_then(|()| std::fs::rename(&tmp, path))
             .map_err(|e| {
@@ -265,7 +307,14 @@ pub(super) fn posterior_chart(
             (lo, lo + width, *m)
         })
         .collect();
-    let title = format!("Posterior of the true count: {statement}");
+    // The statement without its PLOT clause (printed last), short enough for the title line.
+    let query = statement
+        .rfind(" PLOT '")
+        .map_or(statement, |i| &statement[..i]);
+    let mut title = format!("Posterior: {query}");
+    if title.chars().count() > 80 {
+        title = title.chars().take(79).collect::<String>() + "…";
+    }
     plot::posterior_svg(&plot::PosteriorChart {
         title: &title,
         bins: &bins,

@@ -567,13 +567,26 @@ impl Session {
         };
         let plain = plan.single().cloned();
         if dry {
-            let verdict = if earlier.is_some() {
+            // The same checks, in the same order, as the release below; all on public facts.
+            let unwritable = plan
+                .plot
+                .as_ref()
+                .and_then(|chart| lab::writable(&chart.path, chart.span).err());
+            let verdict = if let Some(error) = unwritable {
+                explain::Verdict::Refused(explain, Some(error.to_string()))
+            } else if earlier.is_some() {
                 explain::Verdict::Reused
+            } else if file
+                .ledger
+                .history()
+                .check_row(eps.exact, &plan.row)
+                .is_err()
+            {
+                explain::Verdict::Refused(explain, None)
             } else {
-                let history = file.ledger.history();
-                match history.check_row(eps.exact, &plan.row) {
-                    Ok(()) => explain::Verdict::Releases(explain),
-                    Err(_) => explain::Verdict::Refused(explain),
+                match linear_noise(&plan, n, eps, span) {
+                    Ok(_) => explain::Verdict::Releases(explain),
+                    Err(error) => explain::Verdict::Refused(explain, Some(error.to_string())),
                 }
             };
             drop(lock);
@@ -613,24 +626,7 @@ impl Session {
                         },
                     });
                 }
-                // A linear query is released on the grid of its noise: its noise scale must be
-                // exact, and its largest possible answer (public: n and the coefficients) must fit
-                // the exact integer arithmetic, so that nothing below depends on the data.
-                let total: Decimal = plan.terms.iter().map(|(c, _)| c.abs()).sum();
-                let bound = total.to_f64().unwrap_or(f64::INFINITY) * n as f64;
-                let too_large = || EvalError::TooLarge {
-                    bound: short_number(bound),
-                    span,
-                };
-                let laplace = noise::GridLaplace::new(
-                    linear_scale(eps, plan.sensitivity).ok_or_else(too_large)?,
-                );
-                if plain.is_none() {
-                    let scaled = bound * 2f64.powi(laplace.k() as i32);
-                    if !(bound < 2f64.powi(90) && scaled < 2f64.powi(120)) {
-                        return Err(too_large());
-                    }
-                }
+                let laplace = linear_noise(&plan, n, eps, span)?;
                 let seq = history.next_seq();
                 // The spending is durable before the noise is drawn.
                 file.ledger
@@ -1196,6 +1192,34 @@ fn lacking(n: &blue::NotEstimable, name: &dyn Fn(usize) -> String) -> String {
         out.push_str(&format!(" ({} never measured)", names(&n.unmeasured)));
     }
     out
+}
+
+/// The Laplace noise of a count's release on its grid, or why it cannot be released exactly.
+///
+/// A linear query is released on the grid of its noise: its noise scale must be exact, and its
+/// largest possible answer (public: n and the coefficients) must fit the exact integer
+/// arithmetic, so that nothing in the release depends on the data.
+fn linear_noise(
+    plan: &CountPlan,
+    n: u64,
+    eps: Eps,
+    span: Span,
+) -> Result<noise::GridLaplace, EvalError> {
+    let total: Decimal = plan.terms.iter().map(|(c, _)| c.abs()).sum();
+    let bound = total.to_f64().unwrap_or(f64::INFINITY) * n as f64;
+    let too_large = || EvalError::TooLarge {
+        bound: short_number(bound),
+        span,
+    };
+    let laplace =
+        noise::GridLaplace::new(linear_scale(eps, plan.sensitivity).ok_or_else(too_large)?);
+    if plan.single().is_none() {
+        let scaled = bound * 2f64.powi(laplace.k() as i32);
+        if !(bound < 2f64.powi(90) && scaled < 2f64.powi(120)) {
+            return Err(too_large());
+        }
+    }
+    Ok(laplace)
 }
 
 /// Bins of the posterior sparkline shown with a count.

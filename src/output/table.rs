@@ -277,17 +277,22 @@ fn count(c: &CountResult) -> String {
     if let Some(shape) = &c.posterior_shape {
         let _ = write!(
             out,
-            "\nposterior {} {} {}",
+            "\nposterior of the true count, {} to {}: {}",
             shape.from,
-            crate::plot::sparkline(&shape.masses, shape.masses.len()),
-            shape.to
+            shape.to,
+            crate::plot::sparkline(&shape.masses, shape.masses.len())
         );
     }
     if let Some(g) = c.gamma {
         let _ = write!(
             out,
-            "\nStaircase noise with inner width gamma = {} (the variance-optimal one, Geng and Viswanath).",
-            num(g)
+            "\nStaircase noise with inner width gamma = {} ({}).",
+            num(g),
+            if g <= 1.0 / 1024.0 {
+                "the floor 2^-10: the variance-optimal width is narrower at this epsilon"
+            } else {
+                "the variance-optimal one, Geng and Viswanath, on the grid"
+            }
         );
     }
     plot_note(&mut out, c.plot.as_ref());
@@ -650,6 +655,15 @@ fn sig(x: f64, digits: i32) -> String {
         return x.to_string();
     }
     let magnitude = x.abs().log10().floor() as i32;
+    if !(-6..15).contains(&magnitude) {
+        // Scientific notation for the very small and the very large: `8.47e-7`, `2e300`.
+        let decimals = (digits - 1).max(0) as usize;
+        let text = format!("{x:.decimals$e}");
+        return match text.split_once('e') {
+            Some((mantissa, exponent)) => format!("{}e{exponent}", trim(mantissa.to_string())),
+            None => text,
+        };
+    }
     let decimals = (digits - 1 - magnitude).max(0) as usize;
     trim(format!("{x:.decimals$}"))
 }

@@ -26,9 +26,13 @@ use super::{laplace, Epsilon, Probability};
 /// [`MAX_TABLE_LEN`] = 2^20 (32 MiB; building it needs about 72 bytes per row, 72 MiB, for a
 /// moment). The cap binds only when `n p (1-p) > 2e8` (`n` near 10^9, `p` near 1/2); the
 /// window then still reaches 33 prior standard deviations from the mode (prior weights down
-/// to `e^{-550}` of the mode's), so noisy answers outside it (answered exactly but more
-/// slowly by [`posterior`]) stay astronomically rare. Larger `n` would need a wider table,
-/// and `k + noise` would lose more of the noise's low digits in `f64`.
+/// to `e^{-550}` of the mode's). Noisy answers beyond the window are frequent when
+/// `eps sqrt(n p (1-p))` is small (the noise is then far wider than the prior); the table
+/// answers them in O(1) too (see "Beyond the covered counts" at [`BayesTable`]), and leaves
+/// to the slower exact [`posterior`] only answers that need the noise or the true count to
+/// be some 30 prior standard deviations out *and* `eps sqrt(n p (1-p))` above about 18:
+/// astronomically rare. Larger `n` would need a wider table, and `k + noise` would lose more
+/// of the noise's low digits in `f64`.
 pub const MAX_N: u64 = 1_000_000_000;
 
 /// The largest number of runs [`simulate`] accepts: 10^8 (some ten seconds on two cores at
@@ -50,6 +54,11 @@ const LN_WINDOW_THRESHOLD: f64 = -690.0;
 /// A table row answers only where its own prior weight exceeds the bound on the prior mass
 /// outside the window by this factor, `e^{57.5}` (about 9.4e24): see [`BayesTable`].
 const LN_SAFETY: f64 = 57.5;
+
+/// The beyond-the-table bound (see [`BayesTable`], "Beyond the covered counts") is used only
+/// when the geometric ratio `s` of the left-out terms has `-ln s` at least this: then the
+/// rounding of `ln s` (below 1e-13 absolute) moves `ln(1/(1-s))` by less than 1e-4.
+const MIN_LN_GAP: f64 = 1e-9;
 
 /// z for a two-sided 95% interval.
 const Z95: f64 = 1.96;
@@ -195,10 +204,56 @@ struct Row {
 /// a fraction `delta` moves the mean by at most `delta` times the distance between two
 /// means in `[0, n]`: at most `2.2e-25 n <= 2.2e-16` for `n <= MAX_N`.
 ///
-/// For `y` in `[0, n]` outside `[ya, yb]` (the true count would have to lie some 30 to 37
-/// prior standard deviations out, or the noise be about as wide: astronomically rare unless
-/// `eps sigma` is small) the estimate is [`posterior`]'s exact mean: correct, slower (its
-/// cost grows with the posterior's width). The two clamped ends `y <= 0` and `y >= n` are
+/// # Beyond the covered counts
+///
+/// A noisy answer `y` in `(yb, n)` or `(0, ya)` needs the true count or the noise some 30 to
+/// 37 prior standard deviations out: rare when `eps sigma` is large, but routine when it is
+/// small (at `n = 10^9`, `p = 1/2`, `eps = 10^-6` the noise's scale `1/eps` is 63 prior
+/// standard deviations). There the posterior hardly depends on `y`, and the table answers
+/// with a constant when a bound proves it:
+///
+/// * **Claim.** Let `y >= yb` (and, by the clamping, `y <= n`). Split the counts into
+///   `L = {k <= yb}` and `U = {k > yb}` and scale every weight by `e^{eps(y - yb)}` (which
+///   changes no mean). For `k` in `L`, `|y - k| = (y - yb) + (yb - k)`, so the scaled weight
+///   is `rho_k g^{yb-k}`: the same for every `y >= yb`. Call their sum `W` and their mean
+///   `mu_L`. For `k` in `U`, `|y - k| >= y - k`, so the scaled weight
+///   `rho_k e^{eps(y - yb - |y-k|)}` is at most `rho_k e^{eps(k - yb)}`, for every
+///   `y >= yb` (at `y = yb` too). Call the sum of the actual scaled `U` weights `V(y)` and
+///   their mean `mu_U(y)`. Then `E[k|y] = (W mu_L + V mu_U)/(W + V)`, so
+///   `|E[k|y] - mu_L| = V |mu_U - mu_L|/(W + V) <= n V/W`, and so
+///   `|E[k|y] - E[k|yb]| <= 2 n Vmax/W` with `Vmax = sum_{k > yb} rho_k e^{eps(k - yb)}`.
+/// * **Bounding `Vmax`.** The prior is log-concave: `rho_{k+1}/rho_k = (n-k)/(k+1) p/(1-p)`
+///   falls as `k` grows, so `rho_{yb+i} <= rho_yb x^i` with `x = rho_{yb+1}/rho_yb`, and
+///   `Vmax <= rho_yb sum_{i >= 1} s^i = rho_yb s/(1-s)` with `s = x e^{eps}`, provided
+///   `s < 1`: beyond `yb` the prior's log-weight falls at least at the rate `r = -ln x`
+///   per step, faster than the likelihood's can rise (`eps` per step). This covers every
+///   count above `yb`, the window's and the left-out ones alike.
+/// * **Bounding `W` from below.** `W >= C_yb`, the row's own sum over `[lo, yb]` (it only
+///   leaves out the non-negative terms below `lo`).
+/// * **The rule.** When `s <= e^{-1e-9}` (`MIN_LN_GAP`) and
+///   `ln rho_yb + ln s - ln(1 - s) - ln C_yb <= -57.5`, every `y` in `(yb, n)` gets the
+///   table's `E[k|yb]` (its row at `t = 0`, computed once), off the exact mean by at most
+///   `2 n e^{-57.5} <= 2.2e-16` beyond the table's own error at `yb`. Otherwise such `y` go
+///   to [`posterior`].
+/// * **Below, symmetrically.** For `y <= ya`, `L = {k >= ya}` has the common factor
+///   `e^{-eps(ya - y)}` and `W = sum_{k >= ya} rho_k g^{k - ya} >= rho_ya + g D_ya`;
+///   `U = {k < ya}` has `rho_{ya-i} <= rho_ya x^i`, `x = rho_{ya-1}/rho_ya =
+///   ya(1-p)/((n-ya+1) p)` (these ratios fall as `k` falls), and the same rule with
+///   `s = x e^{eps}` gives every `y` in `(0, ya)` the table's `E[k|ya]`.
+///
+/// How often does the rule hold? With `sigma = sqrt(n p (1-p))` and `yb - m` about 31 to
+/// 35 `sigma`, `-ln x` is about `(yb - m)/sigma^2`, so `s < 1` while `eps sigma < 31`, and
+/// the bound is about `e^{-480 + eps (yb - m) + ln(1/(1-s))}` or smaller (`ln rho_yb` is
+/// -480 or below; `C_yb >= g^{yb - m}`, the mode's term). Measured (`n` from 10 to 10^9,
+/// `p` from 1e-6 to 0.999), it holds on both sides for every `eps sigma` below 18 when
+/// `sigma >= 30` (below 0.1 to 8 for tiny `sigma`, and for every `eps` when the rows reach
+/// `0` and `n`). Where it fails, `eps (yb - m)` and `eps (m - ya)` were at least 587: `y`
+/// past the rows needs the true count past them (prior mass below `e^{-480}`) or noise of
+/// some 600 scales `1/eps` beyond the mode, a chance per run below about `e^{-300}`
+/// (`max_k ln rho_k - eps (yb - k) <= x^2/2 - c x <= -378` for `x = eps sigma` in `[18, c]`,
+/// `c = (yb - m)/sigma`). So in a simulation the exact fallback is, now genuinely,
+/// astronomically rare; it remains correct, only slower (its cost grows with the
+/// posterior's width). The two clamped ends `y <= 0` and `y >= n` are
 /// computed once when the table is built.
 ///
 /// Agrees with `posterior(..).mean` to about 1e-13 relative (tested at 1e-9 over a dense
@@ -214,6 +269,10 @@ pub struct BayesTable {
     /// `E[k | y]` for every `y <= 0` and every `y >= n`.
     at_zero: f64,
     at_n: f64,
+    /// `E[k | ya]` and `E[k | yb]`, the answers for `y` in `(0, ya)` and `(yb, n)`, when
+    /// the bound of "Beyond the covered counts" allows them there; `None` otherwise.
+    below: Option<f64>,
+    above: Option<f64>,
 }
 
 impl fmt::Debug for BayesTable {
@@ -224,6 +283,8 @@ impl fmt::Debug for BayesTable {
             .field("eps", &self.eps)
             .field("covered", &self.covered)
             .field("rows", &self.rows.len())
+            .field("below", &self.below)
+            .field("above", &self.above)
             .finish()
     }
 }
@@ -323,13 +384,27 @@ impl BayesTable {
         let covers = |r: &f64| *r > 0.0 && r.ln() >= ln_cover;
         let first = rhos.iter().position(covers);
         let last = rhos.iter().rposition(covers);
+        // Whether the rows' ends may answer beyond them ("Beyond the covered counts").
+        let (mut extend_below, mut extend_above) = (false, false);
         let (covered, rows) = match (first, last) {
             (Some(first), Some(last)) => {
                 let mut rows = window_rows(&rhos, lo, e);
+                let (ya, yb) = (lo + first as u64, lo + last as u64);
+                // Below: x = rho_{ya-1}/rho_ya = ya(1-p)/((n-ya+1) p), W >= rho_ya + g D_ya.
+                extend_below = ya == 0 || {
+                    let ln_x = (ya as f64 / (nf - ya as f64 + 1.0)).ln() - ln_odds;
+                    let w = rhos[first] + (-e).exp() * rows[first].d;
+                    beyond_is_negligible(rhos[first], ln_x, e, w)
+                };
+                // Above: x = rho_{yb+1}/rho_yb = (n-yb)/(yb+1) p/(1-p), W >= C_yb.
+                extend_above = yb == n || {
+                    let ln_x = ((nf - yb as f64) / (yb as f64 + 1.0)).ln() + ln_odds;
+                    beyond_is_negligible(rhos[last], ln_x, e, rows[last].c)
+                };
                 rows.truncate(last + 1);
                 rows.drain(..first);
                 rows.shrink_to_fit();
-                (Some((lo + first as u64, lo + last as u64)), rows)
+                (Some((ya, yb)), rows)
             }
             _ => (None, Vec::new()),
         };
@@ -341,7 +416,14 @@ impl BayesTable {
             rows,
             at_zero: f64::NAN,
             at_n: f64::NAN,
+            below: None,
+            above: None,
         };
+        if let Some((ya, yb)) = covered {
+            // The rows at ya and yb, at t = 0.
+            table.below = table.lookup(ya as f64).filter(|_| extend_below);
+            table.above = table.lookup(yb as f64).filter(|_| extend_above);
+        }
         table.at_zero = table
             .lookup(0.0)
             .unwrap_or_else(|| posterior(n, p, eps, 0.0, any_level()).mean);
@@ -352,9 +434,11 @@ impl BayesTable {
     }
 
     /// `E[k | y]` (paper 1, eq. 11), equal to [`posterior`]`(n, p, eps, y, _).mean` to about
-    /// 1e-13 relative. O(1) for `y` outside `(0, ya) ∪ (yb, n)` (see the type's
-    /// documentation); there, [`posterior`]'s exact mean. Infinite `y` gives the limit
-    /// (the estimate at `0` or `n`); NaN gives NaN. Never panics.
+    /// 1e-13 relative. O(1) wherever [`answers_from_table`](Self::answers_from_table) holds
+    /// (see the type's documentation: every `y` unless `eps sqrt(n p (1-p))` is above
+    /// about 18 and `y` some 30 prior standard deviations out); elsewhere, [`posterior`]'s
+    /// exact mean. Infinite `y` gives the limit (the estimate at `0` or `n`); NaN gives NaN.
+    /// Never panics.
     pub fn estimate(&self, y: f64) -> f64 {
         if y.is_nan() {
             return f64::NAN;
@@ -366,11 +450,23 @@ impl BayesTable {
             self.at_zero
         } else if y >= nf {
             self.at_n
-        } else if let Some(mean) = self.lookup(y) {
+        } else if let Some(mean) = self.lookup(y).or_else(|| self.beyond(y)) {
             mean
         } else {
             posterior(self.n, self.p, self.eps, y, any_level()).mean
         }
+    }
+
+    /// Whether [`estimate`](Self::estimate)`(y)` is answered from the table in O(1) (the
+    /// clamped ends, a covered row, or the constant beyond the rows) rather than by the exact
+    /// [`posterior`]. True for NaN (answered NaN at once).
+    pub fn answers_from_table(&self, y: f64) -> bool {
+        if y.is_nan() {
+            return true;
+        }
+        let nf = self.n as f64;
+        let y = y.clamp(0.0, nf);
+        y <= 0.0 || y >= nf || self.lookup(y).or_else(|| self.beyond(y)).is_some()
     }
 
     /// The counts `[ya, yb]` where the table answers (for `y` in that range), if any.
@@ -386,6 +482,19 @@ impl BayesTable {
     /// Whether no row is kept (then every estimate inside `(0, n)` goes to [`posterior`]).
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
+    }
+
+    /// The answer for a clamped `y` in `(0, ya)` or `(yb, n)` when the bound of "Beyond the
+    /// covered counts" allows it, else `None`.
+    fn beyond(&self, y: f64) -> Option<f64> {
+        let (ya, yb) = self.covered?;
+        if y > yb as f64 {
+            self.above
+        } else if y < ya as f64 {
+            self.below
+        } else {
+            None
+        }
     }
 
     /// The table's answer for a clamped `y` in `[ya, yb]`, else `None`.
@@ -413,6 +522,23 @@ impl BayesTable {
         };
         Some(mean.clamp(0.0, self.n as f64))
     }
+}
+
+/// Whether the counts beyond an end `j` of the covered rows (`ya` or `yb`) carry a negligible
+/// share of the posterior for every `y` beyond `j` (see [`BayesTable`], "Beyond the covered
+/// counts"): `rho_j = rho` (relative to the mode), `ln_x = ln(rho_{j±1}/rho_j)` one step
+/// outward, and `w > 0` a lower bound on the scaled weight `W` of the counts on the inner
+/// side. Checks `s = x e^{eps} <= e^{-MIN_LN_GAP}` and
+/// `ln rho + ln s - ln(1 - s) - ln w <= -LN_SAFETY`.
+fn beyond_is_negligible(rho: f64, ln_x: f64, eps: f64, w: f64) -> bool {
+    let ln_s = ln_x + eps;
+    // A NaN anywhere makes a comparison false: no claim.
+    if !(ln_s <= -MIN_LN_GAP && rho > 0.0 && w > 0.0) {
+        return false;
+    }
+    // ln(s/(1-s)) with 1 - s = -expm1(ln s), accurate for s near 1 and near 0.
+    let ln_tail = rho.ln() + ln_s - (-ln_s.exp_m1()).ln();
+    ln_tail - w.ln() <= -LN_SAFETY
 }
 
 /// The row sums for every count of the window `[lo, lo + rhos.len())`.

@@ -85,6 +85,7 @@ pub fn human(rule: Rule) -> &'static str {
         Rule::kw_improvement => "IMPROVEMENT",
         Rule::kw_n => "N",
         Rule::kw_std => "STD",
+        Rule::kw_sim_p => "P",
         Rule::kw_runs => "RUNS",
         Rule::out_of_range_stmt | Rule::kw_out => "OUT OF RANGE",
         Rule::kw_of => "OF",
