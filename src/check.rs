@@ -159,7 +159,7 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
                 },
             }
         }
-        StatementKind::Simulate(sim) => Plan::Simulate(check_simulate(sim, kind)?),
+        StatementKind::Simulate(sim) => Plan::Simulate(check_simulate(sim)?),
         StatementKind::OutOfRange { n, eps, at } => {
             let n_rows = whole(n, "N", 1, MAX_ROWS)?;
             Plan::OutOfRange {
@@ -208,7 +208,7 @@ const MAX_TOTAL_RUNS: u64 = 1_000_000_000;
 /// The runs per point when `RUNS` is absent: the paper's 100,000.
 pub const DEFAULT_RUNS: u64 = 100_000;
 
-fn check_simulate(sim: &ast::Simulate, kind: &StatementKind) -> Result<SimulatePlan, CheckError> {
+fn check_simulate(sim: &ast::Simulate) -> Result<SimulatePlan, CheckError> {
     let n = limited(&sim.n, "sizes", MAX_LIST)?
         .iter()
         .map(|n| whole(n, "N", 1, simulate::MAX_N))
@@ -279,7 +279,6 @@ fn check_simulate(sim: &ast::Simulate, kind: &StatementKind) -> Result<SimulateP
         std: sim.std,
         runs,
         plot,
-        statement: format!("{kind};"),
     })
 }
 

@@ -149,8 +149,6 @@ pub struct SimulatePlan {
     pub runs: u64,
     /// The chart to write, if any.
     pub plot: Option<PlotPlan>,
-    /// The statement, canonical (seeds each point's runs in a seeded session).
-    pub statement: String,
 }
 
 impl SimulatePlan {
