@@ -907,13 +907,21 @@ pub fn posterior_svg(chart: &PosteriorChart<'_>) -> Result<String, PlotError> {
     let extent = if visible.is_empty() { &bins } else { &visible };
     let mut x_min = extent.iter().map(|b| b.0).fold(f64::INFINITY, f64::min);
     let mut x_max = extent.iter().map(|b| b.1).fold(f64::NEG_INFINITY, f64::max);
-    for v in [mean, noisy]
+    for v in mean
         .into_iter()
-        .flatten()
         .chain(credible.into_iter().flat_map(|c| [c.0, c.1]))
     {
         x_min = x_min.min(v);
         x_max = x_max.max(v);
+    }
+    // A noisy answer far from the posterior (the prior dominates: tiny eps, or an answer
+    // outside [0, n]) would squeeze the distribution into a sliver: it is then drawn at the
+    // edge of the chart, its legend saying where it is.
+    let reach = x_max - x_min;
+    let off_chart = noisy.filter(|z| *z < x_min - reach || *z > x_max + reach);
+    if let Some(z) = noisy.filter(|_| off_chart.is_none()) {
+        x_min = x_min.min(z);
+        x_max = x_max.max(z);
     }
     let pad = 0.03 * (x_max - x_min);
     let x_axis = Axis::linear(x_min - pad, x_max + pad, false, 10);
@@ -1072,8 +1080,24 @@ pub fn posterior_svg(chart: &PosteriorChart<'_>) -> Result<String, PlotError> {
                 false,
             )?;
         }
-        if let Some(z) = noisy {
-            vline(z, format!("noisy answer = {}", fmt_value(z)), BLACK, true)?;
+        match (noisy, off_chart) {
+            (Some(z), None) => {
+                vline(z, format!("noisy answer = {}", fmt_value(z)), BLACK, true)?;
+            }
+            (Some(z), Some(_)) => {
+                let (edge, side) = if z > x_max {
+                    (x_max + pad, "right")
+                } else {
+                    (x_min - pad, "left")
+                };
+                vline(
+                    edge,
+                    format!("noisy answer = {} (off the chart, {side})", fmt_value(z)),
+                    BLACK,
+                    true,
+                )?;
+            }
+            _ => {}
         }
 
         let dim = plot.plotting_area().dim_in_pixel();

@@ -420,6 +420,49 @@ fn posterior_chart_has_bars_lines_and_labels() {
 }
 
 #[test]
+fn a_noisy_answer_far_from_the_posterior_is_drawn_at_the_edge_and_named() {
+    let bins = posterior_bins();
+    let tick_values = |svg: &str| -> Vec<f64> {
+        texts(svg)
+            .into_iter()
+            .filter_map(|t| t.content.parse::<f64>().ok())
+            .collect()
+    };
+    for (noisy, side) in [(5000.5, "right"), (-4000.25, "left")] {
+        let chart = PosteriorChart {
+            title: "far",
+            bins: &bins,
+            credible: (23.0, 37.0),
+            mean: 30.5,
+            noisy,
+            level: 0.95,
+        };
+        let svg = posterior_svg(&chart).expect("chart");
+        assert_well_formed(&svg);
+        let label = format!("noisy answer = {noisy:.2} (off the chart, {side})");
+        assert!(
+            texts(&svg).iter().any(|t| t.content == label),
+            "{label} missing"
+        );
+        // The axis stays on the posterior: no tick beyond a few counts of it.
+        assert!(tick_values(&svg).iter().all(|v| (-1.0..=60.0).contains(v)));
+    }
+    // Near the posterior, the answer is drawn where it is.
+    let chart = PosteriorChart {
+        title: "near",
+        bins: &bins,
+        credible: (23.0, 37.0),
+        mean: 30.5,
+        noisy: 45.5,
+        level: 0.95,
+    };
+    let svg = posterior_svg(&chart).expect("chart");
+    assert!(texts(&svg)
+        .iter()
+        .any(|t| t.content == "noisy answer = 45.50"));
+}
+
+#[test]
 fn posterior_errors_and_non_finite_values() {
     let empty = PosteriorChart {
         title: "t",

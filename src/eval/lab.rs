@@ -272,15 +272,17 @@ pub(super) fn posterior_shape(
         return None;
     }
     let masses = crate::stats::bayes::posterior_masses(n, p, eps, noisy, from, to);
-    let width = (to - from + 1) as usize;
-    let bins = bins.clamp(1, width);
-    let mut out = vec![0.0; bins];
-    for (i, m) in masses.iter().enumerate() {
-        out[i * bins / width] += m;
-    }
+    // Bins of `size` whole counts each (the last may hold fewer), each showing the mean
+    // probability of its counts, so that no bin looks lower for holding fewer counts.
+    let size = masses.len().div_ceil(bins.max(1)).max(1);
+    let out = masses
+        .chunks(size)
+        .map(|chunk| chunk.iter().sum::<f64>() / chunk.len() as f64)
+        .collect();
     Some(PosteriorShape {
         from,
         to,
+        size: size as u64,
         masses: out,
     })
 }
@@ -297,14 +299,16 @@ pub(super) fn posterior_chart(
 ) -> Result<String, String> {
     let shape = posterior_shape(n, p, eps, noisy, (post.lower, post.upper), 120)
         .ok_or_else(|| "the posterior is too wide to draw".to_string())?;
-    let width = (shape.to - shape.from + 1) as f64 / shape.masses.len() as f64;
+    // Bin i holds the counts from + i size .. min(from + (i+1) size, to + 1), drawn from the
+    // first count's left edge to the last one's right edge.
     let bins: Vec<(f64, f64, f64)> = shape
         .masses
         .iter()
         .enumerate()
         .map(|(i, m)| {
-            let lo = shape.from as f64 + i as f64 * width;
-            (lo, lo + width, *m)
+            let lo = shape.from + i as u64 * shape.size;
+            let hi = (lo + shape.size).min(shape.to + 1);
+            (lo as f64 - 0.5, hi as f64 - 0.5, *m)
         })
         .collect();
     // The statement without its PLOT clause (printed last), short enough for the title line.

@@ -310,7 +310,9 @@ pub struct PosteriorShape {
     pub from: u64,
     /// The last count shown.
     pub to: u64,
-    /// Posterior mass per bin, left to right.
+    /// Counts per bin (the last bin may hold fewer).
+    pub size: u64,
+    /// The mean posterior probability of the counts of each bin, left to right.
     pub masses: Vec<f64>,
 }
 
