@@ -128,8 +128,9 @@ impl Session {
                     step(
                         "does",
                         format!(
-                            "runs {} runs at each of {points} points on synthetic counts k ~ Binomial(n, p) with y = k + Laplace(1/eps) (paper 1, section 4); touches no table; {free}",
-                            sim.runs
+                            "runs {} runs at each of {points} point{} on synthetic counts k ~ Binomial(n, p) with y = k + Laplace(1/eps) (paper 1, section 4); touches no table; {free}",
+                            sim.runs,
+                            if points == 1 { "" } else { "s" }
                         ),
                     ),
                     step(
