@@ -13,8 +13,8 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, SamplingM
 use dpq::data::{load_csv, LoadOptions};
 use dpq::driver::run_source;
 use dpq::eval::{Randomness, Session};
-use dpq::ledger::Store;
 use dpq::output::Format;
+use dpq::privacy::Store;
 
 fn load(c: &mut Criterion) {
     let rows = bench_rows();
@@ -46,7 +46,7 @@ fn load(c: &mut Criterion) {
             || {
                 let state = tempfile::tempdir().expect("a state directory");
                 let session =
-                    Session::with_store(Randomness::Os, Store::Dir(state.path().to_path_buf()));
+                    Session::with_store(Randomness::Os, Store::dir(state.path().to_path_buf()));
                 (state, session)
             },
             |(state, mut session)| {

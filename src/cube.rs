@@ -19,7 +19,7 @@
 use crate::data::{CmpOp, ColumnType, Predicate, Value};
 
 /// The most cells a cube may have (a BLUE over them factorises a cells x cells matrix).
-pub const MAX_CELLS: usize = 10_000;
+pub use crate::privacy::MAX_CELLS;
 
 /// A declared cube over a table's columns.
 #[derive(Debug, Clone, PartialEq)]

@@ -4,7 +4,7 @@
 //! column names (the schema is public), never of cell contents or counts.
 
 use crate::data::{ColumnType, DataError};
-use crate::ledger::LedgerError;
+use crate::privacy::LedgerError;
 use crate::span::{locate, Span};
 use rust_decimal::Decimal;
 
@@ -625,9 +625,10 @@ impl Error {
                         .into(),
                 ),
                 EvalError::CubeFixed { .. } => Some(
-                    "the cells' budgets are accounted over that cube; declare it again as it is, or use a fresh copy of the data file"
+                    "the cells' budgets are accounted over that cube; declare it again as it is"
                         .into(),
                 ),
+                EvalError::Ledger { error, .. } => ledger_help(error),
                 _ => None,
             },
         }
@@ -716,4 +717,15 @@ impl Diagnostic {
             (lc.line, lc.column)
         })
     }
+}
+
+/// What to do about a ledger that cannot be used. dpq never repairs or resets one itself.
+fn ledger_help(error: &LedgerError) -> Option<String> {
+    Some(match error {
+        LedgerError::Damaged { .. } => "restore the ledger from a backup; dpq never repairs or resets a ledger: moving it aside would start this data's budget anew, which is for the data's curator to decide".into(),
+        LedgerError::Missing { .. } => "restore it from a backup; without it dpq cannot tell what was spent".into(),
+        LedgerError::OldLayout { .. } => "keep that directory for its records and give dpq a new one (--state-dir DIR or DPQ_STATE_DIR)".into(),
+        LedgerError::TooLong { .. } => "shorten the statement".into(),
+        LedgerError::Io { .. } => return None,
+    })
 }

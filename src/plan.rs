@@ -2,13 +2,12 @@
 
 use crate::cube::Cube;
 use crate::data::Predicate;
-pub use crate::plot::{SimAxis, SimMetric};
+pub use crate::privacy::Mechanism;
 use crate::span::Span;
 use crate::stats::blue::Measurement;
 use crate::stats::noise::ExactEpsilon;
 use crate::stats::{Epsilon, Positive, Probability};
 use rust_decimal::Decimal;
-use std::fmt;
 use std::path::PathBuf;
 
 /// A statement ready to run: nothing in it needs checking again.
@@ -278,41 +277,6 @@ impl CountPlan {
     }
 }
 
-/// The noise a release adds. Both are sampled exactly with integer arithmetic
-/// (`stats::noise`), so no floating-point artefact tells neighbouring inputs apart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mechanism {
-    /// Laplace noise of scale `sensitivity / eps`, released on a grid of `2^-k`.
-    Laplace,
-    /// Two-sided geometric (discrete Laplace) noise: integer answers.
-    Geometric,
-    /// The staircase noise of the variance-optimal parameter (Geng and Viswanath; the
-    /// Soria-Comas and Domingo-Ferrer slides), released on a grid of `2^-20`.
-    Staircase,
-}
-
-impl Mechanism {
-    /// The mechanism named `name` as written in a statement or a ledger.
-    pub fn from_name(name: &str) -> Option<Self> {
-        match name.to_ascii_lowercase().as_str() {
-            "laplace" => Some(Self::Laplace),
-            "geometric" => Some(Self::Geometric),
-            "staircase" => Some(Self::Staircase),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Mechanism {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Mechanism::Laplace => "laplace",
-            Mechanism::Geometric => "geometric",
-            Mechanism::Staircase => "staircase",
-        })
-    }
-}
-
 /// A checked accuracy requirement.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ChoosePlan {
@@ -332,4 +296,29 @@ pub enum ChoosePlan {
         /// The confidence level.
         confidence: Probability,
     },
+}
+
+/// What the x axis of a simulation chart shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SimAxis {
+    /// The privacy level ε, drawn reversed (large ε on the left), log scale when the data
+    /// span more than a factor 20.
+    Eps,
+    /// The noise standard deviation √2/ε, linear and increasing.
+    Std,
+    /// The predicate probability p, linear over [0, 1].
+    P,
+    /// The database size n, log scale.
+    N,
+}
+
+/// Which metric(s) to draw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SimMetric {
+    /// Average absolute error: analytic naive 1/ε and Monte Carlo Bayes (Figures 1-5).
+    Error,
+    /// Probability that the Bayes estimate is closer than the naive one (Figures 6-8).
+    Improvement,
+    /// Both panels side by side in one SVG.
+    Both,
 }

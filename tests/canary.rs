@@ -28,8 +28,8 @@
 
 use dpq::driver::{run_source, Emitted};
 use dpq::eval::{Randomness, Session};
-use dpq::ledger::Store;
 use dpq::output::Format;
+use dpq::privacy::Store;
 use dpq::stats::{bayes, Epsilon, Probability};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashSet};
@@ -1227,7 +1227,7 @@ struct Out {
 /// Runs the script through `driver::run_source` in `format`, one step at a time, in one
 /// session whose ledger lives in `state`; checks that each step ends as expected.
 fn run_library(steps: &[Step], format: Format, state: &Path) -> Vec<Out> {
-    let mut session = Session::with_store(Randomness::Os, Store::Dir(state.to_path_buf()));
+    let mut session = Session::with_store(Randomness::Os, Store::dir(state.to_path_buf()));
     let mut outs = Vec::new();
     for (i, st) in steps.iter().enumerate() {
         let label = format!("library {format:?} step {i}");

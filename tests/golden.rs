@@ -6,8 +6,8 @@
 
 use dpq::driver::{run_source, Emitted};
 use dpq::eval::{Randomness, Session};
-use dpq::ledger::Store;
 use dpq::output::Format;
+use dpq::privacy::Store;
 use std::path::{Path, PathBuf};
 
 /// The seed of every golden run: transcripts are reproducible, and say they are not private.
@@ -38,7 +38,7 @@ fn transcript(path: &Path) -> String {
     let state = tempfile::tempdir().expect("a state directory");
     let mut session = Session::with_store(
         Randomness::Seeded(SEED),
-        Store::Dir(state.path().to_path_buf()),
+        Store::dir(state.path().to_path_buf()),
     );
     session.set_clock(|| 0);
     let mut out = String::new();

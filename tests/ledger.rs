@@ -3,8 +3,8 @@
 
 use dpq::driver::{run_source, Emitted};
 use dpq::eval::{Randomness, Session};
-use dpq::ledger::{ledger_path, Store};
 use dpq::output::Format;
+use dpq::privacy::Store;
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 
 /// Runs `source` in a fresh session on `state`; returns the JSON objects it printed.
 fn run(state: &Path, source: &str) -> Vec<Value> {
-    let mut session = Session::with_store(Randomness::Os, Store::Dir(state.to_path_buf()));
+    let mut session = Session::with_store(Randomness::Os, Store::dir(state.to_path_buf()));
     let mut out = Vec::new();
     run_source(&mut session, "test", source, Format::Json, &mut |e| {
         let (Emitted::Result(s) | Emitted::Error(s)) = e;
@@ -28,11 +28,10 @@ fn data_copy(dir: &Path) -> PathBuf {
     path
 }
 
+/// The ledger of `data` in `state`, as `SHOW BUDGET` names it.
 fn ledger_of(state: &Path, data: &Path) -> PathBuf {
-    ledger_path(
-        state,
-        &std::fs::canonicalize(data).expect("the data file exists"),
-    )
+    let out = run(state, &format!("{} SHOW BUDGET;", load(data)));
+    PathBuf::from(out[1]["ledger"].as_str().expect("a ledger path"))
 }
 
 fn load(data: &Path) -> String {
@@ -102,31 +101,56 @@ fn a_damaged_or_truncated_ledger_is_refused_not_reset() {
     let state = dir.path().join("state");
     run(
         &state,
-        &format!("{} COUNT WHERE age < 30 WITH EPS 0.5;", load(&data)),
+        &format!("{} COUNT WHERE age < 30 WITH EPS 0.2;", load(&data)),
     );
     let ledger = ledger_of(&state, &data);
+    let older = std::fs::read_to_string(&ledger).expect("the ledger exists");
+    run(
+        &state,
+        &format!("{} COUNT WHERE age < 35 WITH EPS 0.3;", load(&data)),
+    );
     let good = std::fs::read_to_string(&ledger).expect("the ledger exists");
-    let damages: Vec<(&str, String)> = vec![
-        // Someone lowers the epsilon spent.
+    // Another data file's ledger, whole and well chained.
+    let other = dir.path().join("other.csv");
+    std::fs::write(&other, "x\n1\n2\n").expect("write");
+    run(
+        &state,
+        &format!(
+            "LOAD '{}'; COUNT WHERE x < 2 WITH EPS 0.1;",
+            other.display()
+        ),
+    );
+    let foreign = std::fs::read_to_string(ledger_of(&state, &other)).expect("read");
+    let damages: Vec<(&str, String, &str)> = vec![
+        // Someone lowers an epsilon spent.
         (
             "edited",
-            good.replacen("\"eps\":\"0.5\"", "\"eps\":\"0.1\"", 1),
+            good.replacen("\"eps\":\"0.3\"", "\"eps\":\"0.1\"", 1),
+            "the checksum does not match",
         ),
         // A line removed.
-        ("a line removed", {
-            let lines: Vec<&str> = good.lines().collect();
-            lines[..2].join("\n") + "\n" + &lines[3..].join("\n") + "\n"
-        }),
-        // Cut in the middle of the last line.
-        ("torn", good[..good.len() - 10].to_string()),
-        // Emptied of its spending but keeping its header.
         (
-            "truncated",
-            good.lines().next().unwrap_or("").to_string() + "\n" + "x\n",
+            "a line removed",
+            {
+                let lines: Vec<&str> = good.lines().collect();
+                lines[..2].join("\n") + "\n" + &lines[3..].join("\n") + "\n"
+            },
+            "the checksum does not match",
         ),
-        ("garbage", "not a ledger\n".to_string()),
+        // Emptied of its spending but keeping its header: cut at a line boundary.
+        (
+            "truncated at a line",
+            good.lines().next().unwrap_or("").to_string() + "\n",
+            "shorter than it was",
+        ),
+        ("emptied", String::new(), "is empty"),
+        // Restored from a backup taken before the last query.
+        ("an older copy", older.clone(), "shorter than it was"),
+        // Another file's ledger copied over this one.
+        ("another ledger", foreign, "belongs to other data"),
+        ("garbage", "not a ledger\n".to_string(), "no checksum"),
     ];
-    for (what, text) in damages {
+    for (what, text, why) in damages {
         assert_ne!(text, good, "{what}");
         std::fs::write(&ledger, &text).expect("damage the ledger");
         let out = run(
@@ -137,6 +161,14 @@ fn a_damaged_or_truncated_ledger_is_refused_not_reset() {
         assert_eq!(out[0]["kind"], "error", "{what}");
         let message = out[0]["message"].as_str().expect("message");
         assert!(message.contains("is damaged"), "{what}: {message}");
+        assert!(message.contains(why), "{what}: {message}");
+        assert!(
+            out[0]["help"]
+                .as_str()
+                .is_some_and(|h| h.contains("backup")),
+            "{what}: {}",
+            out[0]
+        );
         // Refused, and left as it was found: never reset.
         assert_eq!(
             std::fs::read_to_string(&ledger).expect("read"),
@@ -144,6 +176,59 @@ fn a_damaged_or_truncated_ledger_is_refused_not_reset() {
             "{what}"
         );
     }
+    // Put back, the ledger is good again: nothing was lost.
+    std::fs::write(&ledger, &good).expect("restore");
+    let out = run(&state, &format!("{} SHOW BUDGET;", load(&data)));
+    assert_eq!(out[1]["spent"], 0.5, "{}", out[1]);
+}
+
+/// A last line without its line feed is a write that never finished: nothing was drawn or
+/// shown after it, so it is dropped (with a warning) and the ledger goes on.
+#[test]
+fn a_torn_last_line_is_dropped_with_a_warning() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = data_copy(dir.path());
+    let state = dir.path().join("state");
+    run(
+        &state,
+        &format!("{} COUNT WHERE age < 30 WITH EPS 0.2;", load(&data)),
+    );
+    let ledger = ledger_of(&state, &data);
+    let good = std::fs::read_to_string(&ledger).expect("the ledger exists");
+    // A spending line whose write never finished (the process died, or the disk filled).
+    let torn = format!("{good}{{\"type\":\"spend\",\"seq\":2,\"statement\":\"COUNT WHERE");
+    std::fs::write(&ledger, torn).expect("tear a last line");
+    let out = run(
+        &state,
+        &format!(
+            "{} SHOW BUDGET; COUNT WHERE age < 30 WITH EPS 0.2; COUNT WHERE age < 31 WITH EPS 0.2;",
+            load(&data)
+        ),
+    );
+    let warnings = out[0]["warnings"].as_array().expect("warnings");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.as_str().is_some_and(|w| w.contains("incomplete"))),
+        "{}",
+        out[0]
+    );
+    assert_eq!(
+        out[1]["spent"], 0.2,
+        "the spending before the tear counts, the torn one not"
+    );
+    assert_eq!(out[2]["from_history"], true, "{}", out[2]);
+    assert_eq!(out[3]["budget_spent"], 0.4, "{}", out[3]);
+    assert_eq!(
+        std::fs::read_to_string(&ledger)
+            .map(|t| t.ends_with('\n'))
+            .ok(),
+        Some(true)
+    );
+    // And the ledger reads whole again, with nothing more to drop.
+    let again = run(&state, &format!("{} SHOW BUDGET;", load(&data)));
+    assert_eq!(again[0]["warnings"].as_array().map(Vec::len), Some(0));
+    assert_eq!(again[1]["spent"], 0.4);
 }
 
 #[test]
@@ -273,7 +358,7 @@ fn lines_removed_under_a_running_session_are_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = data_copy(dir.path());
     let state = dir.path().join("state");
-    let mut session = Session::with_store(Randomness::Os, Store::Dir(state.clone()));
+    let mut session = Session::with_store(Randomness::Os, Store::dir(state.clone()));
     let mut out = Vec::new();
     let mut run_here = |source: &str, out: &mut Vec<String>| {
         run_source(&mut session, "test", source, Format::Json, &mut |e| {
@@ -299,11 +384,20 @@ fn lines_removed_under_a_running_session_are_refused() {
         out[0].contains("lines read earlier in this session are gone"),
         "{out:?}"
     );
-    // Deleted altogether: refused too, never started afresh.
+    // Deleted altogether: refused too, never started afresh, in this session or the next.
     std::fs::remove_file(&ledger).expect("delete");
     out.clear();
     assert!(!run_here("SHOW BUDGET;", &mut out));
-    assert!(out[0].contains("is damaged"), "{out:?}");
+    assert!(out[0].contains("is missing"), "{out:?}");
+    let next = run(&state, &format!("{} SHOW BUDGET;", load(&data)));
+    assert_eq!(next[0]["kind"], "error", "{}", next[0]);
+    assert!(
+        next[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("is missing")),
+        "{}",
+        next[0]
+    );
 }
 
 #[test]
@@ -336,7 +430,7 @@ fn a_statement_too_long_to_record_is_refused_before_anything_is_spent() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = data_copy(dir.path());
     let state = dir.path().join("state");
-    let long = "x".repeat(dpq::ledger::MAX_LINE + 10);
+    let long = "x".repeat(dpq::privacy::MAX_LINE + 10);
     let out = run(
         &state,
         &format!(
@@ -465,4 +559,331 @@ fn a_cube_and_its_cells_spending_outlive_the_session() {
     let fixed = run(&state, &format!("{} CUBE BY age (40);", load(&data)));
     assert_eq!(fixed[1]["kind"], "error", "{}", fixed[1]);
     assert_eq!(std::fs::read(&ledger).expect("the ledger"), before);
+}
+
+/// A copy of spent data written over a path that had a ledger of its own (for other content)
+/// finds the spent data's ledger: content wins over path.
+#[test]
+fn a_copy_written_over_a_path_with_a_ledger_finds_the_copied_datas_ledger() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spent = data_copy(dir.path());
+    let state = dir.path().join("state");
+    run(
+        &state,
+        &format!(
+            "{} SET BUDGET 1; COUNT WHERE age < 30 WITH EPS 0.9;",
+            load(&spent)
+        ),
+    );
+    // Other data at another path, with a ledger of its own and nothing spent.
+    let other = dir.path().join("other.csv");
+    std::fs::write(&other, "x\n1\n2\n3\n").expect("write");
+    let out = run(&state, &format!("{} SHOW BUDGET;", load(&other)));
+    assert_eq!(out[1]["spent"], 0.0);
+    // The spent file copied over it.
+    std::fs::copy(&spent, &other).expect("copy over");
+    let out = run(
+        &state,
+        &format!("{} COUNT WHERE age < 40 WITH EPS 0.5;", load(&other)),
+    );
+    assert_eq!(out[0]["budget_spent"], 0.9, "{}", out[0]);
+    assert!(
+        out[1]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("budget exceeded")),
+        "{}",
+        out[1]
+    );
+    assert_eq!(ledger_of(&state, &other), ledger_of(&state, &spent));
+}
+
+/// Two first loads of two copies of new data at the same moment find one ledger.
+#[test]
+fn two_first_loads_of_two_copies_at_once_share_one_ledger() {
+    for round in 0..5 {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let a = data_copy(dir.path());
+        let b = dir.path().join("copy.csv");
+        std::fs::copy(&a, &b).expect("copy");
+        let state = dir.path().join("state");
+        let children: Vec<_> = [(&a, 30), (&b, 31)]
+            .iter()
+            .map(|(p, age)| {
+                dpq(&state)
+                    .args(["--format", "json", "-c"])
+                    .arg(format!("{} COUNT WHERE age < {age} WITH EPS 0.6;", load(p)))
+                    .stdout(Stdio::piped())
+                    .spawn()
+                    .expect("spawn dpq")
+            })
+            .collect();
+        let outputs: Vec<String> = children
+            .into_iter()
+            .map(|c| {
+                String::from_utf8_lossy(&c.wait_with_output().expect("ends").stdout).into_owned()
+            })
+            .collect();
+        let answered = outputs
+            .iter()
+            .filter(|o| o.contains("\"kind\":\"count\""))
+            .count();
+        assert_eq!(
+            answered, 1,
+            "round {round}: only one 0.6 fits one budget: {outputs:?}"
+        );
+        assert_eq!(
+            ledger_of(&state, &a),
+            ledger_of(&state, &b),
+            "round {round}"
+        );
+    }
+}
+
+/// Nothing in the state directory is an unkeyed function of the data, and everything in it
+/// is readable by its owner only.
+#[test]
+fn the_state_directory_holds_no_unkeyed_hash_of_the_data_and_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = data_copy(dir.path());
+    let state = dir.path().join("state");
+    run(
+        &state,
+        &format!(
+            "{} CUBE BY age (30); COUNT WHERE age < 30 WITH EPS 0.1;",
+            load(&data)
+        ),
+    );
+    let bytes = std::fs::read(&data).expect("the data");
+    let plain = blake3::hash(&bytes).to_hex().to_string();
+    let mut files = 0;
+    let mut stack = vec![state.clone()];
+    while let Some(d) = stack.pop() {
+        let mode = std::fs::metadata(&d).expect("meta").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{}", d.display());
+        for e in std::fs::read_dir(&d).expect("read dir") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            files += 1;
+            let mode = std::fs::metadata(&p).expect("meta").permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{}", p.display());
+            let text = String::from_utf8_lossy(&std::fs::read(&p).expect("read")).into_owned();
+            let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+            assert!(
+                !text.contains(&plain[..32]),
+                "{} holds the data's hash",
+                p.display()
+            );
+            assert!(
+                !name.is_some_and(|n| n.contains(&plain[..32])),
+                "{}",
+                p.display()
+            );
+        }
+    }
+    assert!(
+        files >= 4,
+        "secret, ledger, its mark, content index: {files}"
+    );
+}
+
+/// A file rewritten with its columns in another order while a table of it is loaded: the old
+/// table's conditions charge the cells of the columns they name, not of the columns now at
+/// their positions.
+#[test]
+fn a_file_rewritten_under_a_loaded_table_cannot_misdirect_charges() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("t.csv");
+    std::fs::write(&data, "a,b\nyes,no\nno,no\nyes,yes\n").expect("write");
+    let state = dir.path().join("state");
+    let mut session = Session::with_store(Randomness::Os, Store::dir(state.clone()));
+    let mut out = Vec::new();
+    let mut go = |source: &str| {
+        run_source(&mut session, "test", source, Format::Json, &mut |e| {
+            let (Emitted::Result(s) | Emitted::Error(s)) = e;
+            out.push(serde_json::from_str::<Value>(&s).expect("JSON"));
+        });
+    };
+    go(&format!(
+        "LOAD '{}' AS t1; CUBE BY a ('yes'), b ('yes');",
+        data.display()
+    ));
+    std::fs::write(&data, "b,a\nno,yes\nno,no\nyes,yes\n").expect("rewrite");
+    go(&format!(
+        "LOAD '{}' AS t2; USE t1; COUNT WHERE a = 'yes' WITH EPS 0.5; SHOW BUDGET;",
+        data.display()
+    ));
+    let budget = out.last().expect("a budget");
+    let charged: Vec<String> = budget["cells"]
+        .as_array()
+        .expect("cells")
+        .iter()
+        .filter(|c| c["spent"].as_f64() == Some(0.5))
+        .map(|c| c["cell"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(!charged.is_empty(), "{budget}");
+    assert!(
+        charged.iter().all(|c| c.starts_with("a = 'yes'")),
+        "charged {charged:?}"
+    );
+}
+
+/// A chart is never written over a ledger, anything else in the state directory, or a loaded
+/// data file; the refusal comes before anything is spent.
+#[test]
+fn charts_never_destroy_a_ledger_or_a_data_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = data_copy(dir.path());
+    let state = dir.path().join("state");
+    run(
+        &state,
+        &format!("{} COUNT WHERE age < 30 WITH EPS 0.1;", load(&data)),
+    );
+    let ledger = ledger_of(&state, &data);
+    let before = std::fs::read(&ledger).expect("the ledger");
+    let data_before = std::fs::read(&data).expect("the data");
+    for target in [
+        ledger.clone(),
+        ledger.with_extension("hwm"),
+        state.join("secret"),
+        state.join("new.svg"),
+        data.clone(),
+    ] {
+        let out = run(
+            &state,
+            &format!(
+                "{} COUNT WHERE age < 50 WITH EPS 0.1 PRIOR p=0.5 PLOT '{}';",
+                load(&data),
+                target.display()
+            ),
+        );
+        assert_eq!(out[1]["kind"], "error", "{}: {}", target.display(), out[1]);
+        assert!(
+            out[1]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("cannot write the chart")),
+            "{}",
+            out[1]
+        );
+        let out = run(&state, &format!("{} SHOW BUDGET;", load(&data)));
+        assert_eq!(out[1]["spent"], 0.1, "nothing spent: {}", out[1]);
+    }
+    assert_eq!(std::fs::read(&ledger).expect("the ledger"), before);
+    assert_eq!(std::fs::read(&data).expect("the data"), data_before);
+    assert!(!state.join("new.svg").exists());
+}
+
+/// dpq with the size of the files it writes limited to `limit` bytes (a full disk, in
+/// effect: writes past it fail with EFBIG).
+fn dpq_limited(state: &Path, limit: u64) -> Command {
+    let mut c = Command::new("bash");
+    c.env("DPQ_STATE_DIR", state).args([
+        "-c",
+        "trap '' XFSZ; exec prlimit --fsize=$0:$0 \"$@\"",
+        &limit.to_string(),
+        env!("CARGO_BIN_EXE_dpq"),
+    ]);
+    c
+}
+
+/// The lines of a ledger, with their line feeds.
+fn ledger_lines(ledger: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(ledger).expect("read");
+    text.split_inclusive('\n').map(str::to_string).collect()
+}
+
+/// A write that fails (a full disk) spends nothing, draws nothing, and leaves the ledger
+/// whole: once there is room again, it goes on.
+#[test]
+fn a_full_disk_spends_nothing_and_leaves_the_ledger_usable() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = data_copy(dir.path());
+    let state = dir.path().join("state");
+    run(
+        &state,
+        &format!("{} COUNT WHERE age < 30 WITH EPS 0.1;", load(&data)),
+    );
+    let ledger = ledger_of(&state, &data);
+    let size = std::fs::metadata(&ledger).expect("meta").len();
+    // Room for part of the next line only.
+    let o = dpq_limited(&state, size + 20)
+        .args(["--format", "json", "-c"])
+        .arg(format!(
+            "{} COUNT WHERE age < 40 WITH EPS 0.2;",
+            load(&data)
+        ))
+        .output()
+        .expect("dpq runs");
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(text.contains("nothing was spent"), "{text}");
+    assert!(!text.contains("\"kind\":\"count\""), "{text}");
+    assert_eq!(
+        std::fs::metadata(&ledger).expect("meta").len(),
+        size,
+        "cut back"
+    );
+    let out = run(
+        &state,
+        &format!(
+            "{} COUNT WHERE age < 40 WITH EPS 0.2; SHOW BUDGET;",
+            load(&data)
+        ),
+    );
+    assert_eq!(
+        out[0]["warnings"].as_array().map(Vec::len),
+        Some(0),
+        "{}",
+        out[0]
+    );
+    assert_eq!(out[1]["kind"], "count", "{}", out[1]);
+    assert_eq!(out[2]["spent"], 0.3);
+}
+
+/// When the answer's line cannot be written after the noise was drawn, the epsilon is spent
+/// and the answer is not shown; the ledger stays whole.
+#[test]
+fn an_answer_that_cannot_be_recorded_is_not_shown_and_its_epsilon_counts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = data_copy(dir.path());
+    // The same history in two state directories: one measures the next spending line.
+    let (probe, state) = (dir.path().join("probe"), dir.path().join("state"));
+    for s in [&probe, &state] {
+        run(
+            s,
+            &format!("{} COUNT WHERE age < 30 WITH EPS 0.1;", load(&data)),
+        );
+    }
+    let query = "COUNT WHERE age < 40 WITH EPS 0.2;";
+    run(&probe, &format!("{} {query}", load(&data)));
+    let probe_lines = ledger_lines(&ledger_of(&probe, &data));
+    let spend_line = probe_lines[probe_lines.len() - 2].len() as u64;
+    let ledger = ledger_of(&state, &data);
+    let size = std::fs::metadata(&ledger).expect("meta").len();
+    let o = dpq_limited(&state, size + spend_line + 20)
+        .args(["--format", "json", "-c"])
+        .arg(format!("{} {query}", load(&data)))
+        .output()
+        .expect("dpq runs");
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(text.contains("not shown"), "{text}");
+    assert!(!text.contains("\"kind\":\"count\""), "{text}");
+    let lines = ledger_lines(&ledger);
+    assert!(lines
+        .last()
+        .is_some_and(|l| l.contains("\"type\":\"spend\"") && l.ends_with('\n')));
+    let out = run(
+        &state,
+        &format!("{} SHOW BUDGET; SHOW HISTORY;", load(&data)),
+    );
+    assert_eq!(
+        out[0]["warnings"].as_array().map(Vec::len),
+        Some(0),
+        "{}",
+        out[0]
+    );
+    assert_eq!(out[1]["spent"], 0.3, "{}", out[1]);
+    assert!(out[2]["releases"][1]["noisy"].is_null(), "{}", out[2]);
 }

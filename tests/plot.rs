@@ -1,9 +1,10 @@
-//! SVG charts and sparklines of `dpq::plot`: well-formed, deterministic, labelled, with the
+//! SVG charts and sparklines of `dpq::output::plot`: well-formed, deterministic, labelled, with the
 //! ε axis reversed, and robust to empty or non-finite input.
 
-use dpq::plot::{
-    posterior_svg, simulate_svg, sparkline, PlotError, PosteriorChart, SimAxis, SimMetric, SimRow,
+use dpq::output::plot::{
+    posterior_svg, simulate_svg, sparkline, PlotError, PosteriorChart, SimRow,
 };
+use dpq::plan::{SimAxis, SimMetric};
 
 /// A plausible simulated row (not a real simulation: a smooth function of the parameters).
 fn row(n: u64, p: f64, eps: f64) -> SimRow {

@@ -9,7 +9,7 @@
 
 use dpq::driver::{run_source, Emitted};
 use dpq::eval::{Randomness, Session};
-use dpq::ledger::Store;
+use dpq::privacy::Store;
 use dpq::output::Format;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
@@ -27,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
             .expect("a temporary state directory");
         let mut session = Session::with_store(
             Randomness::Seeded(1),
-            Store::Dir(state.path().to_path_buf()),
+            Store::dir(state.path().to_path_buf()),
         );
         session.set_clock(|| 0);
         let setup = format!("LOAD '{DATA}' AS people; SET BUDGET 1000;");

@@ -5,8 +5,8 @@ mod repl;
 use clap::{Parser, Subcommand, ValueEnum};
 use dpq::driver::{run_source, Emitted};
 use dpq::eval::{Progress, Randomness, Session};
-use dpq::ledger::Store;
 use dpq::output::Format;
+use dpq::privacy::Store;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -39,6 +39,9 @@ pub struct Args {
     /// directory, e.g. ~/.local/share/dpq]
     #[arg(long, value_name = "DIR", global = true)]
     pub state_dir: Option<PathBuf>,
+    /// Practice: keep spending in memory only, touching no ledger; every result says so.
+    #[arg(long, global = true, conflicts_with = "state_dir")]
+    pub practice: bool,
     /// What to do.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -76,17 +79,22 @@ impl From<FormatArg> for Format {
 /// Runs the command line; the exit code says whether every statement ran.
 pub fn main(args: Args) -> ExitCode {
     let format = Format::from(args.format);
-    let Some(state_dir) = state_dir(args.state_dir.clone()) else {
-        eprintln!(
-            "dpq: no state directory for the ledgers: give --state-dir DIR or set DPQ_STATE_DIR"
-        );
-        return ExitCode::from(EXIT_USAGE);
+    let store = if args.practice {
+        Store::memory()
+    } else {
+        let Some(state_dir) = state_dir(args.state_dir.clone()) else {
+            eprintln!(
+                "dpq: no state directory for the ledgers: give --state-dir DIR or set DPQ_STATE_DIR"
+            );
+            return ExitCode::from(EXIT_USAGE);
+        };
+        Store::dir(state_dir)
     };
     let randomness = match args.seed {
         Some(s) => Randomness::Seeded(s),
         None => Randomness::Os,
     };
-    let mut session = Session::with_store(randomness, Store::Dir(state_dir));
+    let mut session = Session::with_store(randomness, store);
     // A progress bar for long statements only where a person watches: table output to a
     // terminal. JSON and redirected output stay clean.
     if format == Format::Table && std::io::stdout().is_terminal() && std::io::stderr().is_terminal()

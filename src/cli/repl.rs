@@ -188,6 +188,13 @@ pub fn run(session: &mut Session, format: Format) -> bool {
                 lines_read += 1;
                 buffer.clear();
             }
+            // Ctrl-D at the continuation prompt abandons the statement being typed, as Ctrl-C
+            // does: running it would spend budget the user never confirmed with `;`. A second
+            // Ctrl-D at the fresh prompt leaves.
+            Err(ReadlineError::Eof) if interactive && !buffer.trim().is_empty() => {
+                buffer.clear();
+                eprintln!("(statement abandoned; Ctrl-D again or `quit` leaves)");
+            }
             Err(ReadlineError::Eof) => break,
             Err(e) => {
                 eprintln!("dpq: {e}");
@@ -197,7 +204,8 @@ pub fn run(session: &mut Session, format: Format) -> bool {
         }
     }
     if !buffer.trim().is_empty() {
-        // Input ended inside a statement: run what there is, as a script would.
+        // Piped input ended inside a statement: run what there is, as a script would (its
+        // last statement may omit the `;`). At a terminal the statement was abandoned above.
         let mut printer = Printer::new(format);
         all_ok &= run_source_from(session, "<repl>", &buffer, buffer_line, format, &mut |e| {
             printer.emit(e)

@@ -2,13 +2,13 @@
 
 use super::{ninety_five, Session};
 use crate::error::EvalError;
+use crate::output::plot::{self, SimRow};
 use crate::output::short_number;
 use crate::output::{
     CompareNoiseResult, CompareNoiseRow, Interval, OutOfRangeResult, PlotOutcome, PosteriorShape,
     SimulateResult, SimulateRow,
 };
 use crate::plan::{SimAxis, SimulatePlan};
-use crate::plot::{self, SimRow};
 use crate::span::Span;
 use crate::stats::simulate::{self, McEstimate, SimPoint};
 use crate::stats::staircase::{self, Staircase};
@@ -85,7 +85,7 @@ impl Session {
         span: Span,
     ) -> Result<SimulateResult, EvalError> {
         if let Some(chart) = &plan.plot {
-            writable(&chart.path, chart.span)?;
+            self.chart_target(&chart.path, chart.span)?;
         }
         let points = plan.points();
         let seeds: Vec<u64> = points
@@ -186,41 +186,53 @@ fn simulate_title(plan: &SimulatePlan) -> String {
     format!("Naive and Bayes estimates of a count: {}", parts.join(", "))
 }
 
-/// Refuses, before any work or spending, a chart that cannot be written: an empty name, a
-/// directory that does not exist, an existing target that is not a regular file (a directory,
-/// a device: the chart replaces its file, and must not replace those), or a directory where
-/// a file cannot be created (probed with the temporary file the chart is written through).
-pub(super) fn writable(path: &Path, span: Span) -> Result<(), EvalError> {
-    let refuse = |reason: String| EvalError::PlotNotWritten {
-        path: path.display().to_string(),
-        reason,
-        span,
-    };
-    if path.as_os_str().is_empty() {
-        return Err(refuse("the file name is empty".into()));
-    }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    if !dir.is_dir() {
-        return Err(refuse(format!(
-            "the directory {} does not exist",
-            dir.display()
-        )));
-    }
-    if let Ok(meta) = std::fs::symlink_metadata(path) {
-        if !meta.file_type().is_file() {
-            return Err(refuse("it exists and is not a regular file".into()));
+impl Session {
+    /// Refuses, before any work or spending, a chart that cannot be written or must not be:
+    /// an empty name, a directory that does not exist, an existing target that is not a
+    /// regular file (a directory, a device: the chart replaces its file, and must not replace
+    /// those), anything inside the state directory (a ledger, its mark, the secret), the file
+    /// of a loaded table, or a directory where a file cannot be created (probed with the
+    /// temporary file the chart is written through).
+    pub(super) fn chart_target(&self, path: &Path, span: Span) -> Result<(), EvalError> {
+        let refuse = |reason: String| EvalError::PlotNotWritten {
+            path: path.display().to_string(),
+            reason,
+            span,
+        };
+        if path.as_os_str().is_empty() {
+            return Err(refuse("the file name is empty".into()));
         }
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if !dir.is_dir() {
+            return Err(refuse(format!(
+                "the directory {} does not exist",
+                dir.display()
+            )));
+        }
+        if self.ledgers.holds(path) || self.ledgers.holds(&temporary(path)) {
+            return Err(refuse(
+                "it lies in the state directory, where the ledgers are kept".into(),
+            ));
+        }
+        if self.is_data_file(path) {
+            return Err(refuse("it is the data file of a loaded table".into()));
+        }
+        if let Ok(meta) = std::fs::symlink_metadata(path) {
+            if !meta.file_type().is_file() {
+                return Err(refuse("it exists and is not a regular file".into()));
+            }
+        }
+        let tmp = temporary(path);
+        if std::fs::symlink_metadata(&tmp).is_ok() {
+            return Err(refuse(format!("{} is in the way", tmp.display())));
+        }
+        std::fs::File::create(&tmp)
+            .and_then(|_| std::fs::remove_file(&tmp))
+            .map_err(|e| refuse(e.to_string()))
     }
-    let tmp = temporary(path);
-    if std::fs::symlink_metadata(&tmp).is_ok() {
-        return Err(refuse(format!("{} is in the way", tmp.display())));
-    }
-    std::fs::File::create(&tmp)
-        .and_then(|_| std::fs::remove_file(&tmp))
-        .map_err(|e| refuse(e.to_string()))
 }
 
 /// The file a chart is written to before it is renamed into place.

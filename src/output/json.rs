@@ -170,6 +170,7 @@ pub fn render_json(response: &Response) -> String {
     };
     if let Value::Object(map) = &mut v {
         map.insert("private".into(), Value::Bool(response.seed.is_none()));
+        map.insert("practice".into(), Value::Bool(response.practice));
         if let Some(seed) = response.seed {
             map.insert("seed".into(), json!(seed));
         }
@@ -206,6 +207,7 @@ fn table_info(kind: &str, info: &TableInfo) -> Value {
         "budget_remaining": dec(info.budget.remaining),
         "current": info.current,
         "data_changed": info.data_changed,
+        "warnings": info.warnings,
     })
 }
 

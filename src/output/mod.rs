@@ -1,6 +1,7 @@
 //! Statement results as data, and their rendering as comfy-table text or JSON lines.
 
 mod json;
+pub mod plot;
 mod table;
 
 pub use json::{error_json, render_json};
@@ -27,6 +28,8 @@ pub struct Response {
     pub output: Output,
     /// `Some(seed)` when `SET SEED` is in force: results are reproducible and not private.
     pub seed: Option<u64>,
+    /// Whether spending is kept in memory only (`--practice`): nothing is recorded.
+    pub practice: bool,
 }
 
 /// What a statement produced. Never a raw value, a row or a true count.
@@ -50,7 +53,7 @@ pub enum Output {
         seed: u64,
     },
     /// `COUNT`.
-    Count(CountResult),
+    Count(Box<CountResult>),
     /// `CHOOSE EPS`.
     ChooseEps(ChooseEpsResult),
     /// `CUBE` and `OBSERVE`: the teaching cube and its per-cell budget.
@@ -179,12 +182,25 @@ pub struct TableInfo {
     /// Column names and types.
     pub columns: Vec<(String, ColumnType)>,
     /// Its budget.
-    pub budget: BudgetReport,
+    pub budget: Budget,
     /// Whether it is the current table.
     pub current: bool,
     /// Whether the file's content changed since its ledger last saw it (spending still counts;
     /// answers recorded for the old content are not reused).
     pub data_changed: bool,
+    /// What loading had to report about the ledger (a torn line dropped, a mark remade).
+    pub warnings: Vec<String>,
+}
+
+/// A table's budget in three numbers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Budget {
+    /// The total epsilon.
+    pub total: Decimal,
+    /// The epsilon spent.
+    pub spent: Decimal,
+    /// `total - spent`.
+    pub remaining: Decimal,
 }
 
 /// A table's budget: total, spent, remaining, and every spending.

@@ -37,6 +37,9 @@ pub fn render_table(response: &Response) -> String {
             sig(p.error_bound, 2)
         ),
     };
+    if response.practice {
+        out.push_str("\nnote: practice: spending is kept in memory only and ends with the session");
+    }
     if let Some(seed) = response.seed {
         if !matches!(response.output, Output::SeedSet { .. }) {
             let _ = write!(
@@ -68,7 +71,7 @@ fn table_info(info: &TableInfo) -> String {
     } else {
         ""
     };
-    format!(
+    let mut out = format!(
         "{t}\ntable {} from {}: n = {} rows (public), budget {} spent of {}, {} remaining",
         info.name,
         info.path,
@@ -76,7 +79,11 @@ fn table_info(info: &TableInfo) -> String {
         dec(info.budget.spent),
         dec(info.budget.total),
         dec(info.budget.remaining)
-    ) + changed
+    ) + changed;
+    for w in &info.warnings {
+        let _ = write!(out, "\nwarning: {w}");
+    }
+    out
 }
 
 fn tables_list(tables: &[TableInfo]) -> String {
@@ -280,7 +287,7 @@ fn count(c: &CountResult) -> String {
             "\nposterior of the true count, {} to {}: {}",
             shape.from,
             shape.to,
-            crate::plot::sparkline(&shape.masses, shape.masses.len())
+            super::plot::sparkline(&shape.masses, shape.masses.len())
         );
     }
     if let Some(g) = c.gamma {

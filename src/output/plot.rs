@@ -13,6 +13,8 @@
 
 use std::ops::Range;
 
+use crate::plan::{SimAxis, SimMetric};
+
 use plotters::coord::ranged1d::{
     KeyPointHint, KeyPointWeight, NoDefaultFormatting, Ranged, ValueFormatter,
 };
@@ -29,31 +31,6 @@ pub enum PlotError {
     /// The drawing backend failed (message from plotters).
     #[error("cannot draw the chart: {0}")]
     Draw(String),
-}
-
-/// What the x axis of a simulation chart shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SimAxis {
-    /// The privacy level ε, drawn reversed (large ε on the left), log scale when the data
-    /// span more than a factor 20.
-    Eps,
-    /// The noise standard deviation √2/ε, linear and increasing.
-    Std,
-    /// The predicate probability p, linear over [0, 1].
-    P,
-    /// The database size n, log scale.
-    N,
-}
-
-/// Which metric(s) to draw.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SimMetric {
-    /// Average absolute error: analytic naive 1/ε and Monte Carlo Bayes (Figures 1-5).
-    Error,
-    /// Probability that the Bayes estimate is closer than the naive one (Figures 6-8).
-    Improvement,
-    /// Both panels side by side in one SVG.
-    Both,
 }
 
 /// One simulated point.

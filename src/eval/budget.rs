@@ -1,0 +1,130 @@
+//! `SET BUDGET`, `SHOW BUDGET`, `SHOW HISTORY` and `SET SEED`.
+
+use super::{ledger_error, Session};
+use crate::error::EvalError;
+use crate::output::{BudgetReport, HistoryReport, Output, ReleaseRow, SpendLine};
+use crate::span::Span;
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+use rust_decimal::prelude::ToPrimitive;
+use rust_decimal::Decimal;
+
+impl Session {
+    /// `SET BUDGET e`: never below what is spent, checked and recorded under the ledger's lock.
+    pub(super) fn set_budget(
+        &mut self,
+        table: String,
+        total: Decimal,
+        span: Span,
+    ) -> Result<Output, EvalError> {
+        let i = self.index(&table);
+        let time = (self.clock)();
+        let mut txn = self
+            .ledgers
+            .get_mut(self.entries[i].ledger)
+            .begin()
+            .map_err(ledger_error(span))?;
+        let spent = txn.history().spent();
+        if total < spent {
+            return Err(EvalError::BudgetBelowSpent {
+                table,
+                total,
+                spent,
+                span,
+            });
+        }
+        txn.set_total(total, time).map_err(ledger_error(span))?;
+        drop(txn);
+        Ok(Output::Budget(self.budget(i)))
+    }
+
+    /// `SHOW BUDGET`: as the ledger now says, other processes' spending included.
+    pub(super) fn show_budget(&mut self, table: &str, span: Span) -> Result<Output, EvalError> {
+        let i = self.index(table);
+        self.refresh(i, span)?;
+        Ok(Output::Budget(self.budget(i)))
+    }
+
+    /// `SHOW HISTORY`.
+    pub(super) fn show_history(&mut self, table: &str, span: Span) -> Result<Output, EvalError> {
+        let i = self.index(table);
+        self.refresh(i, span)?;
+        Ok(Output::History(self.history(i)))
+    }
+
+    /// `SET SEED n`: only before any noise was drawn. Reseeding later would let two queries
+    /// share their noise, and the difference of their answers would be the difference of
+    /// their true counts.
+    pub(super) fn set_seed(&mut self, seed: u64, span: Span) -> Result<Output, EvalError> {
+        if self.drawn {
+            return Err(EvalError::SeedAfterNoise { span });
+        }
+        self.rng = ChaCha20Rng::seed_from_u64(seed);
+        self.seed = Some(seed);
+        Ok(Output::SeedSet { seed })
+    }
+
+    /// Table `i`'s budget, every spending, and with a cube each cell's.
+    pub(super) fn budget(&self, i: usize) -> BudgetReport {
+        let e = &self.entries[i];
+        let ledger = self.ledgers.get(e.ledger);
+        let history = ledger.history();
+        BudgetReport {
+            table: e.name.clone(),
+            total: history.total(),
+            spent: history.spent(),
+            remaining: history.remaining(),
+            ledger: ledger.path().map(|p| p.display().to_string()),
+            lines: history
+                .releases()
+                .iter()
+                .map(|r| SpendLine {
+                    seq: r.seq,
+                    statement: r.statement.clone(),
+                    eps: r.eps,
+                    time: r.time,
+                })
+                .collect(),
+            cells: match (&e.cube, history.cell_spent()) {
+                (Some(cube), Some(b)) => Some(
+                    b.into_iter()
+                        .enumerate()
+                        .map(|(j, spent)| (cube.cell_name(j), spent))
+                        .collect(),
+                ),
+                _ => None,
+            },
+        }
+    }
+
+    /// Table `i`'s releases, with their rows over the cube.
+    fn history(&self, i: usize) -> HistoryReport {
+        let e = &self.entries[i];
+        let history = self.ledgers.get(e.ledger).history();
+        HistoryReport {
+            table: e.name.clone(),
+            releases: history
+                .releases()
+                .iter()
+                .map(|r| ReleaseRow {
+                    row: history.cube().filter(|_| !r.row.is_empty()).map(|c| {
+                        let mut dense = vec![0.0; c.cells];
+                        for (j, v) in &r.row {
+                            if let Some(x) = dense.get_mut(*j) {
+                                *x = v.to_f64().unwrap_or(f64::NAN);
+                            }
+                        }
+                        dense
+                    }),
+                    seq: r.seq,
+                    statement: r.statement.clone(),
+                    eps: r.eps,
+                    sensitivity: r.sensitivity,
+                    mechanism: r.mechanism.to_string(),
+                    noisy: r.noisy,
+                    time: r.time,
+                })
+                .collect(),
+        }
+    }
+}

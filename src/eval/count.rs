@@ -1,0 +1,574 @@
+//! `COUNT`, linear queries and `WITHIN`: the utility-driven choice of epsilon, the request to
+//! the release protocol, the exact noise, and what is said of the answer.
+
+use super::cubes::table_posterior;
+use super::{lab, ledger_error, ninety_five, Entry, Session};
+use crate::error::EvalError;
+use crate::output::{short_number, AnsweredResult, ChooseEpsResult, CountResult, Output};
+use crate::plan::{ChoosePlan, CountPlan, Eps, Mechanism, Spend};
+use crate::privacy::{History, Overspend, Prepared, Refusal, ReleaseError, Request};
+use crate::span::Span;
+use crate::stats::noise;
+use crate::stats::{accuracy, bayes, laplace, staircase, Epsilon, Positive, Probability};
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+use rust_decimal::prelude::ToPrimitive;
+use rust_decimal::Decimal;
+
+/// What a count's transaction decided.
+pub(super) enum Decision {
+    /// A `WITHIN` requirement met by the history: answered from it, spending nothing.
+    Answered(Box<Met>),
+    /// An identical earlier query: its recorded answer, at no cost.
+    Reused {
+        eps: Eps,
+        noisy: f64,
+        explain: Option<String>,
+    },
+    /// Released now.
+    Released {
+        eps: Eps,
+        noisy: f64,
+        explain: Option<String>,
+    },
+    /// (`EXPLAIN`) would be released, the table's spending becoming `spent_after`.
+    WouldRelease {
+        eps: Eps,
+        explain: Option<String>,
+        spent_after: Decimal,
+    },
+    /// (`EXPLAIN`) would be refused: by the budget when `reason` is `None`.
+    WouldRefuse {
+        eps: Option<Eps>,
+        explain: Option<String>,
+        reason: Option<String>,
+    },
+}
+
+/// A `WITHIN` requirement the history meets.
+pub(super) struct Met {
+    /// The answer.
+    pub(super) answer: AnsweredResult,
+    /// Why, as `EXPLAIN` says it.
+    pub(super) reason: String,
+}
+
+/// What the `WITHIN` policy chose.
+enum Within {
+    Met(Box<Met>),
+    Release { eps: Eps, explain: String },
+}
+
+/// The noise of a release, chosen before anything is spent.
+enum Noise {
+    Laplace(noise::GridLaplace),
+    Geometric(noise::ExactEpsilon),
+    Staircase(noise::GridStaircase),
+}
+
+impl Session {
+    /// `COUNT ...`: answered from the history, from an identical earlier query, or released
+    /// through the release protocol.
+    pub(super) fn count(&mut self, plan: CountPlan, span: Span) -> Result<Output, EvalError> {
+        if let Some(chart) = &plan.plot {
+            self.chart_target(&chart.path, chart.span)?;
+        }
+        let i = self.index(&plan.table);
+        let (eps, noisy, from_history, explain) = match self.decide(&plan, i, false, span)? {
+            Decision::Answered(met) => return Ok(Output::Answered(met.answer)),
+            Decision::Reused {
+                eps,
+                noisy,
+                explain,
+            } => (eps, noisy, true, explain),
+            Decision::Released {
+                eps,
+                noisy,
+                explain,
+            } => (eps, noisy, false, explain),
+            Decision::WouldRelease { .. } | Decision::WouldRefuse { .. } => {
+                unreachable!("only a dry run stops before the release")
+            }
+        };
+        Ok(Output::Count(Box::new(self.count_result(
+            plan,
+            i,
+            eps,
+            noisy,
+            from_history,
+            explain,
+        ))))
+    }
+
+    /// Runs a count's transaction on its table's ledger; `dry` (EXPLAIN) stops before the
+    /// release, spending nothing, recording nothing and drawing nothing.
+    pub(super) fn decide(
+        &mut self,
+        plan: &CountPlan,
+        i: usize,
+        dry: bool,
+        span: Span,
+    ) -> Result<Decision, EvalError> {
+        let entry = &self.entries[i];
+        let txn = self
+            .ledgers
+            .get_mut(entry.ledger)
+            .begin()
+            .map_err(ledger_error(span))?;
+        let (eps, explain) = match plan.spend {
+            Spend::Eps(eps) => (eps, None),
+            Spend::Within {
+                half_width,
+                confidence,
+            } => match within(entry, txn.history(), plan, half_width, confidence, span)? {
+                Within::Met(met) => return Ok(Decision::Answered(met)),
+                Within::Release { eps, explain } => (eps, Some(explain)),
+            },
+        };
+        let (request, noise_key) = request(entry, plan, eps, self.seed, (self.clock)());
+        let ticket = match txn.prepare(request) {
+            Ok(Prepared::Recorded(r)) => {
+                return Ok(Decision::Reused {
+                    eps,
+                    noisy: r.noisy,
+                    explain,
+                })
+            }
+            Ok(Prepared::Fits(ticket)) => ticket,
+            Err(Refusal::Exceeded(_)) if dry => {
+                return Ok(Decision::WouldRefuse {
+                    eps: Some(eps),
+                    explain,
+                    reason: None,
+                })
+            }
+            Err(refusal) => return Err(refused(refusal, entry, plan, txn.history(), eps, span)),
+        };
+        let noise = noise_for(plan, entry.table.n_rows(), eps, span);
+        if dry {
+            return Ok(match noise {
+                Ok(_) => Decision::WouldRelease {
+                    eps,
+                    explain,
+                    spent_after: ticket.spent_after(),
+                },
+                Err(error) => Decision::WouldRefuse {
+                    eps: Some(eps),
+                    explain,
+                    reason: Some(error.to_string()),
+                },
+            });
+        }
+        let noise = noise?;
+        self.drawn = true;
+        let mut seeded;
+        let rng: &mut ChaCha20Rng = match self.seed {
+            Some(seed) => {
+                seeded = release_rng(seed, &noise_key);
+                &mut seeded
+            }
+            None => &mut self.rng,
+        };
+        let recorded = txn
+            .release(ticket, || draw(&noise, entry, plan, rng))
+            .map_err(|e| match e {
+                ReleaseError::Ledger(error) => EvalError::Ledger { error, span },
+                ReleaseError::NotRecorded { eps, error } => {
+                    EvalError::AnswerNotRecorded { eps, error, span }
+                }
+            })?;
+        Ok(Decision::Released {
+            eps,
+            noisy: recorded.noisy,
+            explain,
+        })
+    }
+
+    /// What is said of a noisy answer: its interval, the Bayes estimate with a prior, the
+    /// probability of an answer out of range, and the budget. Post-processing of public facts.
+    fn count_result(
+        &self,
+        plan: CountPlan,
+        i: usize,
+        eps: Eps,
+        noisy: f64,
+        from_history: bool,
+        explain: Option<String>,
+    ) -> CountResult {
+        let entry = &self.entries[i];
+        let history = self.ledgers.get(entry.ledger).history();
+        let n = entry.table.n_rows();
+        let e = eps.value;
+        let sensitivity = plan.sensitivity.to_f64().unwrap_or(f64::INFINITY);
+        let plain = plan.single().is_some();
+        let stairs = (plan.mechanism == Mechanism::Staircase).then(|| staircase_law(eps));
+        let half = match (plan.mechanism, stairs) {
+            (Mechanism::Staircase, Some(law)) => law.half_width(ninety_five()),
+            (Mechanism::Geometric, _) => accuracy::geometric_half_width(e, ninety_five()) as f64,
+            _ => sensitivity * laplace::interval_half_width(e, ninety_five()),
+        };
+        let posterior = plan
+            .prior
+            .map(|p| (p, bayes::posterior(n, p, e, noisy, ninety_five())));
+        let out_of_range = (plain && (noisy < 0.0 || noisy > n as f64)).then(|| {
+            match (plan.mechanism, stairs) {
+                // At a true count of 0: P(noise < 0) + P(noise > n) = 1/2 + (1 - F(n)).
+                (Mechanism::Staircase, Some(law)) => 0.5 + (1.0 - law.cdf(n as f64)),
+                (Mechanism::Geometric, _) => accuracy::geometric_out_of_range_max(n, e),
+                _ => accuracy::out_of_range_max(n, e),
+            }
+        });
+        let posterior_shape = posterior.and_then(|(p, post)| {
+            lab::posterior_shape(n, p, e, noisy, (post.lower, post.upper), SHAPE_BINS)
+        });
+        let plot = match (&plan.plot, posterior) {
+            (Some(chart), Some((p, post))) => {
+                let svg = lab::posterior_chart(n, p, e, noisy, &post, &plan.statement);
+                Some(lab::outcome_of(&chart.path, svg))
+            }
+            _ => None,
+        };
+        let posterior = posterior.map(|(_, post)| post);
+        CountResult {
+            grid: grid(plan.mechanism, eps, plan.sensitivity),
+            table: plan.table,
+            statement: plan.statement,
+            noisy,
+            eps: eps.exact,
+            mechanism: plan.mechanism.to_string(),
+            scale: sensitivity / e.get(),
+            n,
+            interval95: (noisy - half, noisy + half),
+            prior: plan.prior.map(Probability::get),
+            bayes: posterior.map(|p| p.mean),
+            credible95: posterior.map(|p| (p.lower, p.upper)),
+            out_of_range,
+            from_history,
+            eps_spent: if from_history {
+                Decimal::ZERO
+            } else {
+                eps.exact
+            },
+            budget_spent: history.spent(),
+            budget_remaining: history.remaining(),
+            sensitivity,
+            plain,
+            explain,
+            gamma: stairs.map(|law| law.gamma()),
+            posterior_shape,
+            plot,
+        }
+    }
+}
+
+/// `COUNT ... WITHIN w AT c`: from the history when its credible interval at `c` is within
+/// `±w` (Xiao and Xiong, section 5), else the least epsilon whose release alone meets it
+/// (Theorem 5.3).
+fn within(
+    entry: &Entry,
+    history: &History,
+    plan: &CountPlan,
+    half_width: Positive,
+    confidence: Probability,
+    span: Span,
+) -> Result<Within, EvalError> {
+    let (w, c) = (half_width.get(), confidence.get());
+    let percent = short_number(c * 100.0);
+    let why = match &entry.cube {
+        None => "no cube is declared, so earlier answers cannot be combined".to_string(),
+        Some(cube) => {
+            let mut query = vec![0.0; cube.cells()];
+            for (j, coefficient) in &plan.row {
+                query[*j] = coefficient.to_f64().unwrap_or(f64::NAN);
+            }
+            match table_posterior(entry, history, &query, span) {
+                Ok((estimate, post)) => {
+                    let interval = post.credible_interval(confidence);
+                    let h = short_number((interval.1 - interval.0) / 2.0);
+                    if (interval.1 - interval.0) / 2.0 <= w {
+                        let w = short_number(w);
+                        return Ok(Within::Met(Box::new(Met {
+                            reason: format!("its {percent}% credible interval from the history has half-width {h} <= {w}: answered from the history (Xiao and Xiong, section 5)"),
+                            answer: AnsweredResult {
+                                table: plan.table.clone(),
+                                statement: plan.statement.clone(),
+                                estimate: estimate.value,
+                                variance: estimate.variance,
+                                confidence: c,
+                                interval,
+                                credible95: post.credible_interval(ninety_five()),
+                                explain: format!("answered from the history: its {percent}% credible interval has half-width {h} <= {w}, so nothing was spent (Xiao and Xiong, section 5)"),
+                                budget_spent: history.spent(),
+                                budget_remaining: history.remaining(),
+                            },
+                        })));
+                    }
+                    format!(
+                        "the history's {percent}% credible interval has half-width {h} > {}",
+                        short_number(w)
+                    )
+                }
+                Err(EvalError::NotEstimable { cells, .. }) => {
+                    format!("the history cannot estimate it yet ({cells})")
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    };
+    // Theorem 5.3: the least epsilon whose Laplace release meets (w, delta), rounded up to six
+    // significant digits so that the budget adds exactly.
+    let sensitivity = plan.sensitivity.to_f64().unwrap_or(f64::INFINITY);
+    let s = Positive::new(sensitivity).map_err(|_| EvalError::UnusableEpsilon {
+        eps: f64::NAN,
+        span,
+    })?;
+    let raw = accuracy::eps_for_half_width(s, half_width, confidence);
+    let eps = round_up_eps(raw).ok_or(EvalError::UnusableEpsilon { eps: raw, span })?;
+    let explain = format!(
+        "{why}; released with the least epsilon that meets ±{} at {percent}%: eps = S ln(1/delta) / w = {} ln(1/{}) / {} = {} (Xiao and Xiong, Theorem 5.3)",
+        short_number(w),
+        short_number(sensitivity),
+        short_number(1.0 - c),
+        short_number(w),
+        eps.exact.normalize()
+    );
+    Ok(Within::Release { eps, explain })
+}
+
+/// The request of a count released with `eps`, and the key its seeded noise derives from.
+///
+/// Answers are reused only for the data they were computed on (the keyed fingerprint is in
+/// the key), and a seeded answer (reproducible, so not private) only by a session with the
+/// same seed. A seeded release's noise derives from the plain hash of the content instead, so
+/// that a seeded script gives the same answers in every state directory.
+fn request(
+    entry: &Entry,
+    plan: &CountPlan,
+    eps: Eps,
+    seed: Option<u64>,
+    time: u64,
+) -> (Request, String) {
+    let source = match seed {
+        Some(seed) => format!("seed {seed}"),
+        None => "private".to_string(),
+    };
+    let tail = format!("{}|{}", eps.exact.normalize(), plan.mechanism);
+    let keyed = |data: &str, query: &str| format!("{data}|{source}|{query}|{tail}");
+    let request = Request {
+        statement: plan.statement.clone(),
+        key: keyed(&entry.fingerprint, &plan.query_key),
+        alt_key: plan
+            .plain_key
+            .as_ref()
+            .map(|k| keyed(&entry.fingerprint, k)),
+        row: plan.row.clone(),
+        cube: plan.cube.clone(),
+        eps: eps.exact,
+        sensitivity: plan.sensitivity.to_f64().unwrap_or(f64::INFINITY),
+        mechanism: plan.mechanism,
+        time,
+    };
+    (request, keyed(&entry.content, &plan.query_key))
+}
+
+/// The error of a refused request, in the statement's words.
+fn refused(
+    refusal: Refusal,
+    entry: &Entry,
+    plan: &CountPlan,
+    history: &History,
+    eps: Eps,
+    span: Span,
+) -> EvalError {
+    match refusal {
+        Refusal::CubeChanged => EvalError::CubeChanged {
+            table: plan.table.clone(),
+            span,
+        },
+        Refusal::Exceeded(Overspend {
+            cell: Some(cell),
+            after,
+        }) => EvalError::CellsExceeded {
+            table: plan.table.clone(),
+            cell: entry
+                .cube
+                .as_ref()
+                .map_or_else(|| format!("{}", cell + 1), |c| c.cell_name(cell)),
+            after,
+            total: history.total(),
+            span,
+        },
+        Refusal::Exceeded(Overspend { cell: None, .. }) => EvalError::BudgetExceeded {
+            table: plan.table.clone(),
+            requested: eps.exact,
+            remaining: history.remaining(),
+            total: history.total(),
+            span,
+        },
+    }
+}
+
+/// The noise of a release, or why it cannot be released exactly: its scale must be exact and
+/// its largest possible answer (public: n and the coefficients) must fit the exact integer
+/// arithmetic, so that nothing in the release can fail on the data.
+fn noise_for(plan: &CountPlan, n: u64, eps: Eps, span: Span) -> Result<Noise, EvalError> {
+    let total: Decimal = plan.terms.iter().map(|(c, _)| c.abs()).sum();
+    let bound = total.to_f64().unwrap_or(f64::INFINITY) * n as f64;
+    let too_large = || EvalError::TooLarge {
+        bound: short_number(bound),
+        span,
+    };
+    let laplace =
+        noise::GridLaplace::new(linear_scale(eps, plan.sensitivity).ok_or_else(too_large)?);
+    if plan.single().is_none() {
+        let scaled = bound * 2f64.powi(laplace.k() as i32);
+        if !(bound < 2f64.powi(90) && scaled < 2f64.powi(120)) {
+            return Err(too_large());
+        }
+    }
+    Ok(match plan.mechanism {
+        Mechanism::Laplace => Noise::Laplace(laplace),
+        Mechanism::Geometric => Noise::Geometric(eps.noise),
+        Mechanism::Staircase => Noise::Staircase(staircase_noise(eps)),
+    })
+}
+
+/// Draws a release: the true answer, computed only now that the spending is durable, plus
+/// the noise.
+fn draw(noise: &Noise, entry: &Entry, plan: &CountPlan, rng: &mut ChaCha20Rng) -> f64 {
+    match (noise, plan.single()) {
+        (Noise::Laplace(laplace), Some(predicate)) => {
+            // Paper 1, section 2: the Laplace mechanism, noise of scale Δf/ε with Δf = 1, drawn
+            // exactly as discrete Laplace steps of a 2^-k grid: eps-DP with no extra cost for a
+            // count (see stats::noise::GridLaplace).
+            let truth =
+                i64::try_from(crate::data::count(&entry.table, predicate)).unwrap_or(i64::MAX);
+            laplace.release_count(rng, truth).value()
+        }
+        (Noise::Laplace(laplace), None) => {
+            // sum_t c_t count_t = sum_j h_j x_j: an integer (whole coefficients), at most
+            // n sum |c_t| < 2^90 in magnitude (checked from public facts), so the i128
+            // arithmetic never overflows and nothing here can fail on the data. Neighbouring
+            // data move it by at most S = max |h_j| (Lemma 2.1), i.e. S 2^k grid steps, and
+            // the noise has S/eps 2^k steps of scale: eps-DP exactly (see GridLaplace).
+            let truth = plan.terms.iter().fold(0i128, |acc, (c, p)| {
+                let c = c.to_i128().unwrap_or(0);
+                let count = i128::from(crate::data::count(&entry.table, p));
+                acc.saturating_add(c.saturating_mul(count))
+            });
+            laplace
+                .release(rng, truth.saturating_mul(1i128 << laplace.k()))
+                .value()
+        }
+        (Noise::Geometric(eps), predicate) => {
+            // P(z) = (1-a)/(1+a) a^|z|, a = e^-eps, exactly.
+            let truth = predicate.map_or(0, |p| crate::data::count(&entry.table, p));
+            let truth = i128::from(i64::try_from(truth).unwrap_or(i64::MAX));
+            (truth + noise::geometric(rng, *eps)) as f64
+        }
+        (Noise::Staircase(stairs), predicate) => {
+            // The staircase of the variance-optimal gamma, exactly on the grid 2^-20: eps-DP
+            // (see stats::noise::GridStaircase).
+            let truth = predicate.map_or(0, |p| crate::data::count(&entry.table, p));
+            let truth = i64::try_from(truth).unwrap_or(i64::MAX);
+            stairs.release_count(rng, truth).value()
+        }
+    }
+}
+
+/// The grid a release's values lie on (`1` for whole numbers).
+fn grid(mechanism: Mechanism, eps: Eps, sensitivity: Decimal) -> f64 {
+    match (mechanism, linear_scale(eps, sensitivity)) {
+        (Mechanism::Laplace, Some(scale)) => noise::GridLaplace::new(scale).grid(),
+        (Mechanism::Staircase, _) => staircase_noise(eps).grid(),
+        _ => 1.0,
+    }
+}
+
+/// The noise scale `S / eps` of a release, exactly (`1/eps` for a count); `None` when it
+/// cannot be held exactly (the query is then refused, never released with less noise).
+fn linear_scale(eps: Eps, sensitivity: Decimal) -> Option<noise::Rational> {
+    let base = eps.noise.count_scale();
+    let s = sensitivity.to_u128().filter(|s| *s >= 1)?;
+    noise::Rational::new(base.num().checked_mul(s)?, base.den())
+}
+
+/// An epsilon computed from a requirement, rounded up to six significant digits: exact, and
+/// never below what the requirement needs.
+fn round_up_eps(raw: f64) -> Option<Eps> {
+    // Far outside any useful range an epsilon is refused rather than rounded (a requirement of
+    // ±1e300 would otherwise round its 1e-301 up to a whole unit of budget).
+    if !(1e-12..=1e12).contains(&raw) {
+        return None;
+    }
+    let d = Decimal::from_f64_retain(raw)?
+        .round_sf_with_strategy(6, rust_decimal::RoundingStrategy::AwayFromZero)?;
+    let d = if d.to_f64()? < raw {
+        d.checked_add(Decimal::new(1, d.scale()))?
+    } else {
+        d
+    }
+    .normalize();
+    Some(Eps {
+        value: Epsilon::new(d.to_f64()?).ok()?,
+        noise: noise::ExactEpsilon::new(d).ok()?,
+        exact: d,
+    })
+}
+
+/// `CHOOSE EPS`: paper 2, eq. 10, from the requirement's numbers alone.
+pub(super) fn choose_eps(plan: ChoosePlan, span: Span) -> Result<ChooseEpsResult, EvalError> {
+    let (eps, half_width) = match plan {
+        ChoosePlan::Relative {
+            fraction,
+            confidence,
+            count,
+        } => (
+            accuracy::choose_eps_relative(fraction, confidence, count),
+            fraction.get() * count.get(),
+        ),
+        ChoosePlan::Absolute {
+            half_width,
+            confidence,
+        } => (
+            accuracy::choose_eps_absolute(half_width, confidence),
+            half_width.get(),
+        ),
+    };
+    if Epsilon::new(eps).is_err() || !half_width.is_finite() {
+        return Err(EvalError::UnusableEpsilon { eps, span });
+    }
+    Ok(ChooseEpsResult {
+        requirement: plan,
+        eps,
+        half_width,
+    })
+}
+
+/// The generator of a release in a seeded session: a function of the seed and of the query's
+/// key (the content's plain hash, the predicate, epsilon and mechanism). Runs are reproducible
+/// wherever the file lies, and two different queries never share noise, in one ledger or
+/// across ledgers, so the difference of their answers says nothing exact.
+fn release_rng(seed: u64, key: &str) -> ChaCha20Rng {
+    let mut h = blake3::Hasher::new();
+    h.update(b"dpq release noise");
+    h.update(&seed.to_le_bytes());
+    h.update(key.as_bytes());
+    ChaCha20Rng::from_seed(*h.finalize().as_bytes())
+}
+
+/// Bins of the posterior sparkline shown with a count.
+const SHAPE_BINS: usize = 40;
+
+/// The staircase noise of a count at `eps`: the variance-optimal gamma on the grid.
+fn staircase_noise(eps: Eps) -> noise::GridStaircase {
+    noise::GridStaircase::for_count(eps.noise, staircase::optimal_gamma(eps.value))
+}
+
+/// The law of [`staircase_noise`], with the gamma actually used on the grid.
+pub(super) fn staircase_law(eps: Eps) -> staircase::Staircase {
+    let one = Positive::new(1.0).expect("1 is positive");
+    let gamma = staircase_noise(eps).gamma();
+    staircase::Staircase::new(eps.value, one, gamma)
+        .unwrap_or_else(|_| staircase::Staircase::optimal(eps.value, one))
+}

@@ -1,0 +1,400 @@
+//! Cubes and inference from the history: `CUBE BY`, `CUBE n`, `OBSERVE`, `ESTIMATE`, `PROB` and
+//! `SHOW CUBE` (Xiao and Xiong).
+
+use super::{dense_rows, ledger_error, ninety_five, Entry, Session, DEFAULT_BUDGET};
+use crate::ast::StatementKind;
+use crate::check;
+use crate::cube::Cube;
+use crate::error::EvalError;
+use crate::output::{CubeReport, EstimateResult, Output, ProbResult};
+use crate::plan::{CubeRef, Event};
+use crate::privacy::{row_sensitivity, CubeDecl, History, Mechanism};
+use crate::span::Span;
+use crate::stats::blue::{self, Measurement};
+use crate::stats::exact;
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+use rust_decimal::prelude::ToPrimitive;
+use rust_decimal::Decimal;
+
+/// Anonymous cells with no data (`CUBE n`) and the measurements entered by hand.
+pub(super) struct TeachingCube {
+    pub(super) cells: usize,
+    history: Vec<Measurement>,
+    total: Decimal,
+}
+
+impl Session {
+    /// `CUBE BY ...` over a table: recorded in its ledger, unless releases were made over
+    /// another cube; every table of the same data gets the cube over its own columns.
+    pub(super) fn cube_by(
+        &mut self,
+        table: String,
+        cube: Cube,
+        spec: String,
+        span: Span,
+    ) -> Result<Output, EvalError> {
+        let i = self.index(&table);
+        let id = self.entries[i].ledger;
+        let time = (self.clock)();
+        let mut txn = self
+            .ledgers
+            .get_mut(id)
+            .begin()
+            .map_err(ledger_error(span))?;
+        let declared = txn.history().cube().cloned();
+        if declared.as_ref().map(|c| &c.spec) != Some(&spec) {
+            let releases = txn.history().rows_released();
+            if let (Some(current), true) = (&declared, releases > 0) {
+                return Err(EvalError::CubeFixed {
+                    table,
+                    current: current.spec.clone(),
+                    releases,
+                    span,
+                });
+            }
+            let decl = CubeDecl {
+                spec,
+                cells: cube.cells(),
+            };
+            txn.declare_cube(&decl, time).map_err(ledger_error(span))?;
+        }
+        let declared = txn.history().cube().cloned();
+        drop(txn);
+        for entry in self.entries.iter_mut().filter(|e| e.ledger == id) {
+            sync_cube(entry, declared.as_ref(), span)?;
+        }
+        self.teaching_focus = false;
+        Ok(Output::Cube(self.table_cube_report(i, false)))
+    }
+
+    /// `CUBE n`: a teaching cube, which may be declared again while it has no measurement.
+    pub(super) fn teaching_cube(&mut self, cells: usize, span: Span) -> Result<Output, EvalError> {
+        if self.cube.as_ref().is_some_and(|c| !c.history.is_empty()) {
+            return Err(EvalError::CubeInUse { span });
+        }
+        self.cube = Some(TeachingCube {
+            cells,
+            history: Vec::new(),
+            total: DEFAULT_BUDGET,
+        });
+        self.teaching_focus = true;
+        Ok(Output::Cube(self.cube_report()?))
+    }
+
+    /// `SHOW CUBE`: the focused cube's cells, history and budgets.
+    pub(super) fn show_cube(&mut self, target: CubeRef, span: Span) -> Result<Output, EvalError> {
+        Ok(Output::Cube(match target {
+            CubeRef::Table(table) => {
+                let i = self.index(&table);
+                self.refresh(i, span)?;
+                self.table_cube_report(i, true)
+            }
+            CubeRef::Teaching => {
+                let mut report = self.cube_report()?;
+                let cube = self.cube.as_ref().expect("the checker found a cube");
+                report.history = Some(dense_rows(cube.cells, &cube.history));
+                report
+            }
+        }))
+    }
+
+    /// `OBSERVE (...) = y WITH EPS e`: a measurement entered by hand in the teaching cube,
+    /// refused when it would take a cell past its budget.
+    pub(super) fn observe(
+        &mut self,
+        measurement: Measurement,
+        span: Span,
+    ) -> Result<Output, EvalError> {
+        let cube = self.cube.as_mut().expect("the checker found a cube");
+        let mut trial = cube.history.clone();
+        trial.push(measurement);
+        // Section 5.4: each cell's budget B = (alpha ./ S)' |H|, checked before recording.
+        let budgets =
+            blue::cell_budgets(cube.cells, &trial).map_err(|e| EvalError::NotEstimable {
+                cells: e.to_string(),
+                span,
+            })?;
+        let limit = cube.total.to_f64().unwrap_or(f64::INFINITY) * (1.0 + 1e-12);
+        if let Some((cell, after)) = budgets.iter().enumerate().find(|(_, b)| **b > limit) {
+            return Err(EvalError::CellBudgetExceeded {
+                cell: cell + 1,
+                after: *after,
+                total: cube.total,
+                span,
+            });
+        }
+        cube.history = trial;
+        Ok(Output::Cube(self.cube_report()?))
+    }
+
+    /// `ESTIMATE`: the BLUE and its exact distribution, spending nothing.
+    pub(super) fn estimate(
+        &mut self,
+        target: CubeRef,
+        query: Vec<f64>,
+        text: String,
+        span: Span,
+    ) -> Result<Output, EvalError> {
+        let (estimate, posterior) = self.posterior_of(&target, &query, span)?;
+        let credible95 = posterior.credible_interval(ninety_five());
+        Ok(Output::Estimate(EstimateResult {
+            text,
+            query,
+            estimate: estimate.value,
+            variance: estimate.variance,
+            credible95,
+            method: match posterior.noise.method() {
+                exact::Method::Fft { .. } => "fft".into(),
+                exact::Method::MonteCarlo { .. } => "monte carlo".into(),
+                exact::Method::Degenerate => "exact (no noise)".into(),
+            },
+            error_bound: posterior.error_bound(),
+        }))
+    }
+
+    /// `PROB`: a posterior probability, spending nothing.
+    pub(super) fn prob(
+        &mut self,
+        target: CubeRef,
+        query: Vec<f64>,
+        text: String,
+        event: Event,
+        span: Span,
+    ) -> Result<Output, EvalError> {
+        let (_, posterior) = self.posterior_of(&target, &query, span)?;
+        let (probability, event) = match event {
+            Event::Greater(x) => (posterior.prob_greater(x), format!("> {x}")),
+            Event::Less(x) => (posterior.prob_less(x), format!("< {x}")),
+            Event::Between(a, b) => (posterior.prob_between(a, b), format!("between {a} and {b}")),
+        };
+        Ok(Output::Prob(ProbResult {
+            text,
+            query,
+            event,
+            probability,
+            error_bound: posterior.error_bound(),
+        }))
+    }
+
+    /// The report of table `i`'s cube; with its history (H, alpha, S, y) when `history`.
+    pub(super) fn table_cube_report(&self, i: usize, with_history: bool) -> CubeReport {
+        let entry = &self.entries[i];
+        let cube = entry
+            .cube
+            .as_ref()
+            .expect("the checker found the table's cube");
+        let history = self.ledgers.get(entry.ledger).history();
+        let budgets: Vec<f64> = history
+            .cell_spent()
+            .unwrap_or_default()
+            .iter()
+            .map(|b| b.to_f64().unwrap_or(f64::NAN))
+            .collect();
+        let measurements = evidence(entry, history);
+        CubeReport {
+            table: Some(entry.name.clone()),
+            declaration: Some(cube.declaration()),
+            cell_names: (0..cube.cells()).map(|j| cube.cell_name(j)).collect(),
+            cells: cube.cells(),
+            measurements: measurements.len(),
+            spent: history.spent().to_f64().unwrap_or(f64::NAN),
+            budgets,
+            total: history.total(),
+            history: with_history.then(|| dense_rows(cube.cells(), &measurements)),
+        }
+    }
+
+    fn cube_report(&self) -> Result<CubeReport, EvalError> {
+        let span = Span::default();
+        let cube = self
+            .cube
+            .as_ref()
+            .expect("the checker found a cube, or CUBE made one");
+        let budgets =
+            blue::cell_budgets(cube.cells, &cube.history).map_err(|e| EvalError::NotEstimable {
+                cells: e.to_string(),
+                span,
+            })?;
+        Ok(CubeReport {
+            table: None,
+            declaration: None,
+            cell_names: (1..=cube.cells).map(|j| format!("x{j}")).collect(),
+            cells: cube.cells,
+            measurements: cube.history.len(),
+            spent: budgets.iter().copied().fold(0.0, f64::max),
+            budgets,
+            total: cube.total,
+            history: None,
+        })
+    }
+
+    /// The BLUE of `query` from the history of the teaching cube or of a table's cube, and
+    /// the exact distribution of its error.
+    fn posterior_of(
+        &self,
+        target: &CubeRef,
+        query: &[f64],
+        span: Span,
+    ) -> Result<(blue::Estimate, exact::Posterior), EvalError> {
+        match target {
+            CubeRef::Teaching => {
+                let cube = self
+                    .cube
+                    .as_ref()
+                    .expect("the checker found a cube, or CUBE made one");
+                posterior(cube.cells, &cube.history, query, &teaching_name, span)
+            }
+            CubeRef::Table(table) => {
+                let entry = &self.entries[self.index(table)];
+                let history = self.ledgers.get(entry.ledger).history();
+                table_posterior(entry, history, query, span)
+            }
+        }
+    }
+}
+
+/// Makes `entry`'s cube the one its ledger declares, built over the entry's own columns.
+pub(super) fn sync_cube(
+    entry: &mut Entry,
+    declared: Option<&CubeDecl>,
+    span: Span,
+) -> Result<(), EvalError> {
+    if declared.map(|c| &c.spec) != entry.cube.as_ref().map(Cube::declaration).as_ref() {
+        entry.cube = restore_cube(declared, &entry.table, &entry.name)
+            .map_err(|message| EvalError::CubeUnusable { message, span })?;
+    }
+    Ok(())
+}
+
+/// The BLUE of `query` over a table's cube from its history.
+pub(super) fn table_posterior(
+    entry: &Entry,
+    history: &History,
+    query: &[f64],
+    span: Span,
+) -> Result<(blue::Estimate, exact::Posterior), EvalError> {
+    let cube = entry
+        .cube
+        .as_ref()
+        .expect("the checker found the table's cube");
+    let name = |j: usize| format!("[{}]", cube.cell_name(j));
+    posterior(cube.cells(), &evidence(entry, history), query, &name, span)
+}
+
+/// The evidence of a table's cube: its answered Laplace releases about the content now
+/// loaded (answers about an earlier content of the file would bias it), each with its row
+/// over the cells. A count released before the cube was declared is evidence too when its
+/// condition is a union of the cells (its row is found again from its statement); it still
+/// charges every cell, as it did when it was released.
+pub(super) fn evidence(entry: &Entry, history: &History) -> Vec<Measurement> {
+    let Some(cube) = &entry.cube else {
+        return Vec::new();
+    };
+    let prefix = format!("{}|", entry.fingerprint);
+    history
+        .releases()
+        .iter()
+        .filter(|r| r.mechanism == Mechanism::Laplace && r.key.starts_with(&prefix))
+        .filter_map(|r| {
+            let row = if r.row.is_empty() {
+                let statements = crate::syntax::parse_script(&r.statement).ok()?;
+                let StatementKind::Count(q) = &statements.first()?.kind else {
+                    return None;
+                };
+                check::row_of(q, &entry.table, &entry.name, cube)?
+            } else {
+                r.row.clone()
+            };
+            Some(Measurement {
+                row: row
+                    .iter()
+                    .map(|(j, c)| (*j, c.to_f64().unwrap_or(f64::NAN)))
+                    .collect(),
+                eps: r.eps.to_f64()?,
+                sensitivity: row_sensitivity(&row).to_f64()?,
+                noisy: r.noisy?,
+            })
+        })
+        .collect()
+}
+
+/// The BLUE of `query` from `history` over `cells` cells and the exact distribution of its
+/// error (Xiao and Xiong, sections 3-4). Post-processing: nothing is spent. A Monte Carlo,
+/// when chosen, uses a fixed-seed generator of its own: it is computation, not privacy noise.
+fn posterior(
+    cells: usize,
+    history: &[Measurement],
+    query: &[f64],
+    name: &dyn Fn(usize) -> String,
+    span: Span,
+) -> Result<(blue::Estimate, exact::Posterior), EvalError> {
+    let fail = |message: String| EvalError::NotEstimable {
+        cells: message,
+        span,
+    };
+    let b = blue::Blue::new(cells, history).map_err(|e| fail(e.to_string()))?;
+    let estimate = b.estimate(query).map_err(|e| match e {
+        blue::BlueError::NotEstimable(n) => fail(lacking(&n, name)),
+        other => fail(other.to_string()),
+    })?;
+    let mut rng = ChaCha20Rng::seed_from_u64(0);
+    let noise = exact::NoiseSum::auto(&b.noise_terms(&estimate.weights), &mut rng)
+        .map_err(|e| fail(e.to_string()))?;
+    let posterior = exact::Posterior {
+        estimate: estimate.value,
+        noise,
+    };
+    Ok((estimate, posterior))
+}
+
+/// Cells of the teaching cube are x1, x2, ...
+fn teaching_name(cell: usize) -> String {
+    format!("x{}", cell + 1)
+}
+
+/// Restores the cube a ledger declares over a table just loaded.
+fn restore_cube(
+    decl: Option<&CubeDecl>,
+    table: &crate::data::Table,
+    name: &str,
+) -> Result<Option<Cube>, String> {
+    let Some(CubeDecl { spec, cells }) = decl else {
+        return Ok(None);
+    };
+    let statements = crate::syntax::parse_script(spec).map_err(|e| e.to_string())?;
+    match statements.first().map(|s| &s.kind) {
+        Some(StatementKind::CubeBy { dims }) => {
+            let cube =
+                check::build_cube(dims, table, name, Span::default()).map_err(|e| e.to_string())?;
+            if cube.declaration() == *spec && cube.cells() == *cells {
+                Ok(Some(cube))
+            } else {
+                Err(format!("{spec} reads back as {}", cube.declaration()))
+            }
+        }
+        _ => Err(format!("{spec} is not a cube declaration")),
+    }
+}
+
+/// Which cells lack evidence, in the words of the statements.
+fn lacking(n: &blue::NotEstimable, name: &dyn Fn(usize) -> String) -> String {
+    let names = |cells: &[usize]| {
+        cells
+            .iter()
+            .map(|c| name(*c))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out = format!(
+        "{} lack{} evidence",
+        names(&n.cells),
+        if n.cells.len() == 1 { "s" } else { "" }
+    );
+    if n.unmeasured.is_empty() {
+        out.push_str(" (measured only in combinations that do not separate them)");
+    } else {
+        out.push_str(&format!(" ({} never measured)", names(&n.unmeasured)));
+    }
+    out
+}

@@ -1,0 +1,435 @@
+//! The record of a data file's releases and its budget: composed sequentially, or per cell
+//! over a declared cube (Xiao and Xiong, Theorem 5.5), with every total kept up to date as
+//! releases arrive so that no check grows with the length of the history.
+
+use super::Mechanism;
+use rust_decimal::Decimal;
+use std::collections::HashMap;
+
+/// One released answer. Everything in it is public: it was shown.
+///
+/// A release is a row of the table's query history: with a declared cube its `row` holds
+/// coefficients over cells (per-cell budgets); without one it is empty and the release stands
+/// for its own query, charging every cell of a cube declared later.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Release {
+    /// Its number in the history, from 1.
+    pub seq: u64,
+    /// The statement, canonical.
+    pub statement: String,
+    /// What makes a later query identical to this one.
+    pub key: String,
+    /// Sparse coefficients over cells `(cell, coefficient)`, exact, by increasing cell; empty
+    /// without a cube.
+    pub row: Vec<(usize, Decimal)>,
+    /// The epsilon spent, exact.
+    pub eps: Decimal,
+    /// The query's sensitivity.
+    pub sensitivity: f64,
+    /// The noise.
+    pub mechanism: Mechanism,
+    /// The noisy answer; `None` when the process stopped between recording the spending
+    /// and the answer (the epsilon counts, and nothing was shown).
+    pub noisy: Option<f64>,
+    /// When, as seconds since the Unix epoch.
+    pub time: u64,
+}
+
+/// The cube declared on a data file, as its ledger records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CubeDecl {
+    /// The declaration, canonical (`CUBE BY age (30, 65)`).
+    pub spec: String,
+    /// Its number of cells.
+    pub cells: usize,
+}
+
+/// Why a release does not fit the budget: the first cell it would take past the total (with a
+/// cube), or the table as a whole, and the spending there after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Overspend {
+    /// The cell, with a cube; `None` without one.
+    pub cell: Option<usize>,
+    /// What would be spent there after the release.
+    pub after: Decimal,
+}
+
+/// A data file's budget and the releases that spent it.
+///
+/// The spending is kept as running totals: the sum of every epsilon (sequential
+/// composition), the sum of the epsilons of releases without a row (they charge every cell),
+/// and with a cube each cell's charges from rows and their maximum. Budgets only grow, so
+/// recording a release updates these in the time of its row, and checking one reads them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct History {
+    total: Decimal,
+    releases: Vec<Release>,
+    cube: Option<CubeDecl>,
+    /// Answered releases by key: the first answer of each identical query.
+    answered: HashMap<String, usize>,
+    /// Sum of all epsilons.
+    sequential: Decimal,
+    /// Sum of the epsilons of releases without a row.
+    rowless: Decimal,
+    /// Each cell's charges from releases with a row (empty without a cube).
+    cells: Vec<Decimal>,
+    /// The largest of `cells` (zero without a cube).
+    max_cell: Decimal,
+    /// How many releases have a row.
+    rows: usize,
+}
+
+/// What a release charges a cell: `eps |h_j| / S` (one term of `B = (alpha ./ S)' |H|`),
+/// rounded up in the last decimal place when the division is not exact, so that spending is
+/// never under-counted.
+pub fn charge(eps: Decimal, coefficient: Decimal, sensitivity: Decimal) -> Option<Decimal> {
+    let num = eps.checked_mul(coefficient.abs())?;
+    let q = num.checked_div(sensitivity)?;
+    // q is at most one unit of its last place off; round up whenever it falls short.
+    if q.checked_mul(sensitivity)? >= num {
+        Some(q)
+    } else {
+        q.checked_add(Decimal::new(1, q.scale()))
+    }
+}
+
+/// The sensitivity of a row: its largest absolute coefficient (Lemma 2.1); 1 for no row.
+pub fn row_sensitivity(row: &[(usize, Decimal)]) -> Decimal {
+    row.iter()
+        .map(|(_, c)| c.abs())
+        .max()
+        .unwrap_or(Decimal::ONE)
+}
+
+/// The charges of a row, cell by cell: `eps |h_j| / S` each (Theorem 5.5).
+fn charges(eps: Decimal, row: &[(usize, Decimal)]) -> impl Iterator<Item = (usize, Decimal)> + '_ {
+    let s = row_sensitivity(row);
+    row.iter()
+        .map(move |(j, c)| (*j, charge(eps, *c, s).unwrap_or(Decimal::MAX)))
+}
+
+impl History {
+    /// An empty history with a total budget.
+    pub fn new(total: Decimal) -> Self {
+        Self {
+            total,
+            releases: Vec::new(),
+            cube: None,
+            answered: HashMap::new(),
+            sequential: Decimal::ZERO,
+            rowless: Decimal::ZERO,
+            cells: Vec::new(),
+            max_cell: Decimal::ZERO,
+            rows: 0,
+        }
+    }
+
+    /// The declared cube, if any.
+    pub fn cube(&self) -> Option<&CubeDecl> {
+        self.cube.as_ref()
+    }
+
+    /// Declares the cube. The caller has checked that no release has a row over another cube,
+    /// so every cell starts with no charge of its own.
+    pub(super) fn set_cube(&mut self, cube: CubeDecl) {
+        if self.cube.as_ref() != Some(&cube) {
+            self.cells = vec![Decimal::ZERO; cube.cells];
+            self.max_cell = Decimal::ZERO;
+            self.cube = Some(cube);
+        }
+    }
+
+    /// How many releases have a row over the cube.
+    pub fn rows_released(&self) -> usize {
+        self.rows
+    }
+
+    /// Each cell's spent budget with a cube declared, exact: `B = (alpha ./ S)' |H|` over the
+    /// releases with a row, plus, on every cell, the epsilons of the releases without one
+    /// (made before the cube, they may have counted rows of any cell).
+    pub fn cell_spent(&self) -> Option<Vec<Decimal>> {
+        self.cube.as_ref()?;
+        Some(
+            self.cells
+                .iter()
+                .map(|c| c.saturating_add(self.rowless))
+                .collect(),
+        )
+    }
+
+    /// The total epsilon.
+    pub fn total(&self) -> Decimal {
+        self.total
+    }
+
+    /// The epsilon spent, exact: without a cube the sum of the releases' epsilons
+    /// (sequential composition); with one the largest cell's spending (Theorem 5.5: releases
+    /// over disjoint cells compose in parallel).
+    pub fn spent(&self) -> Decimal {
+        match self.cube {
+            Some(_) => self.max_cell.saturating_add(self.rowless),
+            None => self.sequential,
+        }
+    }
+
+    /// `total - spent`.
+    pub fn remaining(&self) -> Decimal {
+        self.total.saturating_sub(self.spent())
+    }
+
+    /// Whether a release of `eps` with `row` over the cube (or without a row) fits every
+    /// cell's budget, or the table's without a cube.
+    pub fn check_row(&self, eps: Decimal, row: &[(usize, Decimal)]) -> Result<(), Overspend> {
+        if self.cube.is_none() || row.is_empty() {
+            let after = self.spent().saturating_add(eps);
+            return if after <= self.total {
+                Ok(())
+            } else {
+                Err(Overspend {
+                    cell: self.cube.as_ref().map(|_| self.fullest_cell()),
+                    after,
+                })
+            };
+        }
+        for (j, add) in charges(eps, row) {
+            let after = self
+                .cells
+                .get(j)
+                .copied()
+                .unwrap_or(Decimal::MAX)
+                .saturating_add(add)
+                .saturating_add(self.rowless);
+            if after > self.total {
+                return Err(Overspend {
+                    cell: Some(j),
+                    after,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// What [`History::spent`] would be after releasing `row` with `eps` (not checked
+    /// against the total).
+    pub fn spent_after(&self, eps: Decimal, row: &[(usize, Decimal)]) -> Decimal {
+        if self.cube.is_none() || row.is_empty() {
+            return self.spent().saturating_add(eps);
+        }
+        let touched = charges(eps, row)
+            .map(|(j, add)| {
+                self.cells
+                    .get(j)
+                    .copied()
+                    .unwrap_or(Decimal::MAX)
+                    .saturating_add(add)
+            })
+            .max()
+            .unwrap_or(Decimal::ZERO);
+        touched.max(self.max_cell).saturating_add(self.rowless)
+    }
+
+    /// The first of the most charged cells.
+    fn fullest_cell(&self) -> usize {
+        self.cells
+            .iter()
+            .position(|c| *c == self.max_cell)
+            .unwrap_or(0)
+    }
+
+    /// Sets the total; the caller has checked it is not below what is spent.
+    pub(super) fn set_total(&mut self, total: Decimal) {
+        self.total = total;
+    }
+
+    /// The answered release of an identical earlier query, if any.
+    pub fn find(&self, key: &str) -> Option<&Release> {
+        self.answered.get(key).map(|&i| &self.releases[i])
+    }
+
+    /// The release numbered `seq`.
+    pub fn get(&self, seq: u64) -> Option<&Release> {
+        let i = usize::try_from(seq.checked_sub(1)?).ok()?;
+        self.releases.get(i)
+    }
+
+    /// Fills in the noisy answer of release `seq`; false if there is no such release.
+    pub(super) fn set_noisy(&mut self, seq: u64, noisy: f64) -> bool {
+        let Some(i) = seq
+            .checked_sub(1)
+            .and_then(|i| usize::try_from(i).ok())
+            .filter(|i| *i < self.releases.len())
+        else {
+            return false;
+        };
+        let release = &mut self.releases[i];
+        release.noisy = Some(noisy);
+        self.answered.entry(release.key.clone()).or_insert(i);
+        true
+    }
+
+    /// The releases, in order.
+    pub fn releases(&self) -> &[Release] {
+        &self.releases
+    }
+
+    /// The number the next release gets.
+    pub fn next_seq(&self) -> u64 {
+        self.releases.len() as u64 + 1
+    }
+
+    /// Records a release; the caller has checked the budget and its number.
+    pub(super) fn record(&mut self, release: Release) {
+        self.sequential = self.sequential.saturating_add(release.eps);
+        if release.row.is_empty() {
+            self.rowless = self.rowless.saturating_add(release.eps);
+        } else {
+            self.rows += 1;
+            for (j, add) in charges(release.eps, &release.row) {
+                if let Some(cell) = self.cells.get_mut(j) {
+                    *cell = cell.saturating_add(add);
+                    self.max_cell = self.max_cell.max(*cell);
+                }
+            }
+        }
+        if release.noisy.is_some() {
+            self.answered
+                .entry(release.key.clone())
+                .or_insert(self.releases.len());
+        }
+        self.releases.push(release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::str::FromStr;
+
+    fn release(seq: u64, eps: &str) -> Release {
+        Release {
+            seq,
+            statement: String::new(),
+            key: format!("k{seq}"),
+            row: Vec::new(),
+            eps: Decimal::from_str(eps).expect("decimal"),
+            sensitivity: 1.0,
+            mechanism: Mechanism::Laplace,
+            noisy: Some(0.0),
+            time: 0,
+        }
+    }
+
+    #[test]
+    fn ten_spends_of_a_tenth_fit_a_budget_of_one_exactly() {
+        let mut h = History::new(Decimal::ONE);
+        let tenth = Decimal::from_str("0.1").expect("decimal");
+        for seq in 1..=10 {
+            assert!(h.check_row(tenth, &[]).is_ok(), "spend {seq} must fit");
+            h.record(release(seq, "0.1"));
+        }
+        assert_eq!(h.spent(), Decimal::ONE);
+        assert_eq!(h.remaining(), Decimal::ZERO);
+        assert_eq!(
+            h.check_row(tenth, &[]),
+            Err(Overspend {
+                cell: None,
+                after: dec("1.1")
+            })
+        );
+    }
+
+    /// Theorem 5.5: two counts over disjoint cells compose in parallel.
+    #[test]
+    fn disjoint_rows_compose_in_parallel() {
+        let mut h = History::new(Decimal::ONE);
+        h.set_cube(CubeDecl {
+            spec: "CUBE BY x (1)".into(),
+            cells: 3,
+        });
+        let tenth = Decimal::from_str("0.1").expect("decimal");
+        for (seq, cell) in [(1, 0), (2, 1)] {
+            let mut r = release(seq, "0.1");
+            r.row = vec![(cell, Decimal::ONE)];
+            assert!(h.check_row(tenth, &r.row).is_ok());
+            h.record(r);
+        }
+        assert_eq!(h.spent(), tenth, "0.1 + 0.1 over disjoint cells costs 0.1");
+        // 2*a - b: S = 2, so cell 0 is charged 0.1 and cell 1 0.05.
+        let mut r = release(3, "0.1");
+        r.row = vec![(0, Decimal::TWO), (1, -Decimal::ONE)];
+        h.record(r);
+        let b = h.cell_spent().expect("a cube");
+        assert_eq!(b, vec![dec("0.2"), dec("0.15"), Decimal::ZERO]);
+        // A release without a row charges every cell.
+        h.record(release(4, "0.7"));
+        assert_eq!(h.spent(), dec("0.9"));
+        assert_eq!(h.check_row(tenth, &[(0, Decimal::ONE)]), Ok(()));
+        assert_eq!(
+            h.check_row(dec("0.2"), &[(0, Decimal::ONE)]),
+            Err(Overspend {
+                cell: Some(0),
+                after: dec("1.1")
+            })
+        );
+        assert_eq!(h.spent_after(dec("0.05"), &[(2, Decimal::ONE)]), dec("0.9"));
+        assert_eq!(
+            h.spent_after(dec("0.05"), &[(0, Decimal::ONE)]),
+            dec("0.95")
+        );
+        // An inexact charge is rounded up, never down.
+        let third = charge(Decimal::ONE, Decimal::ONE, Decimal::from(3)).expect("a charge");
+        assert!(third * Decimal::from(3) >= Decimal::ONE);
+    }
+
+    /// The running totals agree with the totals recomputed from every release.
+    #[test]
+    fn running_totals_equal_a_full_recount() {
+        let mut h = History::new(Decimal::from(1000));
+        h.set_cube(CubeDecl {
+            spec: "c".into(),
+            cells: 5,
+        });
+        let mut seq = 0;
+        for i in 0..200u64 {
+            seq += 1;
+            let mut r = release(seq, if i % 3 == 0 { "0.3" } else { "0.07" });
+            if i % 7 != 0 {
+                r.row = (0..5)
+                    .filter(|j| (i + j) % 3 != 0)
+                    .map(|j| (j as usize, Decimal::from((i % 4) as i64 + 1)))
+                    .collect();
+            }
+            h.record(r);
+        }
+        let mut cells = [Decimal::ZERO; 5];
+        let mut rowless = Decimal::ZERO;
+        for r in h.releases() {
+            if r.row.is_empty() {
+                rowless += r.eps;
+            }
+            for (j, add) in charges(r.eps, &r.row) {
+                cells[j] += add;
+            }
+        }
+        let full: Vec<Decimal> = cells.iter().map(|c| c + rowless).collect();
+        assert_eq!(h.cell_spent().expect("a cube"), full);
+        assert_eq!(h.spent(), full.iter().copied().max().expect("cells"));
+    }
+
+    #[test]
+    fn identical_queries_are_found_by_key_once_answered() {
+        let mut h = History::new(Decimal::ONE);
+        let mut r = release(1, "0.1");
+        r.noisy = None;
+        h.record(r);
+        assert!(h.find("k1").is_none(), "no answer was recorded yet");
+        assert!(h.set_noisy(1, 4.5));
+        assert_eq!(h.find("k1").and_then(|r| r.noisy), Some(4.5));
+        assert!(!h.set_noisy(2, 1.0));
+        assert!(!h.set_noisy(0, 1.0));
+    }
+
+    fn dec(s: &str) -> Decimal {
+        Decimal::from_str(s).expect("decimal")
+    }
+}

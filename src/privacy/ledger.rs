@@ -1,0 +1,1084 @@
+//! The ledger file: every spending of a data file's budget, appended, checksummed and made
+//! durable before noise is drawn, read incrementally so that no statement's cost grows with
+//! its length.
+//!
+//! One JSON object per line, its last field `sum`: the first 32 hex digits of BLAKE3 of the
+//! previous line's `sum` and of the line's own bytes up to that field, so an edited,
+//! reordered, removed or foreign line is detected. The first line is a header naming the
+//! ledger and the first content it saw; a ledger copied over another is refused. Beside it a
+//! high-water mark records how many lines the ledger has held and the checksum of the last:
+//! a ledger restored from an older copy, truncated or emptied is refused, never read as a
+//! smaller spending.
+//!
+//! Every write happens under an exclusive lock of the file, after the lines other processes
+//! appended since the last read were read (from the offset verified last: a statement reads
+//! only what is new). A write that fails is cut back to the last complete line before the
+//! error is reported, so a full disk spends nothing and leaves the ledger usable. A final line
+//! without its line feed can only come from a write that never completed (noise is drawn only
+//! after a complete spending line is durable, an answer shown only after a complete release
+//! line is durable): it is dropped, with a warning. Any other damage is refused.
+//!
+//! Nothing in a ledger comes from the data but keyed fingerprints: statements are the
+//! analyst's own text, and noisy answers were released.
+
+use super::history::{CubeDecl, History, Release};
+use super::{Mechanism, MAX_CELLS};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Arc;
+
+/// Why a ledger could not be used. Nothing was spent.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LedgerError {
+    /// The state directory or a ledger file could not be created, read, written or locked.
+    #[error("the ledger {path} cannot be used: {message}; nothing was spent")]
+    Io {
+        /// The file.
+        path: String,
+        /// The operating system's explanation.
+        message: String,
+    },
+    /// A statement too long to record; nothing was spent.
+    #[error("the statement is too long to record in the ledger {path} (more than {limit} bytes); nothing was spent")]
+    TooLong {
+        /// The ledger file.
+        path: String,
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// A line is not what dpq wrote: edited, removed, reordered or from elsewhere.
+    #[error("the ledger {path} is damaged at line {line}: {reason}; dpq refuses to use it rather than reset the budget")]
+    Damaged {
+        /// The ledger file.
+        path: String,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// A file the state directory needs is gone.
+    #[error("{path} is missing: {reason}; dpq refuses to start the budget anew")]
+    Missing {
+        /// The missing file.
+        path: String,
+        /// Why it is needed.
+        reason: &'static str,
+    },
+    /// The state directory was written by an earlier dpq whose ledgers this one does not read.
+    #[error("the state directory {dir} was written by an earlier version of dpq (its ledgers hold unkeyed fingerprints of data files)")]
+    OldLayout {
+        /// The state directory.
+        dir: String,
+    },
+}
+
+/// The first line's check value.
+const GENESIS: &str = "dpq-ledger-v2";
+
+/// The format written in the header.
+const FORMAT: u32 = 2;
+
+/// The longest line a ledger holds: a statement longer than this is refused before anything
+/// is spent (a ledger must stay readable).
+pub const MAX_LINE: usize = 1 << 20;
+
+/// `,"sum":"` + 32 hex digits + `"}`: how every line ends.
+const SUFFIX: usize = 8 + 32 + 2;
+
+/// The persistent record of one data file's budget and releases, as last read.
+#[derive(Debug)]
+pub struct Ledger {
+    file: Option<OnDisk>,
+    history: History,
+    /// The keyed fingerprints of every content the ledger has seen.
+    seen: HashSet<String>,
+    /// The content it saw last.
+    last_fingerprint: String,
+    /// What opening the ledger had to say (a torn line dropped, a mark remade).
+    warnings: Vec<String>,
+}
+
+/// Where a persisted ledger is, and how far it has been read and verified.
+#[derive(Debug, Clone)]
+struct OnDisk {
+    path: PathBuf,
+    /// The ledger's name, written in its header.
+    name: String,
+    /// Whether appends are made durable (fsync) before anything depends on them.
+    sync: bool,
+    /// The file (device and inode) that was read.
+    id: (u64, u64),
+    /// Bytes read and verified: the end of the last complete line.
+    offset: u64,
+    /// Lines read.
+    lines: usize,
+    /// The checksum of the last line read, and where that line starts.
+    last_sum: String,
+    last_start: u64,
+    /// The checksum before the last line.
+    prev_sum: String,
+    /// The ledger file as last read, kept open between statements.
+    handle: Option<Arc<File>>,
+    /// The high-water mark's file, once opened.
+    mark: Option<Arc<File>>,
+}
+
+impl OnDisk {
+    /// A ledger file at `path` of which nothing was read yet.
+    fn unread(path: &Path, name: &str, sync: bool) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            name: name.to_string(),
+            sync,
+            id: (0, 0),
+            offset: 0,
+            lines: 0,
+            last_sum: GENESIS.to_string(),
+            last_start: 0,
+            prev_sum: GENESIS.to_string(),
+            handle: None,
+            mark: None,
+        }
+    }
+}
+
+/// An exclusive hold on a ledger file: released when dropped.
+pub struct Lock {
+    file: Option<File>,
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        if let Some(f) = &self.file {
+            let _ = f.unlock();
+        }
+    }
+}
+
+/// The header of a new ledger.
+pub(super) struct Header<'a> {
+    /// The ledger's name (its file's stem).
+    pub name: &'a str,
+    /// The data file it was made for.
+    pub data_file: &'a str,
+    /// The keyed fingerprint of that file's content.
+    pub fingerprint: &'a str,
+    /// The budget.
+    pub total: Decimal,
+    /// When.
+    pub time: u64,
+}
+
+/// One entry, as written.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+enum Entry<'a> {
+    Header {
+        format: u32,
+        ledger: &'a str,
+        data_file: &'a str,
+        fingerprint: &'a str,
+        total: String,
+        time: u64,
+    },
+    Budget {
+        total: String,
+        time: u64,
+    },
+    Data {
+        fingerprint: &'a str,
+        time: u64,
+    },
+    Cube {
+        spec: &'a str,
+        cells: usize,
+        time: u64,
+    },
+    Spend {
+        seq: u64,
+        statement: &'a str,
+        key: &'a str,
+        row: Vec<(usize, String)>,
+        eps: String,
+        sensitivity: f64,
+        mechanism: String,
+        time: u64,
+    },
+    Release {
+        seq: u64,
+        noisy: f64,
+        time: u64,
+    },
+}
+
+/// One entry, as read: every field any entry may have.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    format: Option<u32>,
+    #[serde(borrow)]
+    ledger: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    data_file: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    fingerprint: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    total: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    spec: Option<Cow<'a, str>>,
+    cells: Option<u64>,
+    seq: Option<u64>,
+    #[serde(borrow)]
+    statement: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    key: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    row: Option<Vec<(u64, Cow<'a, str>)>>,
+    #[serde(borrow)]
+    eps: Option<Cow<'a, str>>,
+    sensitivity: Option<f64>,
+    #[serde(borrow)]
+    mechanism: Option<Cow<'a, str>>,
+    noisy: Option<f64>,
+    time: Option<u64>,
+    #[serde(borrow)]
+    sum: Cow<'a, str>,
+}
+
+/// What an entry does to the ledger.
+enum Action {
+    Header {
+        name: String,
+        fingerprint: String,
+        total: Decimal,
+    },
+    Budget(Decimal),
+    Data(String),
+    Cube(CubeDecl),
+    Spend(Release),
+    Answer {
+        seq: u64,
+        noisy: f64,
+    },
+}
+
+impl Ledger {
+    /// A ledger kept in memory only: its spending lasts as long as the session.
+    pub(super) fn memory(total: Decimal, fingerprint: &str) -> Self {
+        let mut ledger = Self::blank(None, total);
+        ledger.note(fingerprint);
+        ledger
+    }
+
+    fn blank(file: Option<OnDisk>, total: Decimal) -> Self {
+        Self {
+            file,
+            history: History::new(total),
+            seen: HashSet::new(),
+            last_fingerprint: String::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    fn note(&mut self, fingerprint: &str) {
+        self.seen.insert(fingerprint.to_string());
+        self.last_fingerprint = fingerprint.to_string();
+    }
+
+    /// Creates the ledger file `path` (which must not exist) with its header, durable, and
+    /// its high-water mark.
+    pub(super) fn create(path: &Path, header: &Header, sync: bool) -> Result<Self, LedgerError> {
+        let io = |e| io_error(path, e);
+        let file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(io)?;
+        let meta = file.metadata().map_err(io)?;
+        let disk = OnDisk {
+            id: (meta.dev(), meta.ino()),
+            ..OnDisk::unread(path, header.name, sync)
+        };
+        let mut ledger = Self::blank(Some(disk), header.total);
+        file.lock().map_err(io)?;
+        if let Some(d) = &mut ledger.file {
+            d.handle = Some(Arc::new(file.try_clone().map_err(io)?));
+        }
+        let lock = Lock { file: Some(file) };
+        let entry = Entry::Header {
+            format: FORMAT,
+            ledger: header.name,
+            data_file: header.data_file,
+            fingerprint: header.fingerprint,
+            total: header.total.normalize().to_string(),
+            time: header.time,
+        };
+        let action = Action::Header {
+            name: header.name.to_string(),
+            fingerprint: header.fingerprint.to_string(),
+            total: header.total,
+        };
+        ledger.append(&lock, &entry, action)?;
+        // The new file's name is durable too, or a power cut could lose the ledger whole.
+        sync_dir(path.parent()).map_err(io)?;
+        Ok(ledger)
+    }
+
+    /// Opens the existing ledger file `path`, named `name`, reading and verifying it whole
+    /// under its lock: a torn last line is dropped (with a warning), any other damage refused,
+    /// and the ledger checked against its high-water mark.
+    pub(super) fn open(path: &Path, name: &str, sync: bool) -> Result<Self, LedgerError> {
+        let io = |e| io_error(path, e);
+        let file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(path)
+            .map_err(io)?;
+        file.lock().map_err(io)?;
+        let lock = Lock { file: Some(file) };
+        let disk = OnDisk::unread(path, name, sync);
+        let mut ledger = Self::blank(Some(disk), Decimal::ONE);
+        let mark = read_mark(&mark_path(path));
+        let want = match &mark {
+            Ok(Some(m)) if m.ledger == name => Some(m.lines),
+            _ => None,
+        };
+        let at_mark = ledger.read_new(&lock, want)?;
+        if ledger.lines() == 0 {
+            return Err(ledger.damaged(1, "the ledger is empty"));
+        }
+        match mark {
+            Ok(Some(m)) if m.ledger == name => {
+                if ledger.lines() < m.lines {
+                    return Err(ledger.damaged(
+                        ledger.lines() + 1,
+                        "the ledger is shorter than it was (restored from an older copy, or truncated)",
+                    ));
+                }
+                if at_mark.as_deref() != Some(m.sum.as_str()) {
+                    return Err(ledger.damaged(
+                        m.lines,
+                        "the ledger is not the one recorded beside it (replaced by an older copy or another ledger)",
+                    ));
+                }
+                if ledger.lines() > m.lines {
+                    ledger.write_mark();
+                }
+            }
+            Ok(None) if ledger.lines() <= 1 => ledger.write_mark(),
+            _ => {
+                ledger.warnings.push(format!(
+                    "the high-water mark beside {} was missing or unreadable; it was made again from the ledger, which cannot now be checked against an older copy of itself",
+                    path.display()
+                ));
+                ledger.write_mark();
+            }
+        }
+        drop(lock);
+        Ok(ledger)
+    }
+
+    /// The ledger file, when persisted.
+    pub fn path(&self) -> Option<&Path> {
+        self.file.as_ref().map(|d| d.path.as_path())
+    }
+
+    /// The budget and releases as last read.
+    pub fn history(&self) -> &History {
+        &self.history
+    }
+
+    /// The keyed fingerprint of the content the ledger saw last.
+    pub fn fingerprint(&self) -> &str {
+        &self.last_fingerprint
+    }
+
+    /// Whether the ledger has seen the content of this keyed fingerprint.
+    pub fn has_seen(&self, fingerprint: &str) -> bool {
+        self.seen.contains(fingerprint)
+    }
+
+    /// Warnings gathered since they were last taken (a torn line dropped, a mark remade).
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
+    }
+
+    fn lines(&self) -> usize {
+        self.file.as_ref().map_or(0, |d| d.lines)
+    }
+
+    fn shown(&self) -> String {
+        self.path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    }
+
+    fn damaged(&self, line: usize, reason: &'static str) -> LedgerError {
+        LedgerError::Damaged {
+            path: self.shown(),
+            line,
+            reason,
+        }
+    }
+
+    /// Takes the exclusive lock of the ledger file (waiting for another process to let go).
+    /// The file kept open is locked, unless the path now names another file (then that one
+    /// is, and read whole); a file renamed over the path while the lock was awaited is caught
+    /// by looking again once it is held.
+    pub fn lock(&self) -> Result<Lock, LedgerError> {
+        let Some(disk) = &self.file else {
+            return Ok(Lock { file: None });
+        };
+        let io = |e| io_error(&disk.path, e);
+        for _ in 0..8 {
+            let named = self.path_id(&disk.path)?;
+            let file = match &disk.handle {
+                Some(h) if named == disk.id => h.try_clone().map_err(io)?,
+                _ => OpenOptions::new()
+                    .read(true)
+                    .append(true)
+                    .open(&disk.path)
+                    .map_err(io)?,
+            };
+            file.lock().map_err(io)?;
+            let meta = file.metadata().map_err(io)?;
+            if self.path_id(&disk.path)? == (meta.dev(), meta.ino()) {
+                return Ok(Lock { file: Some(file) });
+            }
+            let _ = file.unlock();
+        }
+        Err(LedgerError::Io {
+            path: self.shown(),
+            message: "the ledger file keeps being replaced".into(),
+        })
+    }
+
+    /// The device and inode the path names now.
+    fn path_id(&self, path: &Path) -> Result<(u64, u64), LedgerError> {
+        match std::fs::metadata(path) {
+            Ok(m) => Ok((m.dev(), m.ino())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(LedgerError::Missing {
+                path: self.shown(),
+                reason: "the ledger was deleted while it was in use",
+            }),
+            Err(e) => Err(io_error(path, e)),
+        }
+    }
+
+    /// Reads under `lock` what other processes appended since the last read. The file must
+    /// still be the one read before, holding every line read before: a truncated, replaced or
+    /// deleted ledger is refused, not reset.
+    pub fn refresh(&mut self, lock: &Lock) -> Result<(), LedgerError> {
+        let (Some(file), Some(disk)) = (&lock.file, &self.file) else {
+            return Ok(());
+        };
+        let meta = file.metadata().map_err(|e| io_error(&disk.path, e))?;
+        if (meta.dev(), meta.ino()) != disk.id {
+            return self.reread(lock);
+        }
+        if meta.len() < disk.offset {
+            return Err(self.damaged(disk.lines, "lines read earlier in this session are gone"));
+        }
+        // The last line read is still there, unchanged: what was read before cannot have
+        // been rewritten under the lines appended since.
+        let mut last = vec![0u8; usize::try_from(disk.offset - disk.last_start).unwrap_or(0)];
+        file.read_exact_at(&mut last, disk.last_start)
+            .map_err(|e| io_error(&disk.path, e))?;
+        let intact = last.last() == Some(&b'\n')
+            && split_line(&last[..last.len() - 1]).is_some_and(|(content, sum)| {
+                sum == disk.last_sum.as_bytes() && chain(&disk.prev_sum, content) == disk.last_sum
+            });
+        if !intact {
+            return Err(self.damaged(
+                disk.lines,
+                "a line read earlier in this session has changed",
+            ));
+        }
+        if meta.len() > disk.offset {
+            self.read_new(lock, None)?;
+        }
+        Ok(())
+    }
+
+    /// The ledger file was replaced by another file: read the new one whole; it is accepted
+    /// only when it holds every line read before, unchanged.
+    fn reread(&mut self, lock: &Lock) -> Result<(), LedgerError> {
+        let Some(disk) = &self.file else {
+            return Ok(());
+        };
+        let unread = OnDisk {
+            mark: disk.mark.clone(),
+            ..OnDisk::unread(&disk.path, &disk.name, disk.sync)
+        };
+        let mut fresh = Self::blank(Some(unread), self.history.total());
+        let at = fresh.read_new(lock, Some(disk.lines))?;
+        if fresh.lines() < disk.lines || at.as_deref() != Some(disk.last_sum.as_str()) {
+            return Err(self.damaged(
+                disk.lines,
+                "the ledger was replaced by a file without the lines read earlier in this session",
+            ));
+        }
+        fresh.warnings = std::mem::take(&mut self.warnings);
+        *self = fresh;
+        Ok(())
+    }
+
+    /// Reads, verifies and applies the lines after the verified offset. Returns the checksum
+    /// of line `want`, if that line was read. A final line without a line feed is cut away
+    /// (the lock is held: no one else is writing), with a warning.
+    fn read_new(
+        &mut self,
+        lock: &Lock,
+        want: Option<usize>,
+    ) -> Result<Option<String>, LedgerError> {
+        let (Some(file), Some(disk)) = (&lock.file, &self.file) else {
+            return Ok(None);
+        };
+        let path = disk.path.clone();
+        let io = |e| io_error(&path, e);
+        let meta = file.metadata().map_err(io)?;
+        let len = meta.len();
+        let mut at_want = None;
+        let mut buf = vec![0u8; 1 << 20];
+        // Bytes of a line not yet complete, carried from one read to the next.
+        let mut carry: Vec<u8> = Vec::new();
+        let mut pos = disk.offset;
+        let mut line_start = disk.offset;
+        while pos < len {
+            let want_bytes = usize::try_from(len - pos)
+                .unwrap_or(usize::MAX)
+                .min(buf.len());
+            let n = file.read_at(&mut buf[..want_bytes], pos).map_err(io)?;
+            if n == 0 {
+                break;
+            }
+            let mut rest = &buf[..n];
+            while let Some(i) = memchr::memchr(b'\n', rest) {
+                let line: Cow<[u8]> = if carry.is_empty() {
+                    Cow::Borrowed(&rest[..i])
+                } else {
+                    carry.extend_from_slice(&rest[..i]);
+                    Cow::Owned(std::mem::take(&mut carry))
+                };
+                let end = line_start + line.len() as u64 + 1;
+                self.take_line(&line, line_start, end)?;
+                if want == Some(self.lines()) {
+                    at_want = self.file.as_ref().map(|d| d.last_sum.clone());
+                }
+                line_start = end;
+                rest = &rest[i + 1..];
+            }
+            carry.extend_from_slice(rest);
+            if carry.len() > MAX_LINE + SUFFIX {
+                return Err(self.damaged(self.lines() + 1, "a line is longer than any dpq writes"));
+            }
+            pos += n as u64;
+        }
+        if line_start < len {
+            // A write that never completed: nothing was drawn or shown after it.
+            file.set_len(line_start).map_err(io)?;
+            file.sync_data().map_err(io)?;
+            self.warnings.push(format!(
+                "line {} of the ledger {} was incomplete (a write that never finished, before any noise was drawn for it or any answer shown); it was dropped",
+                self.lines() + 1,
+                path.display()
+            ));
+        }
+        if let Some(d) = &mut self.file {
+            let id = (meta.dev(), meta.ino());
+            if d.handle.is_none() || d.id != id {
+                d.handle = Some(Arc::new(file.try_clone().map_err(io)?));
+            }
+            d.id = id;
+        }
+        Ok(at_want)
+    }
+
+    /// Verifies one complete line (without its line feed) spanning `[start, end)` of the file
+    /// and applies it.
+    fn take_line(&mut self, line: &[u8], start: u64, end: u64) -> Result<(), LedgerError> {
+        let line_no = self.lines() + 1;
+        let damaged = |reason| LedgerError::Damaged {
+            path: self.shown(),
+            line: line_no,
+            reason,
+        };
+        let Some(disk) = &self.file else {
+            return Ok(());
+        };
+        let (content, sum) = split_line(line).ok_or_else(|| damaged("no checksum"))?;
+        let expected = chain(&disk.last_sum, content);
+        if sum != expected.as_bytes() {
+            return Err(damaged("the checksum does not match"));
+        }
+        let raw: Raw = serde_json::from_slice(line).map_err(|_| damaged("not a ledger entry"))?;
+        if raw.sum.as_bytes() != sum {
+            return Err(damaged("not a ledger entry"));
+        }
+        let action = self.parse(raw, line_no == 1).map_err(damaged)?;
+        self.check(&action, line_no == 1).map_err(damaged)?;
+        self.commit(action);
+        if let Some(d) = &mut self.file {
+            d.prev_sum = std::mem::replace(&mut d.last_sum, expected);
+            d.last_start = start;
+            d.offset = end;
+            d.lines = line_no;
+        }
+        Ok(())
+    }
+
+    /// The action of an entry as read.
+    fn parse(&self, e: Raw, first: bool) -> Result<Action, &'static str> {
+        let missing = "a field is missing";
+        let decimal = |v: Option<Cow<str>>| {
+            v.and_then(|s| Decimal::from_str(&s).ok())
+                .ok_or("a number is malformed")
+        };
+        if first != (e.kind == "header") {
+            return Err("the header is not the first line");
+        }
+        Ok(match e.kind.as_ref() {
+            "header" => {
+                if e.format != Some(FORMAT) {
+                    return Err("the ledger's format is not one this dpq reads");
+                }
+                e.data_file.ok_or(missing)?;
+                Action::Header {
+                    name: e.ledger.ok_or(missing)?.into_owned(),
+                    fingerprint: e.fingerprint.ok_or(missing)?.into_owned(),
+                    total: decimal(e.total)?,
+                }
+            }
+            "budget" => Action::Budget(decimal(e.total)?),
+            "data" => Action::Data(e.fingerprint.ok_or(missing)?.into_owned()),
+            "cube" => Action::Cube(CubeDecl {
+                spec: e.spec.ok_or(missing)?.into_owned(),
+                cells: usize::try_from(e.cells.ok_or(missing)?)
+                    .map_err(|_| "a cube is malformed")?,
+            }),
+            "spend" => {
+                let row = e
+                    .row
+                    .ok_or(missing)?
+                    .into_iter()
+                    .map(|(j, c)| Some((usize::try_from(j).ok()?, Decimal::from_str(&c).ok()?)))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or("a row is malformed")?;
+                Action::Spend(Release {
+                    seq: e.seq.ok_or(missing)?,
+                    statement: e.statement.ok_or(missing)?.into_owned(),
+                    key: e.key.ok_or(missing)?.into_owned(),
+                    row,
+                    eps: decimal(e.eps)?,
+                    sensitivity: e.sensitivity.ok_or(missing)?,
+                    mechanism: Mechanism::from_name(&e.mechanism.ok_or(missing)?)
+                        .ok_or("an unknown mechanism")?,
+                    noisy: None,
+                    time: e.time.ok_or(missing)?,
+                })
+            }
+            "release" => Action::Answer {
+                seq: e.seq.ok_or(missing)?,
+                noisy: e.noisy.ok_or(missing)?,
+            },
+            _ => return Err("an unknown entry"),
+        })
+    }
+
+    /// Whether dpq could have written this entry here: entries that would under-count
+    /// spending are refused even when their checksums agree.
+    fn check(&self, action: &Action, first: bool) -> Result<(), &'static str> {
+        let h = &self.history;
+        match action {
+            Action::Header { name, total, .. } => {
+                if !first {
+                    return Err("the header is not the first line");
+                }
+                if self.file.as_ref().is_some_and(|d| &d.name != name) {
+                    return Err("the ledger belongs to other data (copied over this one)");
+                }
+                if *total <= Decimal::ZERO {
+                    return Err("a budget is not positive or below what is spent");
+                }
+            }
+            Action::Budget(total) => {
+                if *total <= Decimal::ZERO || *total < h.spent() {
+                    return Err("a budget is not positive or below what is spent");
+                }
+            }
+            Action::Data(_) => {}
+            Action::Cube(c) => {
+                if !(1..=MAX_CELLS).contains(&c.cells) {
+                    return Err("a cube is malformed");
+                }
+                let same = h.cube().is_some_and(|d| d.spec == c.spec);
+                if !same && h.rows_released() > 0 {
+                    return Err("the cube changes after releases over it");
+                }
+            }
+            Action::Spend(r) => {
+                if r.seq != h.next_seq() {
+                    return Err("a release is out of order");
+                }
+                if !r.row.is_empty() {
+                    let cells = h.cube().map_or(0, |c| c.cells);
+                    let sorted = r.row.windows(2).all(|w| w[0].0 < w[1].0);
+                    if !sorted || r.row.iter().any(|(j, c)| *j >= cells || c.is_zero()) {
+                        return Err("a row does not fit the cube");
+                    }
+                }
+                if r.eps <= Decimal::ZERO {
+                    return Err("an epsilon is not positive");
+                }
+                if !r.sensitivity.is_finite() || r.sensitivity <= 0.0 {
+                    return Err("a sensitivity is not positive");
+                }
+                // dpq checks the budget before it writes a spending, so a ledger where the
+                // spending passes the budget was not written by it.
+                if h.check_row(r.eps, &r.row).is_err() {
+                    return Err("a spending exceeds the budget");
+                }
+            }
+            Action::Answer { seq, noisy } => {
+                if !noisy.is_finite() {
+                    return Err("an answer is not a number");
+                }
+                match h.get(*seq) {
+                    None => return Err("a release names no spending"),
+                    Some(r) if r.noisy.is_some() => return Err("an answer is recorded twice"),
+                    Some(_) => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn commit(&mut self, action: Action) {
+        match action {
+            Action::Header {
+                fingerprint, total, ..
+            } => {
+                self.history.set_total(total);
+                self.note(&fingerprint);
+            }
+            Action::Budget(total) => self.history.set_total(total),
+            Action::Data(fingerprint) => self.note(&fingerprint),
+            Action::Cube(c) => self.history.set_cube(c),
+            Action::Spend(r) => self.history.record(r),
+            Action::Answer { seq, noisy } => {
+                self.history.set_noisy(seq, noisy);
+            }
+        }
+    }
+
+    /// Checks an entry, appends it durably under `lock` and applies it. On failure the file
+    /// is cut back to its last complete line and nothing is applied.
+    fn append(&mut self, lock: &Lock, entry: &Entry, action: Action) -> Result<(), LedgerError> {
+        let first = self.file.as_ref().is_some_and(|d| d.lines == 0);
+        self.check(&action, first)
+            .map_err(|reason| self.damaged(self.lines() + 1, reason))?;
+        let (Some(file), Some(disk)) = (&lock.file, &self.file) else {
+            self.commit(action);
+            return Ok(());
+        };
+        let content = serde_json::to_string(entry).map_err(|e| LedgerError::Io {
+            path: self.shown(),
+            message: e.to_string(),
+        })?;
+        // The JSON of the entry ends with its closing brace: the line is everything before it,
+        // the checksum, and the brace again.
+        let body = &content[..content.len().saturating_sub(1)];
+        let sum = chain(&disk.last_sum, body.as_bytes());
+        let line = format!("{body},\"sum\":\"{sum}\"}}\n");
+        if line.len() > MAX_LINE {
+            return Err(LedgerError::TooLong {
+                path: self.shown(),
+                limit: MAX_LINE,
+            });
+        }
+        let start = disk.offset;
+        let mut handle: &File = file;
+        let written = handle.write_all(line.as_bytes()).and_then(|()| {
+            if disk.sync {
+                file.sync_data()
+            } else {
+                Ok(())
+            }
+        });
+        if let Err(e) = written {
+            // Nothing may depend on a line that is not durable: cut it away, so the ledger
+            // stays usable once the cause (a full disk) is gone.
+            let _ = file.set_len(start).and_then(|()| file.sync_data());
+            return Err(io_error(&disk.path, e));
+        }
+        if let Some(d) = &mut self.file {
+            d.prev_sum = std::mem::replace(&mut d.last_sum, sum);
+            d.last_start = start;
+            d.offset = start + line.len() as u64;
+            d.lines += 1;
+        }
+        self.commit(action);
+        self.write_mark();
+        Ok(())
+    }
+
+    /// Records a new total budget.
+    pub(super) fn set_total(
+        &mut self,
+        lock: &Lock,
+        total: Decimal,
+        time: u64,
+    ) -> Result<(), LedgerError> {
+        let entry = Entry::Budget {
+            total: total.normalize().to_string(),
+            time,
+        };
+        self.append(lock, &entry, Action::Budget(total))
+    }
+
+    /// Records that the data file now has the content of `fingerprint`.
+    pub(super) fn add_content(
+        &mut self,
+        lock: &Lock,
+        fingerprint: &str,
+        time: u64,
+    ) -> Result<(), LedgerError> {
+        let entry = Entry::Data { fingerprint, time };
+        self.append(lock, &entry, Action::Data(fingerprint.to_string()))
+    }
+
+    /// Records the cube declared on the data file.
+    pub(super) fn declare_cube(
+        &mut self,
+        lock: &Lock,
+        cube: &CubeDecl,
+        time: u64,
+    ) -> Result<(), LedgerError> {
+        let entry = Entry::Cube {
+            spec: &cube.spec,
+            cells: cube.cells,
+            time,
+        };
+        self.append(lock, &entry, Action::Cube(cube.clone()))
+    }
+
+    /// Records a spending before its noise is drawn. `release.noisy` is ignored.
+    pub(super) fn spend(&mut self, lock: &Lock, release: &Release) -> Result<(), LedgerError> {
+        let entry = Entry::Spend {
+            seq: release.seq,
+            statement: &release.statement,
+            key: &release.key,
+            row: release
+                .row
+                .iter()
+                .map(|(c, v)| (*c, v.normalize().to_string()))
+                .collect(),
+            eps: release.eps.normalize().to_string(),
+            sensitivity: release.sensitivity,
+            mechanism: release.mechanism.to_string(),
+            time: release.time,
+        };
+        let mut recorded = release.clone();
+        recorded.noisy = None;
+        self.append(lock, &entry, Action::Spend(recorded))
+    }
+
+    /// Records the noisy answer of spending `seq`, before it is shown.
+    pub(super) fn answer(
+        &mut self,
+        lock: &Lock,
+        seq: u64,
+        noisy: f64,
+        time: u64,
+    ) -> Result<(), LedgerError> {
+        let entry = Entry::Release { seq, noisy, time };
+        self.append(lock, &entry, Action::Answer { seq, noisy })
+    }
+
+    /// Writes the high-water mark beside the ledger: its line count and last checksum, in
+    /// place, as one record of fixed length. Not made durable: after a crash it may lag
+    /// behind the ledger, which only weakens the check for that while; it is never ahead of
+    /// what is durable.
+    fn write_mark(&mut self) {
+        let Some(disk) = &mut self.file else {
+            return;
+        };
+        let path = mark_path(&disk.path);
+        let mark = Mark {
+            ledger: disk.name.clone(),
+            lines: disk.lines,
+            sum: disk.last_sum.clone(),
+        };
+        let first = disk.mark.is_none();
+        let opened = match &disk.mark {
+            Some(f) => Ok(Arc::clone(f)),
+            None => OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600)
+                .open(&path)
+                .map(Arc::new),
+        };
+        let written = opened.and_then(|file| {
+            let mut record = serde_json::to_string(&mark).map_err(std::io::Error::other)?;
+            record.extend(std::iter::repeat_n(
+                ' ',
+                MARK_LEN.saturating_sub(record.len() + 1),
+            ));
+            record.push('\n');
+            file.write_all_at(record.as_bytes(), 0)?;
+            if first {
+                file.set_len(record.len() as u64)?;
+            }
+            disk.mark = Some(file);
+            Ok(())
+        });
+        if let Err(e) = written {
+            self.warnings.push(format!(
+                "the high-water mark {} could not be written ({e}); the ledger itself is intact",
+                path.display()
+            ));
+        }
+    }
+}
+
+/// The length of a high-water mark's record.
+const MARK_LEN: usize = 128;
+
+/// The high-water mark of a ledger.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Mark {
+    ledger: String,
+    lines: usize,
+    sum: String,
+}
+
+fn mark_path(ledger: &Path) -> PathBuf {
+    ledger.with_extension("hwm")
+}
+
+/// The mark beside a ledger: `Ok(None)` when there is none, `Err` when it cannot be read.
+fn read_mark(path: &Path) -> Result<Option<Mark>, ()> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|_| ()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(_) => Err(()),
+    }
+}
+
+/// A line's body (its bytes before `,"sum":"`, which with a closing `}` are the JSON of its
+/// content) and its checksum, if it ends as dpq's lines do.
+fn split_line(line: &[u8]) -> Option<(&[u8], &[u8])> {
+    let cut = line.len().checked_sub(SUFFIX)?;
+    let (body, tail) = line.split_at(cut);
+    if cut == 0 || !tail.starts_with(b",\"sum\":\"") || !tail.ends_with(b"\"}") {
+        return None;
+    }
+    Some((body, &tail[8..40]))
+}
+
+/// The checksum of a line: BLAKE3 of the previous line's checksum and this line's content,
+/// the JSON object `body` + `}`.
+fn chain(previous: &str, body: &[u8]) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(previous.as_bytes());
+    h.update(b"\n");
+    h.update(body);
+    h.update(b"}");
+    h.finalize().to_hex()[..32].to_string()
+}
+
+fn io_error(path: &Path, e: std::io::Error) -> LedgerError {
+    LedgerError::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    }
+}
+
+/// Makes the entries of `dir` durable.
+pub(super) fn sync_dir(dir: Option<&Path>) -> std::io::Result<()> {
+    if let Some(dir) = dir {
+        File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spend(seq: u64, eps: &str) -> Action {
+        Action::Spend(Release {
+            seq,
+            statement: "s".into(),
+            key: "k".into(),
+            row: Vec::new(),
+            eps: Decimal::from_str(eps).expect("decimal"),
+            sensitivity: 1.0,
+            mechanism: Mechanism::Laplace,
+            noisy: None,
+            time: 0,
+        })
+    }
+
+    fn apply(l: &mut Ledger, a: Action) -> Result<(), &'static str> {
+        l.check(&a, false)?;
+        l.commit(a);
+        Ok(())
+    }
+
+    /// A ledger whose chain is intact can still say nonsense (it may have been rebuilt by
+    /// hand): entries that would under-count spending are refused.
+    #[test]
+    fn well_chained_nonsense_is_refused() {
+        let mut l = Ledger::memory(Decimal::ONE, "f");
+        assert!(apply(&mut l, spend(1, "-1")).is_err(), "a negative epsilon");
+        assert!(apply(&mut l, spend(1, "0")).is_err(), "a zero epsilon");
+        let budget = Action::Budget(Decimal::from(-5));
+        assert!(apply(&mut l, budget).is_err(), "a negative budget");
+        assert!(
+            apply(&mut l, spend(2, "0.1")).is_err(),
+            "a gap in the releases"
+        );
+        apply(&mut l, spend(1, "0.1")).expect("a proper spend");
+        let answer = || Action::Answer { seq: 1, noisy: 3.5 };
+        apply(&mut l, answer()).expect("its answer");
+        assert!(apply(&mut l, answer()).is_err(), "an answer recorded twice");
+        let huge = "79228162514264337593543950335";
+        assert!(apply(&mut l, spend(2, huge)).is_err(), "past the budget");
+        let lower = Action::Budget(Decimal::new(5, 2));
+        assert!(
+            apply(&mut l, lower).is_err(),
+            "a budget below what is spent"
+        );
+        assert_eq!(l.history().spent(), Decimal::new(1, 1));
+    }
+
+    #[test]
+    fn a_line_is_its_content_and_a_checksum_of_it() {
+        let body = br#"{"type":"data","fingerprint":"f","time":0"#;
+        let sum = chain(GENESIS, body);
+        let line = format!(
+            "{},\"sum\":\"{sum}\"}}",
+            std::str::from_utf8(body).expect("utf-8")
+        );
+        let (found_body, found) = split_line(line.as_bytes()).expect("a line");
+        assert_eq!(found_body, body);
+        assert_eq!(found, sum.as_bytes());
+        assert!(split_line(b"{}").is_none());
+        assert!(split_line(&line.as_bytes()[..line.len() - 1]).is_none());
+    }
+}

@@ -1,0 +1,58 @@
+//! The privacy layer: the history of releases, the budget arithmetic, the ledger file, the
+//! state directory, and the one release protocol by which anything is spent.
+//!
+//! It sits below the evaluator and imports nothing above it: statements arrive here as
+//! requests (a row over cells, an epsilon, a key), and leave as recorded answers or refusals.
+//! Everything that carries the promise of SPEC section 1 (budget checked before noise, spending
+//! durable before the answer, damage refused, nothing stored that confirms a guess about the
+//! data) lives in these files.
+
+mod history;
+mod ledger;
+mod protocol;
+mod store;
+
+pub use history::{charge, row_sensitivity, CubeDecl, History, Overspend, Release};
+pub use ledger::{Ledger, LedgerError, Lock, MAX_LINE};
+pub use protocol::{Prepared, Recorded, Refusal, ReleaseError, Request, Ticket, Txn};
+pub use store::{LedgerId, Ledgers, Opened, Store};
+
+use std::fmt;
+
+/// The most cells a cube may have.
+pub const MAX_CELLS: usize = 10_000;
+
+/// The noise a release adds. Both are sampled exactly with integer arithmetic
+/// (`stats::noise`), so no floating-point artefact tells neighbouring inputs apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mechanism {
+    /// Laplace noise of scale `sensitivity / eps`, released on a grid of `2^-k`.
+    Laplace,
+    /// Two-sided geometric (discrete Laplace) noise: integer answers.
+    Geometric,
+    /// The staircase noise of the variance-optimal parameter (Geng and Viswanath; the
+    /// Soria-Comas and Domingo-Ferrer slides), released on a grid of `2^-20`.
+    Staircase,
+}
+
+impl Mechanism {
+    /// The mechanism named `name` as written in a statement or a ledger.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name.to_ascii_lowercase().as_str() {
+            "laplace" => Some(Self::Laplace),
+            "geometric" => Some(Self::Geometric),
+            "staircase" => Some(Self::Staircase),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Mechanism {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Mechanism::Laplace => "laplace",
+            Mechanism::Geometric => "geometric",
+            Mechanism::Staircase => "staircase",
+        })
+    }
+}

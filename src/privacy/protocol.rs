@@ -1,0 +1,193 @@
+//! The release protocol: the only way to spend.
+//!
+//! A statement that spends opens a transaction on the data file's ledger, which takes the
+//! ledger's exclusive lock and reads the lines appended since the last read. Under the lock it
+//! [`Txn::prepare`]s its request: the cube it was checked against must still be the ledger's,
+//! an identical earlier query is answered from its record, and the budget is checked. Only a
+//! request that fits gets a [`Ticket`], and only a ticket can be [`Txn::release`]d: the
+//! spending is appended durably, then the noise is drawn, then the answer is appended durably,
+//! and only then returned to be shown. A statement never writes a spending any other way.
+
+use super::history::{CubeDecl, History, Overspend, Release};
+use super::ledger::{Ledger, LedgerError, Lock};
+use super::Mechanism;
+use rust_decimal::Decimal;
+
+/// An open transaction on a ledger: its lock is held until the transaction is dropped.
+pub struct Txn<'l> {
+    ledger: &'l mut Ledger,
+    lock: Lock,
+}
+
+/// What a statement asks to release.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// The statement, canonical, as recorded.
+    pub statement: String,
+    /// What makes a later query identical to this one.
+    pub key: String,
+    /// Another key the same query may have been recorded under (before a cube was declared).
+    pub alt_key: Option<String>,
+    /// Its row over the cube's cells, sparse and exact; empty without a cube.
+    pub row: Vec<(usize, Decimal)>,
+    /// The cube the row is over, as declared; the ledger's must be the same.
+    pub cube: Option<String>,
+    /// The epsilon, exact.
+    pub eps: Decimal,
+    /// The sensitivity.
+    pub sensitivity: f64,
+    /// The noise.
+    pub mechanism: Mechanism,
+    /// When, as seconds since the Unix epoch.
+    pub time: u64,
+}
+
+/// An answer on record.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Recorded {
+    /// Its number in the history.
+    pub seq: u64,
+    /// The noisy answer.
+    pub noisy: f64,
+}
+
+/// A request that fits the budget, ready to be released. Only [`Txn::prepare`] makes one.
+#[derive(Debug)]
+pub struct Ticket {
+    release: Release,
+    spent_after: Decimal,
+}
+
+impl Ticket {
+    /// What the ledger's spent budget will be after the release.
+    pub fn spent_after(&self) -> Decimal {
+        self.spent_after
+    }
+}
+
+/// What preparing a request found.
+#[derive(Debug)]
+pub enum Prepared {
+    /// An identical query was answered before: its answer, at no cost.
+    Recorded(Recorded),
+    /// The request fits the budget.
+    Fits(Ticket),
+}
+
+/// Why a request is refused. Nothing was spent, recorded or drawn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The cube the statement was checked against is no longer the ledger's (another process
+    /// declared another).
+    CubeChanged,
+    /// The release would take a cell, or the table, past the total.
+    Exceeded(Overspend),
+}
+
+/// Why a release failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReleaseError {
+    /// The spending could not be recorded: nothing was spent or drawn.
+    Ledger(LedgerError),
+    /// The spending was recorded and the noise drawn, but the answer could not be recorded:
+    /// the epsilon is spent and the answer is not shown.
+    NotRecorded {
+        /// The epsilon spent.
+        eps: Decimal,
+        /// Why.
+        error: LedgerError,
+    },
+}
+
+impl Ledger {
+    /// Begins a transaction: takes the ledger's lock and reads what other processes appended.
+    pub fn begin(&mut self) -> Result<Txn<'_>, LedgerError> {
+        let lock = self.lock()?;
+        self.refresh(&lock)?;
+        Ok(Txn { ledger: self, lock })
+    }
+}
+
+impl Txn<'_> {
+    /// The ledger as just read.
+    pub fn ledger(&self) -> &Ledger {
+        self.ledger
+    }
+
+    /// The budget and releases as just read.
+    pub fn history(&self) -> &History {
+        self.ledger.history()
+    }
+
+    /// Checks a request under the lock: the cube, an identical earlier query, the budget.
+    pub fn prepare(&self, request: Request) -> Result<Prepared, Refusal> {
+        let history = self.history();
+        if history.cube().map(|c| &c.spec) != request.cube.as_ref() {
+            return Err(Refusal::CubeChanged);
+        }
+        let earlier = history
+            .find(&request.key)
+            .or_else(|| request.alt_key.as_ref().and_then(|k| history.find(k)));
+        if let Some(r) = earlier {
+            if let Some(noisy) = r.noisy {
+                return Ok(Prepared::Recorded(Recorded { seq: r.seq, noisy }));
+            }
+        }
+        // The budget is checked before any noise is drawn: a refused request changes nothing.
+        history
+            .check_row(request.eps, &request.row)
+            .map_err(Refusal::Exceeded)?;
+        let spent_after = history.spent_after(request.eps, &request.row);
+        Ok(Prepared::Fits(Ticket {
+            release: Release {
+                seq: history.next_seq(),
+                statement: request.statement,
+                key: request.key,
+                row: request.row,
+                eps: request.eps,
+                sensitivity: request.sensitivity,
+                mechanism: request.mechanism,
+                noisy: None,
+                time: request.time,
+            },
+            spent_after,
+        }))
+    }
+
+    /// Releases a prepared request: the spending is made durable, then `draw` gives the noisy
+    /// answer, which is made durable before it is returned.
+    pub fn release(
+        self,
+        ticket: Ticket,
+        draw: impl FnOnce() -> f64,
+    ) -> Result<Recorded, ReleaseError> {
+        let Txn { ledger, lock } = self;
+        let seq = ticket.release.seq;
+        let eps = ticket.release.eps;
+        let time = ticket.release.time;
+        ledger
+            .spend(&lock, &ticket.release)
+            .map_err(ReleaseError::Ledger)?;
+        let noisy = draw();
+        ledger
+            .answer(&lock, seq, noisy, time)
+            .map_err(|error| ReleaseError::NotRecorded { eps, error })?;
+        Ok(Recorded { seq, noisy })
+    }
+
+    /// Records a new total budget, which may not be below what is spent.
+    pub fn set_total(&mut self, total: Decimal, time: u64) -> Result<(), LedgerError> {
+        self.ledger.set_total(&self.lock, total, time)
+    }
+
+    /// Records the cube declared on the data file; the caller has checked that no release
+    /// was made over another cube.
+    pub fn declare_cube(&mut self, cube: &CubeDecl, time: u64) -> Result<(), LedgerError> {
+        self.ledger.declare_cube(&self.lock, cube, time)
+    }
+
+    /// Records that the data file now has the content of `fingerprint`.
+    pub(super) fn add_content(&mut self, fingerprint: &str, time: u64) -> Result<(), LedgerError> {
+        self.ledger.add_content(&self.lock, fingerprint, time)
+    }
+}
