@@ -295,3 +295,82 @@ fn simulate_shows_no_progress_bar_when_output_is_not_a_terminal() {
         assert!(stdout(&out).contains("0.1"));
     }
 }
+
+/// At a terminal, Ctrl-D at the continuation prompt abandons the statement being typed (it
+/// would have spent budget without its `;`); a second Ctrl-D leaves.
+#[test]
+fn ctrl_d_at_the_continuation_prompt_abandons_the_statement() {
+    let (mut c, state) = command();
+    c.env("HOME", state.path());
+    let mut p = rexpect::session::spawn_command(c, Some(20_000)).expect("a pty");
+    p.exp_string("dpq> ").expect("the prompt");
+    p.send_line("LOAD 'examples/data/people.csv' AS people;")
+        .expect("send");
+    p.exp_string("dpq> ").expect("loaded");
+    p.send_line("COUNT WHERE age < 30 WITH EPS 0.5")
+        .expect("send");
+    p.exp_string("  -> ").expect("the continuation prompt");
+    p.send_control('d').expect("Ctrl-D");
+    p.exp_string("abandoned").expect("abandoned");
+    p.exp_string("dpq> ").expect("a fresh prompt");
+    p.send_line("SHOW BUDGET;").expect("send");
+    p.exp_string("Nothing spent yet.")
+        .expect("nothing was spent");
+    p.exp_string("dpq> ").expect("the prompt");
+    p.send_control('d').expect("Ctrl-D");
+    p.exp_eof().expect("dpq leaves");
+}
+
+/// `--practice` keeps spending in memory: every result says so and no state is written.
+#[test]
+fn practice_touches_no_ledger_and_says_so() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = dir.path().join("state");
+    let o = Command::new(env!("CARGO_BIN_EXE_dpq"))
+        .env("DPQ_STATE_DIR", &state)
+        .args(["--practice", "run", "examples/quickstart.dpq"])
+        .output()
+        .expect("dpq runs");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let results = out.split("\n\n").count();
+    assert_eq!(out.matches("note: practice").count(), results, "{out}");
+    assert!(!state.exists(), "nothing written under the state directory");
+    let o = Command::new(env!("CARGO_BIN_EXE_dpq"))
+        .env("DPQ_STATE_DIR", &state)
+        .args(["--practice", "--format", "json", "-c"])
+        .arg("LOAD 'examples/data/people.csv'; COUNT WHERE age < 30 WITH EPS 0.1;")
+        .output()
+        .expect("dpq runs");
+    for line in stdout(&o).lines() {
+        assert!(line.contains("\"practice\":true"), "{line}");
+    }
+    assert!(!state.exists());
+}
+
+/// The bundled examples, run in the README's order in one state directory and then again,
+/// never break each other: none leaves a cube or a spent budget in another's way.
+#[test]
+fn the_examples_run_in_any_order_in_one_state_directory() {
+    let (_, state) = command();
+    let examples = [
+        "examples/quickstart.dpq",
+        "examples/bayes.dpq",
+        "examples/cube.dpq",
+        "examples/xiao-xiong.dpq",
+        "examples/lab.dpq",
+        "examples/quickstart.dpq",
+        "examples/cube.dpq",
+        "examples/bayes.dpq",
+        "examples/lab.dpq",
+        "examples/quickstart.dpq",
+    ];
+    for example in examples {
+        let o = Command::new(env!("CARGO_BIN_EXE_dpq"))
+            .env("DPQ_STATE_DIR", state.path())
+            .args(["run", example])
+            .output()
+            .expect("dpq runs");
+        assert!(o.status.success(), "{example}: {}", stderr(&o));
+    }
+}

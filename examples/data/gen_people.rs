@@ -4,7 +4,12 @@
 //!
 //! ```text
 //! cargo run --release --example gen_people > examples/data/people.csv
+//! cargo run --release --example gen_people -- 5000 2025 > examples/data/survey.csv
 //! ```
+//!
+//! The optional arguments are the number of people and the seed: `survey.csv` is another
+//! table of the same shape for the examples that declare a cube, so that their cube never
+//! lands on the table the quickstart asks about (a cube stays with its data's ledger).
 //!
 //! Columns: `id`, `age` (integer 18-90, about 30% at most 30, about 2% missing as `NA` or empty), `sex` (`F`/`M`),
 //! `income` (integer, rising with education and age until the late fifties, lower when not
@@ -19,9 +24,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use rand_distr::{Distribution, Normal};
 
-/// Number of people written.
+/// Number of people written by default.
 const PEOPLE: u32 = 10_000;
-/// The fixed seed.
+/// The seed by default.
 const SEED: u64 = 2024;
 
 const REGIONS: [&str; 5] = ["North", "South", "East", "West", "Centre"];
@@ -35,7 +40,10 @@ const EDUCATION: [(&str, f64); 5] = [
 ];
 
 fn main() -> io::Result<()> {
-    let mut rng = ChaCha20Rng::seed_from_u64(SEED);
+    let mut args = std::env::args().skip(1);
+    let people: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(PEOPLE);
+    let seed: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(SEED);
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let noise = Normal::<f64>::new(0.0, 0.25).expect("a valid standard deviation");
     let height_f = Normal::<f64>::new(163.0, 7.0).expect("a valid standard deviation");
     let height_m = Normal::<f64>::new(177.0, 7.5).expect("a valid standard deviation");
@@ -45,7 +53,7 @@ fn main() -> io::Result<()> {
         out,
         "id,age,sex,income,region,education,employed,height_cm,smoker"
     )?;
-    for id in 1..=PEOPLE {
+    for id in 1..=people {
         // About 30% of the adults are 30 or younger, so the quickstart's PRIOR p=0.3 is a
         // fair prior for `age <= 30`.
         let age: u32 = if rng.random_bool(0.3) {
