@@ -15,12 +15,14 @@ pub struct Statement {
 /// The statements of dpq.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StatementKind {
-    /// `LOAD 'people.csv' [AS people]`
+    /// `LOAD 'people.csv' [AS people] [NO HEADER]`
     Load {
         /// The CSV file's path as written.
         path: Text,
         /// The table's name; by default the file's stem.
         alias: Option<Ident>,
+        /// `NO HEADER`: the first row is data, and the columns are named `c1`, `c2`, ...
+        no_header: bool,
     },
     /// `USE people`
     Use {
@@ -364,10 +366,17 @@ impl fmt::Display for Statement {
 impl fmt::Display for StatementKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            StatementKind::Load { path, alias } => {
+            StatementKind::Load {
+                path,
+                alias,
+                no_header,
+            } => {
                 write!(f, "LOAD {path}")?;
                 if let Some(a) = alias {
                     write!(f, " AS {a}")?;
+                }
+                if *no_header {
+                    f.write_str(" NO HEADER")?;
                 }
                 Ok(())
             }

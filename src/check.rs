@@ -45,9 +45,14 @@ pub fn check(stmt: &Statement, catalog: &dyn Catalog) -> Result<Plan, CheckError
 
 fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result<Plan, CheckError> {
     Ok(match kind {
-        StatementKind::Load { path, alias } => Plan::Load {
+        StatementKind::Load {
+            path,
+            alias,
+            no_header,
+        } => Plan::Load {
             path: PathBuf::from(&path.value),
             path_span: path.span,
+            header: !no_header,
             name: match alias {
                 Some(a) => a.name.clone(),
                 None => default_table_name(Path::new(&path.value)),

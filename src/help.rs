@@ -17,11 +17,14 @@ pub struct Topic {
 pub const TOPICS: &[Topic] = &[
     Topic {
         name: "LOAD",
-        synopsis: "LOAD 'file.csv' [AS name];",
+        synopsis: "LOAD 'file.csv' [AS name] [NO HEADER];",
         about:
             "Reads a CSV file with a header row into a table and makes it current. Column types \
 (integer, float, text, boolean) are inferred; empty and NA cells are missing and match no \
-comparison. Shows the schema, the public row count n and the budget (total epsilon 1 by default).",
+comparison. Shows the schema, the public row count n and the budget (total epsilon 1 by default). \
+A first row that looks like data (numbers, dates) is refused: with NO HEADER the first row is \
+data and the columns are named c1, c2, ... The budget belongs to the data: a copy or a \
+rename of the file finds the same ledger.",
         example: "LOAD 'examples/data/people.csv' AS people;",
     },
     Topic {

@@ -19,6 +19,8 @@ pub enum Plan {
         path: PathBuf,
         /// Where the path was written, for errors about the file.
         path_span: Span,
+        /// Whether the first row names the columns (else they are `c1`, `c2`, ...).
+        header: bool,
         /// The table's name.
         name: String,
     },

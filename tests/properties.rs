@@ -135,8 +135,13 @@ fn query() -> impl Strategy<Value = Query> {
 
 fn statement() -> impl Strategy<Value = StatementKind> {
     prop_oneof![
-        (text(), prop::option::of(name()))
-            .prop_map(|(path, alias)| StatementKind::Load { path, alias }),
+        (text(), prop::option::of(name()), any::<bool>()).prop_map(|(path, alias, no_header)| {
+            StatementKind::Load {
+                path,
+                alias,
+                no_header,
+            }
+        }),
         name().prop_map(|table| StatementKind::Use { table }),
         Just(StatementKind::ShowTables),
         Just(StatementKind::ShowBudget),

@@ -18,6 +18,8 @@ use std::path::PathBuf;
 const KEYWORDS: &[&str] = &[
     "LOAD",
     "AS",
+    "NO",
+    "HEADER",
     "USE",
     "SHOW",
     "TABLES",

@@ -185,8 +185,9 @@ impl Session {
             Plan::Load {
                 path,
                 path_span,
+                header,
                 name,
-            } => self.load(path, path_span, name, span)?,
+            } => self.load(path, path_span, header, name, span)?,
             Plan::Use { table } => self.use_table(&table),
             Plan::ShowTables => {
                 Output::Tables((0..self.entries.len()).map(|i| self.info(i)).collect())

@@ -15,6 +15,7 @@ impl Session {
         &mut self,
         path: PathBuf,
         path_span: Span,
+        header: bool,
         name: String,
         span: Span,
     ) -> Result<Output, EvalError> {
@@ -22,6 +23,8 @@ impl Session {
             return Err(EvalError::TableExists { name, span });
         }
         let shown = path.display().to_string();
+        // TODO(#11): LoadOptions::header once the loader reads it.
+        let _ = header;
         let (table, content) =
             read_table(&path, &self.load_options).map_err(|error| EvalError::Load {
                 path: shown.clone(),

@@ -89,8 +89,19 @@ impl Builder {
             Rule::load_stmt => {
                 inner.next(); // LOAD
                 let path = self.text(inner.next().expect("LOAD has a path"));
-                let alias = inner.nth(1).map(|p| self.name(p));
-                StatementKind::Load { path, alias }
+                let (mut alias, mut no_header) = (None, false);
+                while let Some(p) = inner.next() {
+                    match p.as_rule() {
+                        Rule::kw_as => alias = inner.next().map(|n| self.name(n)),
+                        Rule::no_header => no_header = true,
+                        _ => {}
+                    }
+                }
+                StatementKind::Load {
+                    path,
+                    alias,
+                    no_header,
+                }
             }
             Rule::use_stmt => StatementKind::Use {
                 table: self.name(inner.nth(1).expect("USE has a name")),
