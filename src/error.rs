@@ -420,7 +420,7 @@ pub enum EvalError {
         span: Span,
     },
     /// The ledger of the table's data file cannot be used; nothing was spent.
-    #[error("{error}")]
+    #[error("{error}{}", if matches!(error, LedgerError::Io { .. }) { "; nothing was spent" } else { "" })]
     Ledger {
         /// Why.
         error: LedgerError,
@@ -724,6 +724,7 @@ fn ledger_help(error: &LedgerError) -> Option<String> {
     Some(match error {
         LedgerError::Damaged { .. } => "restore the ledger from a backup; dpq never repairs or resets a ledger: moving it aside would start this data's budget anew, which is for the data's curator to decide".into(),
         LedgerError::Missing { .. } => "restore it from a backup; without it dpq cannot tell what was spent".into(),
+        LedgerError::WrongSecret { .. } => "restore this state directory's own secret from a backup".into(),
         LedgerError::OldLayout { .. } => "keep that directory for its records and give dpq a new one (--state-dir DIR or DPQ_STATE_DIR)".into(),
         LedgerError::TooLong { .. } => "shorten the statement".into(),
         LedgerError::Io { .. } => return None,

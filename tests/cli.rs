@@ -374,3 +374,37 @@ fn the_examples_run_in_any_order_in_one_state_directory() {
         assert!(o.status.success(), "{example}: {}", stderr(&o));
     }
 }
+
+/// Practice still never writes a chart into the state directory it leaves alone.
+#[test]
+fn practice_refuses_charts_in_the_state_directory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(state.join("ledgers")).expect("mkdir");
+    let target = state.join("ledgers").join("x.ledger");
+    std::fs::write(&target, "kept").expect("write");
+    let o = Command::new(env!("CARGO_BIN_EXE_dpq"))
+        .env("DPQ_STATE_DIR", &state)
+        .args(["--practice", "-c"])
+        .arg(format!(
+            "SIMULATE N 10 P 0.3 EPS 1 RUNS 2 PLOT '{}';",
+            target.display()
+        ))
+        .output()
+        .expect("dpq runs");
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stderr(&o).contains("state directory"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&target).expect("read"), "kept");
+}
+
+/// A relative DPQ_STATE_DIR would give every working directory a budget of its own.
+#[test]
+fn a_relative_state_directory_from_the_environment_is_refused() {
+    let o = Command::new(env!("CARGO_BIN_EXE_dpq"))
+        .env("DPQ_STATE_DIR", "relative/state")
+        .args(["-c", "SHOW TABLES;"])
+        .output()
+        .expect("dpq runs");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("absolute"), "{}", stderr(&o));
+}

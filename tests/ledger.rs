@@ -869,6 +869,7 @@ fn an_answer_that_cannot_be_recorded_is_not_shown_and_its_epsilon_counts() {
         .expect("dpq runs");
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(text.contains("not shown"), "{text}");
+    assert!(!text.contains("nothing was spent"), "it was spent: {text}");
     assert!(!text.contains("\"kind\":\"count\""), "{text}");
     let lines = ledger_lines(&ledger);
     assert!(lines
@@ -886,4 +887,185 @@ fn an_answer_that_cannot_be_recorded_is_not_shown_and_its_epsilon_counts() {
     );
     assert_eq!(out[1]["spent"], 0.3, "{}", out[1]);
     assert!(out[2]["releases"][1]["noisy"].is_null(), "{}", out[2]);
+}
+
+/// A file that reached its path by content (moved or copied) and is then edited continues
+/// the ledger it was found by, and says its content changed.
+#[test]
+fn a_moved_file_edited_afterwards_continues_its_ledger() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = data_copy(dir.path());
+    let state = dir.path().join("state");
+    run(
+        &state,
+        &format!("{} COUNT WHERE age < 30 WITH EPS 0.7;", load(&data)),
+    );
+    let moved = dir.path().join("moved.csv");
+    std::fs::rename(&data, &moved).expect("move");
+    let out = run(&state, &format!("{} SHOW BUDGET;", load(&moved)));
+    assert_eq!(out[1]["spent"], 0.7, "{}", out[1]);
+    let mut text = std::fs::read_to_string(&moved).expect("read");
+    text.push_str("10001,40,F,50000,North,master,true,170.0,false\n");
+    std::fs::write(&moved, text).expect("edit");
+    let out = run(&state, &format!("{} SHOW BUDGET;", load(&moved)));
+    assert_eq!(out[0]["data_changed"], true, "{}", out[0]);
+    assert_eq!(out[1]["spent"], 0.7, "{}", out[1]);
+    // Spent data copied over another file's path, then edited: the spent data's ledger.
+    let other = dir.path().join("other.csv");
+    std::fs::write(&other, "x\n1\n").expect("write");
+    run(&state, &format!("{} SHOW BUDGET;", load(&other)));
+    std::fs::copy(&moved, &other).expect("copy over");
+    run(&state, &format!("{} SHOW BUDGET;", load(&other)));
+    std::fs::write(&other, "x\n1\n2\n").expect("edit");
+    let out = run(&state, &format!("{} SHOW BUDGET;", load(&other)));
+    assert_eq!(out[1]["spent"], 0.7, "{}", out[1]);
+}
+
+/// A secret from elsewhere does not silently start every budget anew.
+#[test]
+fn a_replaced_secret_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = data_copy(dir.path());
+    let state = dir.path().join("state");
+    run(
+        &state,
+        &format!("{} COUNT WHERE age < 30 WITH EPS 0.7;", load(&data)),
+    );
+    std::fs::write(state.join("secret"), [7u8; 32]).expect("replace the secret");
+    let out = run(&state, &format!("{} SHOW BUDGET;", load(&data)));
+    assert_eq!(out[0]["kind"], "error", "{}", out[0]);
+    assert!(
+        out[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("secret")),
+        "{}",
+        out[0]
+    );
+}
+
+/// A session that loaded a file before another process saw it change can load it again.
+#[test]
+fn a_second_load_after_another_process_saw_new_content_is_not_damage() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = data_copy(dir.path());
+    let state = dir.path().join("state");
+    let mut session = Session::with_store(Randomness::Os, Store::dir(state.clone()));
+    let mut out = Vec::new();
+    let mut go = |source: &str, out: &mut Vec<Value>| {
+        run_source(&mut session, "test", source, Format::Json, &mut |e| {
+            let (Emitted::Result(s) | Emitted::Error(s)) = e;
+            out.push(serde_json::from_str::<Value>(&s).expect("JSON"));
+        });
+    };
+    go(&format!("LOAD '{}' AS a;", data.display()), &mut out);
+    let mut text = std::fs::read_to_string(&data).expect("read");
+    text.push_str("10001,40,F,50000,North,master,true,170.0,false\n");
+    std::fs::write(&data, text).expect("edit");
+    run(&state, &format!("{} SHOW BUDGET;", load(&data)));
+    out.clear();
+    go(&format!("LOAD '{}' AS b;", data.display()), &mut out);
+    assert_eq!(out[0]["kind"], "loaded", "{}", out[0]);
+}
+
+/// A final line whose line feed alone is missing, yet whose checksum holds, is a complete
+/// line: it is kept (the line feed restored), never cut away.
+#[test]
+fn a_complete_last_line_without_its_line_feed_is_kept() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = data_copy(dir.path());
+    let state = dir.path().join("state");
+    run(
+        &state,
+        &format!("{} COUNT WHERE age < 30 WITH EPS 0.3;", load(&data)),
+    );
+    let ledger = ledger_of(&state, &data);
+    let good = std::fs::read_to_string(&ledger).expect("read");
+    std::fs::write(&ledger, good.trim_end_matches('\n')).expect("drop the line feed");
+    let out = run(
+        &state,
+        &format!("{} SHOW BUDGET; SHOW HISTORY;", load(&data)),
+    );
+    assert_eq!(out[1]["spent"], 0.3, "{}", out[1]);
+    assert!(out[2]["releases"][0]["noisy"].is_number(), "{}", out[2]);
+    assert_eq!(std::fs::read_to_string(&ledger).expect("read"), good);
+}
+
+/// A refused LOAD changes nothing, not even a torn last line.
+#[test]
+fn a_refused_load_leaves_the_ledger_byte_for_byte() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = data_copy(dir.path());
+    let state = dir.path().join("state");
+    run(
+        &state,
+        &format!("{} COUNT WHERE age < 30 WITH EPS 0.3;", load(&data)),
+    );
+    let ledger = ledger_of(&state, &data);
+    let older = std::fs::read_to_string(&ledger).expect("read");
+    run(
+        &state,
+        &format!("{} COUNT WHERE age < 31 WITH EPS 0.3;", load(&data)),
+    );
+    // An older copy, with a torn line after it: refused by its mark, and left as found.
+    let damaged = format!("{older}{{\"type\":\"spe");
+    std::fs::write(&ledger, &damaged).expect("restore an older copy");
+    let out = run(&state, &format!("{} SHOW BUDGET;", load(&data)));
+    assert_eq!(out[0]["kind"], "error", "{}", out[0]);
+    assert_eq!(std::fs::read_to_string(&ledger).expect("read"), damaged);
+}
+
+/// Another ledger's high-water mark cannot come from a crash: refused.
+#[test]
+fn another_ledgers_mark_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = data_copy(dir.path());
+    let state = dir.path().join("state");
+    run(
+        &state,
+        &format!("{} COUNT WHERE age < 30 WITH EPS 0.3;", load(&data)),
+    );
+    let other = dir.path().join("other.csv");
+    std::fs::write(&other, "x\n1\n2\n").expect("write");
+    run(
+        &state,
+        &format!(
+            "LOAD '{}'; COUNT WHERE x < 2 WITH EPS 0.1;",
+            other.display()
+        ),
+    );
+    let ledger = ledger_of(&state, &data);
+    let foreign = ledger_of(&state, &other).with_extension("hwm");
+    std::fs::copy(foreign, ledger.with_extension("hwm")).expect("copy a mark over");
+    let out = run(&state, &format!("{} SHOW BUDGET;", load(&data)));
+    assert_eq!(out[0]["kind"], "error", "{}", out[0]);
+}
+
+/// Seeded noise is a function of the whole query: over two cubes with as many cells, the
+/// same row of coefficients is a different query and gets other noise.
+#[test]
+fn seeded_noise_differs_between_cubes_with_as_many_cells() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("ages.csv");
+    let mut text = String::from("age\n");
+    for age in 0..100 {
+        text.push_str(&format!("{age}\n"));
+    }
+    std::fs::write(&data, text).expect("write");
+    let answer = |cut: u32| {
+        let o = dpq(&dir.path().join(format!("s{cut}")))
+            .args(["--seed", "7", "--format", "json", "-c"])
+            .arg(format!(
+                "LOAD '{}'; CUBE BY age ({cut}); COUNT WHERE age < {cut} WITH EPS 0.1;",
+                data.display()
+            ))
+            .output()
+            .expect("dpq runs");
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        let line = text.lines().nth(2).expect("a count").to_string();
+        serde_json::from_str::<Value>(&line).expect("JSON")["noisy"]
+            .as_f64()
+            .expect("noisy")
+    };
+    // True counts 30 and 60: shared noise would make the answers differ by exactly 30.
+    assert_ne!(answer(60) - answer(30), 30.0);
 }

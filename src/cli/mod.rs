@@ -79,16 +79,24 @@ impl From<FormatArg> for Format {
 /// Runs the command line; the exit code says whether every statement ran.
 pub fn main(args: Args) -> ExitCode {
     let format = Format::from(args.format);
-    let store = if args.practice {
-        Store::memory()
-    } else {
-        let Some(state_dir) = state_dir(args.state_dir.clone()) else {
+    let state_dir = match state_dir(args.state_dir.clone()) {
+        Ok(dir) => dir,
+        Err(message) => {
+            eprintln!("dpq: {message}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let store = match (args.practice, state_dir) {
+        // Practice reads and writes no ledger, and still writes no chart where they are.
+        (true, Some(dir)) => Store::memory_beside(dir),
+        (true, None) => Store::memory(),
+        (false, Some(dir)) => Store::dir(dir),
+        (false, None) => {
             eprintln!(
                 "dpq: no state directory for the ledgers: give --state-dir DIR or set DPQ_STATE_DIR"
             );
             return ExitCode::from(EXIT_USAGE);
-        };
-        Store::dir(state_dir)
+        }
     };
     let randomness = match args.seed {
         Some(s) => Randomness::Seeded(s),
@@ -152,14 +160,23 @@ impl Progress for Bar {
 }
 
 /// The state directory: `--state-dir`, else `DPQ_STATE_DIR`, else `dpq` in the user's data
-/// directory.
-fn state_dir(flag: Option<PathBuf>) -> Option<PathBuf> {
-    flag.or_else(|| {
-        std::env::var_os("DPQ_STATE_DIR")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    })
-    .or_else(|| dirs::data_dir().map(|d| d.join("dpq")))
+/// directory. A relative `DPQ_STATE_DIR` is refused: set once in a shell's profile, it would
+/// give every working directory a budget of its own.
+fn state_dir(flag: Option<PathBuf>) -> Result<Option<PathBuf>, String> {
+    if flag.is_some() {
+        return Ok(flag);
+    }
+    if let Some(env) = std::env::var_os("DPQ_STATE_DIR").filter(|v| !v.is_empty()) {
+        let dir = PathBuf::from(env);
+        if dir.is_relative() {
+            return Err(format!(
+                "DPQ_STATE_DIR must be an absolute path (it is {}): relative to the working directory, every directory would keep a budget of its own",
+                dir.display()
+            ));
+        }
+        return Ok(Some(dir));
+    }
+    Ok(dirs::data_dir().map(|d| d.join("dpq")))
 }
 
 fn run_files(session: &mut Session, files: &[PathBuf], format: Format) -> bool {

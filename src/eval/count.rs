@@ -339,8 +339,10 @@ fn within(
 ///
 /// Answers are reused only for the data they were computed on (the keyed fingerprint is in
 /// the key), and a seeded answer (reproducible, so not private) only by a session with the
-/// same seed. A seeded release's noise derives from the plain hash of the content instead, so
-/// that a seeded script gives the same answers in every state directory.
+/// same seed; a ledger holds one cube, so a row over its cells names one query there. A
+/// seeded release's noise derives from the plain hash of the content instead, so that a
+/// seeded script gives the same answers in every state directory, and from the cube as well
+/// as the row.
 fn request(
     entry: &Entry,
     plan: &CountPlan,
@@ -368,7 +370,13 @@ fn request(
         mechanism: plan.mechanism,
         time,
     };
-    (request, keyed(&entry.content, &plan.query_key))
+    // A row over cells means nothing without its cube: two cubes of as many cells must not
+    // give the same row the same noise (the difference of two answers would be exact).
+    let noise_query = match &plan.cube {
+        Some(spec) => format!("{spec}|{}", plan.query_key),
+        None => plan.query_key.clone(),
+    };
+    (request, keyed(&entry.content, &noise_query))
 }
 
 /// The error of a refused request, in the statement's words.

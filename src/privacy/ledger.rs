@@ -38,7 +38,7 @@ use std::sync::Arc;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LedgerError {
     /// The state directory or a ledger file could not be created, read, written or locked.
-    #[error("the ledger {path} cannot be used: {message}; nothing was spent")]
+    #[error("the ledger {path} cannot be used: {message}")]
     Io {
         /// The file.
         path: String,
@@ -70,6 +70,12 @@ pub enum LedgerError {
         path: String,
         /// Why it is needed.
         reason: &'static str,
+    },
+    /// The state directory's secret is not the one its ledgers were made with.
+    #[error("the secret {path} is not the one this state directory's ledgers were made with (copied or restored from elsewhere); dpq refuses to start every budget anew")]
+    WrongSecret {
+        /// The secret's file.
+        path: String,
     },
     /// The state directory was written by an earlier dpq whose ledgers this one does not read.
     #[error("the state directory {dir} was written by an earlier version of dpq (its ledgers hold unkeyed fingerprints of data files)")]
@@ -160,6 +166,15 @@ impl Drop for Lock {
             let _ = f.unlock();
         }
     }
+}
+
+/// A last line without its line feed.
+#[derive(Debug, Clone, Copy)]
+enum Tail {
+    /// It reads as a complete line: only its line feed is missing.
+    Complete,
+    /// It is a write that never finished, starting at this offset.
+    Torn { start: u64 },
 }
 
 /// The header of a new ledger.
@@ -336,8 +351,9 @@ impl Ledger {
     }
 
     /// Opens the existing ledger file `path`, named `name`, reading and verifying it whole
-    /// under its lock: a torn last line is dropped (with a warning), any other damage refused,
-    /// and the ledger checked against its high-water mark.
+    /// under its lock and checking it against its high-water mark. Only once every check
+    /// holds is a last line without its line feed mended (see [`Ledger::mend`]): a refused
+    /// ledger is left exactly as it was found.
     pub(super) fn open(path: &Path, name: &str, sync: bool) -> Result<Self, LedgerError> {
         let io = |e| io_error(path, e);
         let file = OpenOptions::new()
@@ -349,42 +365,44 @@ impl Ledger {
         let lock = Lock { file: Some(file) };
         let disk = OnDisk::unread(path, name, sync);
         let mut ledger = Self::blank(Some(disk), Decimal::ONE);
-        let mark = read_mark(&mark_path(path));
+        let mark = read_mark(&mark_path(path))?;
         let want = match &mark {
-            Ok(Some(m)) if m.ledger == name => Some(m.lines),
+            Some(Mark::Of(m)) => Some(m.lines),
             _ => None,
         };
-        let at_mark = ledger.read_new(&lock, want)?;
+        let (at_mark, tail) = ledger.read_new(&lock, want)?;
         if ledger.lines() == 0 {
             return Err(ledger.damaged(1, "the ledger is empty"));
         }
         match mark {
-            Ok(Some(m)) if m.ledger == name => {
-                if ledger.lines() < m.lines {
-                    return Err(ledger.damaged(
-                        ledger.lines() + 1,
-                        "the ledger is shorter than it was (restored from an older copy, or truncated)",
-                    ));
-                }
-                if at_mark.as_deref() != Some(m.sum.as_str()) {
-                    return Err(ledger.damaged(
-                        m.lines,
-                        "the ledger is not the one recorded beside it (replaced by an older copy or another ledger)",
-                    ));
-                }
-                if ledger.lines() > m.lines {
-                    ledger.write_mark();
-                }
+            Some(Mark::Of(m)) if m.ledger != name => {
+                return Err(ledger.damaged(
+                    1,
+                    "the high-water mark beside it belongs to another ledger",
+                ))
             }
-            Ok(None) if ledger.lines() <= 1 => ledger.write_mark(),
-            _ => {
-                ledger.warnings.push(format!(
-                    "the high-water mark beside {} was missing or unreadable; it was made again from the ledger, which cannot now be checked against an older copy of itself",
-                    path.display()
-                ));
-                ledger.write_mark();
+            Some(Mark::Of(m)) if ledger.lines() < m.lines => {
+                return Err(ledger.damaged(
+                    ledger.lines() + 1,
+                    "the ledger is shorter than it was (restored from an older copy, or truncated)",
+                ))
             }
+            Some(Mark::Of(m)) if at_mark.as_deref() != Some(m.sum.as_str()) => {
+                return Err(ledger.damaged(
+                    m.lines,
+                    "the ledger is not the one recorded beside it (replaced by an older copy or another ledger)",
+                ))
+            }
+            Some(Mark::Of(m)) if ledger.lines() == m.lines => {}
+            None if ledger.lines() <= 1 => {}
+            Some(Mark::Of(_)) => {}
+            Some(Mark::Garbled) | None => ledger.warnings.push(format!(
+                "the high-water mark beside {} was missing or unreadable; it was made again from the ledger, which cannot now be checked against an older copy of itself",
+                path.display()
+            )),
         }
+        ledger.mend(&lock, tail)?;
+        ledger.write_mark();
         drop(lock);
         Ok(ledger)
     }
@@ -506,7 +524,8 @@ impl Ledger {
             ));
         }
         if meta.len() > disk.offset {
-            self.read_new(lock, None)?;
+            let (_, tail) = self.read_new(lock, None)?;
+            self.mend(lock, tail)?;
         }
         Ok(())
     }
@@ -522,28 +541,30 @@ impl Ledger {
             ..OnDisk::unread(&disk.path, &disk.name, disk.sync)
         };
         let mut fresh = Self::blank(Some(unread), self.history.total());
-        let at = fresh.read_new(lock, Some(disk.lines))?;
+        let (at, tail) = fresh.read_new(lock, Some(disk.lines))?;
         if fresh.lines() < disk.lines || at.as_deref() != Some(disk.last_sum.as_str()) {
             return Err(self.damaged(
                 disk.lines,
                 "the ledger was replaced by a file without the lines read earlier in this session",
             ));
         }
+        fresh.mend(lock, tail)?;
         fresh.warnings = std::mem::take(&mut self.warnings);
         *self = fresh;
         Ok(())
     }
 
-    /// Reads, verifies and applies the lines after the verified offset. Returns the checksum
-    /// of line `want`, if that line was read. A final line without a line feed is cut away
-    /// (the lock is held: no one else is writing), with a warning.
+    /// Reads, verifies and applies the lines after the verified offset, changing nothing in
+    /// the file. Returns the checksum of line `want`, if that line was read, and the state of
+    /// a last line without its line feed, for [`Ledger::mend`] (the lock is held: no one else
+    /// is writing).
     fn read_new(
         &mut self,
         lock: &Lock,
         want: Option<usize>,
-    ) -> Result<Option<String>, LedgerError> {
+    ) -> Result<(Option<String>, Option<Tail>), LedgerError> {
         let (Some(file), Some(disk)) = (&lock.file, &self.file) else {
-            return Ok(None);
+            return Ok((None, None));
         };
         let path = disk.path.clone();
         let io = |e| io_error(&path, e);
@@ -585,16 +606,20 @@ impl Ledger {
             }
             pos += n as u64;
         }
-        if line_start < len {
-            // A write that never completed: nothing was drawn or shown after it.
-            file.set_len(line_start).map_err(io)?;
-            file.sync_data().map_err(io)?;
-            self.warnings.push(format!(
-                "line {} of the ledger {} was incomplete (a write that never finished, before any noise was drawn for it or any answer shown); it was dropped",
-                self.lines() + 1,
-                path.display()
-            ));
-        }
+        let tail = if line_start < len {
+            // A last line without its line feed: complete if it reads as a line dpq wrote
+            // (its checksum holds), else a write that never finished.
+            if self.take_line(&carry, line_start, len + 1).is_ok() {
+                if want == Some(self.lines()) {
+                    at_want = self.file.as_ref().map(|d| d.last_sum.clone());
+                }
+                Some(Tail::Complete)
+            } else {
+                Some(Tail::Torn { start: line_start })
+            }
+        } else {
+            None
+        };
         if let Some(d) = &mut self.file {
             let id = (meta.dev(), meta.ino());
             if d.handle.is_none() || d.id != id {
@@ -602,7 +627,34 @@ impl Ledger {
             }
             d.id = id;
         }
-        Ok(at_want)
+        Ok((at_want, tail))
+    }
+
+    /// Mends the last line of the file under `lock`: a complete line gets its line feed back,
+    /// an unfinished one is cut away. Either way nothing drawn or shown is lost: noise is
+    /// drawn only after a complete spending line is durable, an answer shown only after a
+    /// complete release line is.
+    fn mend(&mut self, lock: &Lock, tail: Option<Tail>) -> Result<(), LedgerError> {
+        let (Some(tail), Some(file), Some(disk)) = (tail, &lock.file, &self.file) else {
+            return Ok(());
+        };
+        let io = |e| io_error(&disk.path, e);
+        let line = self.lines() + usize::from(matches!(tail, Tail::Torn { .. }));
+        let warning = match tail {
+            Tail::Complete => {
+                let mut handle: &File = file;
+                handle.write_all(b"\n").map_err(io)?;
+                format!("line {line} of the ledger {} had lost its line feed; the line was complete (its checksum holds) and was kept", disk.path.display())
+            }
+            Tail::Torn { start } => {
+                file.set_len(start).map_err(io)?;
+                format!("line {line} of the ledger {} was incomplete (a write that never finished, before any noise was drawn for it or any answer shown); it was dropped", disk.path.display())
+            }
+        };
+        file.sync_data().map_err(io)?;
+        self.warnings.push(warning);
+        self.write_mark();
+        Ok(())
     }
 
     /// Verifies one complete line (without its line feed) spanning `[start, end)` of the file
@@ -915,7 +967,7 @@ impl Ledger {
             return;
         };
         let path = mark_path(&disk.path);
-        let mark = Mark {
+        let mark = MarkRecord {
             ledger: disk.name.clone(),
             lines: disk.lines,
             sum: disk.last_sum.clone(),
@@ -960,7 +1012,7 @@ const MARK_LEN: usize = 128;
 /// The high-water mark of a ledger.
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Mark {
+struct MarkRecord {
     ledger: String,
     lines: usize,
     sum: String,
@@ -970,12 +1022,22 @@ fn mark_path(ledger: &Path) -> PathBuf {
     ledger.with_extension("hwm")
 }
 
-/// The mark beside a ledger: `Ok(None)` when there is none, `Err` when it cannot be read.
-fn read_mark(path: &Path) -> Result<Option<Mark>, ()> {
+/// What lies beside a ledger where its mark should be.
+enum Mark {
+    /// A mark.
+    Of(MarkRecord),
+    /// Something that does not read as one (a write torn by a crash, say).
+    Garbled,
+}
+
+/// The mark beside a ledger: `None` when there is none; an error when it cannot be read.
+fn read_mark(path: &Path) -> Result<Option<Mark>, LedgerError> {
     match std::fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|_| ()),
+        Ok(bytes) => Ok(Some(
+            serde_json::from_slice(&bytes).map_or(Mark::Garbled, Mark::Of),
+        )),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(_) => Err(()),
+        Err(e) => Err(io_error(path, e)),
     }
 }
 

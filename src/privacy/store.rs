@@ -26,6 +26,8 @@ use std::path::{Path, PathBuf};
 pub struct Store {
     dir: Option<PathBuf>,
     sync: bool,
+    /// A state directory not used, which charts must still never be written into (practice).
+    guard: Option<PathBuf>,
 }
 
 impl Store {
@@ -34,6 +36,16 @@ impl Store {
         Self {
             dir: None,
             sync: true,
+            guard: None,
+        }
+    }
+
+    /// In memory, beside the state directory `dir` that is left alone: nothing is read from
+    /// it or written to it, charts included (practice).
+    pub fn memory_beside(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            guard: Some(dir.into()),
+            ..Self::memory()
         }
     }
 
@@ -42,6 +54,7 @@ impl Store {
         Self {
             dir: Some(dir.into()),
             sync: true,
+            guard: None,
         }
     }
 
@@ -122,13 +135,14 @@ impl Ledgers {
     /// Whether `path` names something inside the state directory (a chart must never be
     /// written there).
     pub fn holds(&self, path: &Path) -> bool {
-        let Some(dir) = &self.store.dir else {
+        let Some(path) = resolved(path) else {
             return false;
         };
-        let Ok(dir) = std::fs::canonicalize(dir) else {
-            return false;
-        };
-        resolved(path).is_some_and(|p| p.starts_with(dir))
+        [&self.store.dir, &self.store.guard]
+            .into_iter()
+            .flatten()
+            .filter_map(|dir| std::fs::canonicalize(dir).ok())
+            .any(|dir| path.starts_with(dir))
     }
 
     /// Opens the ledger of the data file `data_file` (canonical) whose content has the plain
@@ -146,22 +160,16 @@ impl Ledgers {
         };
         let secret = self.secret(&dir)?;
         let fingerprint = fingerprint(&secret, content);
-        let index = dir.join("index.lock");
-        let guard = lock_file(&index)?;
-        let entry = dir.join("content").join(&fingerprint);
-        let (name, by_content) = match std::fs::read_to_string(&entry) {
-            Ok(name) if is_ledger_name(name.trim()) => (name.trim().to_string(), true),
-            Ok(_) => {
-                return Err(LedgerError::Damaged {
-                    path: entry.display().to_string(),
-                    line: 1,
-                    reason: "the content index entry does not name a ledger",
-                })
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                (path_name(&secret, data_file), false)
-            }
-            Err(e) => return Err(io_error(&entry, e)),
+        let path_key = path_name(&secret, data_file);
+        let guard = lock_file(&dir.join("index.lock"))?;
+        let by_content = dir.join("content").join(&fingerprint);
+        let by_path = dir.join("paths").join(&path_key);
+        let (name, found_by_content) = match read_name(&by_content)? {
+            Some(name) => (name, true),
+            None => (
+                read_name(&by_path)?.unwrap_or_else(|| path_key.clone()),
+                false,
+            ),
         };
         let id = match self.by_name.get(&name) {
             Some(&i) => i,
@@ -169,7 +177,7 @@ impl Ledgers {
                 let ledger = self.find_or_create(
                     &dir,
                     &name,
-                    by_content,
+                    found_by_content,
                     data_file,
                     &fingerprint,
                     total,
@@ -180,21 +188,39 @@ impl Ledgers {
                 self.open.len() - 1
             }
         };
-        if by_content && !self.open[id].has_seen(&fingerprint) {
-            return Err(LedgerError::Damaged {
-                path: self.open[id]
-                    .path()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default(),
-                line: 1,
-                reason: "the ledger never saw the data that the content index sends to it",
-            });
+        // Under the ledger's lock (inside the index's): the ledger as it is now, the content
+        // recorded in it before any index names it for that content.
+        let changed = {
+            let mut txn = self.open[id].begin()?;
+            if found_by_content && !txn.ledger().has_seen(&fingerprint) {
+                return Err(LedgerError::Damaged {
+                    path: self.open[id]
+                        .path()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_default(),
+                    line: 1,
+                    reason: "the ledger never saw the data that the content index sends to it",
+                });
+            }
+            let changed = txn.ledger().fingerprint() != fingerprint;
+            if changed {
+                txn.add_content(&fingerprint, time)?;
+            }
+            changed
+        };
+        if !found_by_content {
+            write_private(&by_content, name.as_bytes())?;
         }
-        if !by_content {
-            write_private(&entry, name.as_bytes())?;
+        if read_name(&by_path)?.as_deref() != Some(name.as_str()) {
+            write_private(&by_path, name.as_bytes())?;
         }
         drop(guard);
-        self.note(id, &fingerprint, time)
+        Ok(Opened {
+            ledger: LedgerId(id),
+            fingerprint,
+            changed,
+            warnings: self.open[id].take_warnings(),
+        })
     }
 
     /// The ledger `name` on disk: read and verified if it exists, made if the data is new.
@@ -273,7 +299,7 @@ impl Ledgers {
         self.note(id, &fingerprint, time)
     }
 
-    /// Records the content in ledger `id` when it is not what the ledger saw last.
+    /// Records the content in the in-memory ledger `id` when it is not what it saw last.
     fn note(&mut self, id: usize, fingerprint: &str, time: u64) -> Result<Opened, LedgerError> {
         let ledger = &mut self.open[id];
         let mut txn = ledger.begin()?;
@@ -295,17 +321,20 @@ impl Ledgers {
         if let Some(s) = self.secret {
             return Ok(s);
         }
-        for sub in ["", "ledgers", "content"] {
+        for sub in ["", "ledgers", "content", "paths"] {
             private_dir(&dir.join(sub))?;
         }
         let path = dir.join(SECRET);
         let secret = match std::fs::read(&path) {
             Ok(bytes) => {
-                <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| LedgerError::Damaged {
-                    path: path.display().to_string(),
-                    line: 1,
-                    reason: "the secret is not 32 bytes",
-                })?
+                let secret =
+                    <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| LedgerError::Damaged {
+                        path: path.display().to_string(),
+                        line: 1,
+                        reason: "the secret is not 32 bytes",
+                    })?;
+                check_secret(dir, &secret)?;
+                secret
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 refuse_old_layout(dir)?;
@@ -316,6 +345,63 @@ impl Ledgers {
         self.secret = Some(secret);
         Ok(secret)
     }
+}
+
+/// The ledger name an index entry holds, if there is one.
+fn read_name(entry: &Path) -> Result<Option<String>, LedgerError> {
+    match std::fs::read_to_string(entry) {
+        Ok(name) if is_ledger_name(name.trim()) => Ok(Some(name.trim().to_string())),
+        Ok(_) => Err(LedgerError::Damaged {
+            path: entry.display().to_string(),
+            line: 1,
+            reason: "the index entry does not name a ledger",
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_error(entry, e)),
+    }
+}
+
+/// Refuses a secret that is not the one the state directory's ledgers were made with (a
+/// secret from elsewhere would start every budget anew): each ledger is named by the keyed
+/// hash of the path its header names, so the right secret names at least one of them (the
+/// first few readable ones are tried).
+fn check_secret(dir: &Path, secret: &[u8; 32]) -> Result<(), LedgerError> {
+    let Ok(entries) = std::fs::read_dir(dir.join("ledgers")) else {
+        return Ok(());
+    };
+    let mut ledgers: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "ledger"))
+        .collect();
+    ledgers.sort();
+    let named: Vec<bool> = ledgers
+        .iter()
+        .filter_map(|ledger| {
+            let data_file = header_data_file(ledger)?;
+            let stem = ledger.file_stem()?.to_string_lossy().into_owned();
+            Some(stem == path_name(secret, Path::new(&data_file)))
+        })
+        .take(16)
+        .collect();
+    if named.is_empty() || named.contains(&true) {
+        Ok(())
+    } else {
+        Err(LedgerError::WrongSecret {
+            path: dir.join(SECRET).display().to_string(),
+        })
+    }
+}
+
+/// The data file a ledger's header names, if its first line can be read.
+fn header_data_file(ledger: &Path) -> Option<String> {
+    use std::io::{BufRead, Read};
+    let file = File::open(ledger).ok()?;
+    let mut line = String::new();
+    std::io::BufReader::new(file.take(1 << 20))
+        .read_line(&mut line)
+        .ok()?;
+    let header: serde_json::Value = serde_json::from_str(line.trim_end()).ok()?;
+    Some(header.get("data_file")?.as_str()?.to_string())
 }
 
 /// A state directory with ledgers but no secret: written by an earlier dpq (ledgers without
@@ -383,7 +469,9 @@ fn fingerprint(secret: &[u8; 32], content: &[u8; 32]) -> String {
 /// The name of the ledger a new content at `data_file` starts: a keyed hash of the path.
 fn path_name(secret: &[u8; 32], data_file: &Path) -> String {
     let key = blake3::derive_key("dpq 2026-11 ledger name", secret);
-    blake3::keyed_hash(&key, data_file.as_os_str().as_encoded_bytes()).to_hex()[..32].to_string()
+    // The path as the ledger's header writes it, so that a secret can be checked against it.
+    let shown = data_file.display().to_string();
+    blake3::keyed_hash(&key, shown.as_bytes()).to_hex()[..32].to_string()
 }
 
 /// Whether `name` is a ledger name as [`path_name`] makes them (and no path elsewhere).
@@ -403,18 +491,32 @@ fn resolved(path: &Path) -> Option<PathBuf> {
     Some(std::fs::canonicalize(parent).ok()?.join(path.file_name()?))
 }
 
-/// Takes an exclusive lock on the file `path` (made if absent), held until dropped.
+/// Takes an exclusive lock on the file `path` (made if absent), held until dropped. A lock
+/// file deleted or replaced while the lock was awaited is caught by looking again once it is
+/// held, so two processes never hold locks of two files under one name.
 fn lock_file(path: &Path) -> Result<File, LedgerError> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(path)
-        .map_err(|e| io_error(path, e))?;
-    file.lock().map_err(|e| io_error(path, e))?;
-    Ok(file)
+    use std::os::unix::fs::MetadataExt;
+    let io = |e| io_error(path, e);
+    for _ in 0..8 {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(path)
+            .map_err(io)?;
+        file.lock().map_err(io)?;
+        let held = file.metadata().map_err(io)?;
+        let named = std::fs::metadata(path).ok();
+        if named.is_some_and(|m| (m.dev(), m.ino()) == (held.dev(), held.ino())) {
+            return Ok(file);
+        }
+    }
+    Err(LedgerError::Io {
+        path: path.display().to_string(),
+        message: "the lock file keeps being replaced".into(),
+    })
 }
 
 /// Writes `bytes` to `path` through a temporary file renamed into place, durably, readable by
