@@ -51,15 +51,14 @@ pub enum DataError {
         /// 1-based position of the column.
         column_number: usize,
     },
-    /// A record has a different number of fields than the header.
-    #[error("line {line} has {found} fields but the header has {expected}")]
+    /// A record has a different number of fields than the header. The record's own count is
+    /// left out: it would tell how many unquoted commas its values hold.
+    #[error("the number of fields on line {line} differs from the header's {expected}")]
     RaggedRow {
         /// Line where the record starts.
         line: u64,
         /// Number of header fields.
         expected: usize,
-        /// Number of fields in the record.
-        found: usize,
     },
     /// A quoted field is still open at the end of the file.
     #[error("the quoted field opened on line {line} is never closed")]

@@ -182,7 +182,7 @@ enum ChunkError {
     /// The record could not be split or read.
     Record(RecordError),
     /// The record at this offset has another number of fields than the header.
-    Ragged { record: u64, found: usize },
+    Ragged { record: u64 },
     /// A cell of the record at this offset is not UTF-8.
     InvalidUtf8 { record: u64, column: usize },
     /// A text column ran out of codes.
@@ -211,10 +211,9 @@ impl ChunkError {
                 path: path.to_string(),
                 message,
             },
-            ChunkError::Ragged { record, found } => DataError::RaggedRow {
+            ChunkError::Ragged { record } => DataError::RaggedRow {
                 line: line_of(src, record),
                 expected: ncols,
-                found,
             },
             ChunkError::InvalidUtf8 { record, column } => DataError::InvalidUtf8 {
                 line: line_of(src, record),
@@ -477,10 +476,7 @@ fn parse_chunk<S: Source + ?Sized>(
         };
         let first = *start.get_or_insert(rec.offset);
         if rec.fields.len() != ncols {
-            break Some(ChunkError::Ragged {
-                record: rec.offset,
-                found: rec.fields.len(),
-            });
+            break Some(ChunkError::Ragged { record: rec.offset });
         }
         let mut failed = None;
         for (i, (f, column)) in rec.fields.iter().zip(columns.iter_mut()).enumerate() {
@@ -986,7 +982,6 @@ mod tests {
                 Some(DataError::RaggedRow {
                     line: 3002,
                     expected: 2,
-                    found: 3
                 })
             );
         }
