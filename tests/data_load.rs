@@ -4,7 +4,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use dpq::data::{
-    count, load_csv, CmpOp, ColumnType, DataError, LoadOptions, Predicate, Table, Value,
+    count, escape_name, load_csv, CmpOp, ColumnType, DataError, LoadOptions, Predicate, Table,
+    Value,
 };
 use proptest::prelude::*;
 
@@ -303,6 +304,31 @@ fn messages_are_plain_sentences() {
         DataError::UnclosedQuote { line: 4 }.to_string(),
         "the quoted field opened on line 4 is never closed"
     );
+}
+
+#[test]
+fn control_characters_in_names_are_shown_escaped() {
+    let e = error(b"\x1b[31m,\x1b[31m\nzanzibar,987654\n");
+    assert_eq!(
+        e,
+        DataError::DuplicateHeader {
+            column: "\x1b[31m".to_string()
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "the header names the column \\u{1b}[31m more than once"
+    );
+    let e = error(&["a\u{202e}b,c\nzanzibar,987654\n".as_bytes(), b"\xff,1\n"].concat());
+    assert_eq!(
+        e.to_string(),
+        "line 3, column a\\u{202e}b: the cell is not valid UTF-8"
+    );
+    // The names stay as they are, so that statements can refer to them.
+    let t = load_bytes("a\u{200b},b\n1,2\n".as_bytes()).expect("loads");
+    assert_eq!(t.column_index("a\u{200b}"), Some(0));
+    assert_eq!(escape_name(t.column_name(0)), "a\\u{200b}");
+    assert_eq!(escape_name("plain name"), "plain name");
 }
 
 #[test]

@@ -1,10 +1,13 @@
 //! `DataError`: everything that can go wrong loading a CSV file, told by line and column, never by value.
 
+use std::borrow::Cow;
+
 /// Why a CSV file could not be loaded. Messages leave the path out: the caller names the file.
 ///
 /// Line numbers are 1-based physical lines of the file (a quoted field may span lines; a
 /// record is reported at the line where it starts). Columns are named by their header name,
-/// which is public schema. No variant carries a cell value from the data.
+/// which is public schema, shown through [`escape_name`]. No variant carries a cell value from
+/// the data.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum DataError {
     /// There is no file at the path.
@@ -34,7 +37,7 @@ pub enum DataError {
         path: String,
     },
     /// Two header fields have the same name.
-    #[error("the header names the column {column} more than once")]
+    #[error("the header names the column {} more than once", escape_name(.column))]
     DuplicateHeader {
         /// The repeated name.
         column: String,
@@ -67,7 +70,7 @@ pub enum DataError {
         line: u64,
     },
     /// A cell is not valid UTF-8.
-    #[error("line {line}, column {column}: the cell is not valid UTF-8")]
+    #[error("line {line}, column {}: the cell is not valid UTF-8", escape_name(.column))]
     InvalidUtf8 {
         /// Line where the record starts.
         line: u64,
@@ -89,9 +92,86 @@ pub enum DataError {
         limit: usize,
     },
     /// A text column has more distinct values than its codes can number (2^32 - 1).
-    #[error("column {column} has too many distinct values")]
+    #[error("column {} has too many distinct values", escape_name(.column))]
     TooManyDistinct {
         /// Header name of the column.
         column: String,
     },
+}
+
+/// `name` as it can be shown on a terminal or in a log: control characters (C0, DEL, C1),
+/// Unicode format characters (bidirectional overrides such as U+202E, zero-width characters
+/// such as U+200B, the byte-order mark) and line or paragraph separators are written as
+/// `\u{1b}`, `\u{202e}`, ...; a name without any is borrowed unchanged.
+///
+/// Names stay stored as they are in the file, so that statements can refer to them; this is
+/// only for showing them.
+pub fn escape_name(name: &str) -> Cow<'_, str> {
+    if !name.chars().any(needs_escape) {
+        return Cow::Borrowed(name);
+    }
+    let mut out = String::with_capacity(name.len() + 8);
+    for c in name.chars() {
+        if needs_escape(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// True for the characters [`escape_name`] escapes.
+fn needs_escape(c: char) -> bool {
+    c.is_control() || is_format(c) || c == '\u{2028}' || c == '\u{2029}'
+}
+
+/// True for the characters of Unicode's general category Cf (format), which are invisible
+/// and may reorder or hide what follows them (Unicode 15.1, `DerivedGeneralCategory.txt`).
+fn is_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{0600}'..='\u{0605}'
+            | '\u{061C}'
+            | '\u{06DD}'
+            | '\u{070F}'
+            | '\u{0890}'..='\u{0891}'
+            | '\u{08E2}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{110BD}'
+            | '\u{110CD}'
+            | '\u{13430}'..='\u{1343F}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0001}'
+            | '\u{E0020}'..='\u{E007F}'
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_controls_and_format_characters_only() {
+        assert!(matches!(escape_name("age"), Cow::Borrowed("age")));
+        assert!(matches!(escape_name("été ü 名"), Cow::Borrowed(_)));
+        assert_eq!(escape_name("a\u{1b}[31mb"), "a\\u{1b}[31mb");
+        assert_eq!(
+            escape_name("\u{7f}\u{85}\t\n"),
+            "\\u{7f}\\u{85}\\u{9}\\u{a}"
+        );
+        assert_eq!(escape_name("x\u{202e}y\u{200b}"), "x\\u{202e}y\\u{200b}");
+        assert_eq!(
+            escape_name("\u{feff}\u{2028}\u{e0041}"),
+            "\\u{feff}\\u{2028}\\u{e0041}"
+        );
+    }
 }

@@ -20,7 +20,7 @@ mod source;
 mod table;
 
 pub use count::count;
-pub use error::DataError;
+pub use error::{escape_name, DataError};
 pub use load::{load_csv, LoadOptions};
 pub use predicate::{CmpOp, Predicate, Value};
 pub use table::{ColumnType, Table};
