@@ -628,6 +628,13 @@ impl Error {
                     "the cells' budgets are accounted over that cube; declare it again as it is, or use a fresh copy of the data file"
                         .into(),
                 ),
+                EvalError::Load {
+                    error: DataError::HeaderLooksLikeData { .. },
+                    ..
+                } => Some(
+                    "if the file has no header row, load it with NO HEADER: its columns are then named c1, c2, ..."
+                        .into(),
+                ),
                 _ => None,
             },
         }

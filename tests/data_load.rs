@@ -307,6 +307,92 @@ fn messages_are_plain_sentences() {
 }
 
 #[test]
+fn without_a_header_columns_are_numbered_and_the_first_row_is_data() {
+    let opts = LoadOptions {
+        header: false,
+        ..LoadOptions::default()
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write(
+        dir.path(),
+        "t.csv",
+        b"\xEF\xBB\xBF\n42,zanzibar,2024-01-31\n7,x,\n",
+    );
+    let t = load_csv(&path, &opts).expect("loads");
+    assert_eq!(
+        t.schema(),
+        vec![
+            ("c1".to_string(), ColumnType::Integer),
+            ("c2".to_string(), ColumnType::Text),
+            ("c3".to_string(), ColumnType::Text)
+        ]
+    );
+    assert_eq!(t.n_rows(), 2);
+    assert_eq!(count(&t, &cmp(&t, "c1", CmpOp::Eq, num(42.0))), 1);
+    assert_eq!(count(&t, &cmp(&t, "c2", CmpOp::Eq, text("zanzibar"))), 1);
+    // The first record sets the width; a later one of another width is ragged.
+    assert_eq!(
+        error_of(b"1,2\n3,4,5\n", &opts),
+        DataError::RaggedRow {
+            line: 2,
+            expected: 2
+        }
+    );
+    assert!(matches!(
+        error_of(b"\n\r\n", &opts),
+        DataError::NoRecords { .. }
+    ));
+    assert_eq!(
+        error_of(b"1,\xff\n", &opts),
+        DataError::InvalidUtf8 {
+            line: 1,
+            column: "c2".to_string()
+        }
+    );
+}
+
+#[test]
+fn a_header_that_looks_like_data_is_refused_by_position() {
+    for (header, columns) in [
+        ("987654,b", vec![1]),
+        ("a, -3.5 ", vec![2]),
+        ("1e3,b,31337", vec![1, 3]),
+        ("2024-01-31,b", vec![1]),
+        ("a,2024-01-31T10:00", vec![2]),
+        ("a,b,31/01/2024", vec![3]),
+        ("01/31/2024,b", vec![1]),
+        ("2024/01/31,b", vec![1]),
+    ] {
+        let e = error(format!("{header}\nzanzibar,hunter2,x\n").as_bytes());
+        assert_eq!(
+            e,
+            DataError::HeaderLooksLikeData {
+                columns: columns.clone()
+            },
+            "{header}"
+        );
+        let shown = e.to_string();
+        assert!(
+            shown.starts_with("the first row looks like data"),
+            "{shown}"
+        );
+        for field in header.split(',') {
+            let field = field.trim();
+            if field.len() > 1 {
+                assert!(!shown.contains(field), "{shown:?} shows {field:?}");
+            }
+        }
+    }
+    assert_eq!(
+        error(b"31337,987654,x\n1,2,3\n").to_string(),
+        "the first row looks like data, not a header: columns 1 and 2 hold numbers or dates"
+    );
+    // Names with digits, and the words of floats, are names.
+    let t = load_bytes(b"x1,inf,NaN,2nd,v1.2.3\n1,2,3,4,5\n").expect("names");
+    assert_eq!(t.n_columns(), 5);
+}
+
+#[test]
 fn control_characters_in_names_are_shown_escaped() {
     let e = error(b"\x1b[31m,\x1b[31m\nzanzibar,987654\n");
     assert_eq!(

@@ -26,6 +26,7 @@ fuzz_target!(|data: &[u8]| {
     let small = LoadOptions {
         max_bytes: 4096,
         max_fields: 16,
+        ..LoadOptions::default()
     };
     for opts in [LoadOptions::default(), small] {
         if let Ok(table) = load_csv(p, &opts) {

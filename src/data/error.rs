@@ -31,10 +31,24 @@ pub enum DataError {
         path: String,
     },
     /// The file has bytes but no record to serve as the header row (only line breaks).
+    /// Without a header (`NO HEADER`) the same file gives [`DataError::NoRecords`].
     #[error("the file has no header row")]
     NoHeader {
         /// The path as given.
         path: String,
+    },
+    /// The file has bytes but no record at all (only line breaks), and no header was expected.
+    #[error("the file has no records")]
+    NoRecords {
+        /// The path as given.
+        path: String,
+    },
+    /// Fields of the header row read as values (numbers, dates or times) rather than names:
+    /// the file most likely has no header, and its first row of data would be shown as names.
+    #[error("the first row looks like data, not a header: {}", holding(.columns))]
+    HeaderLooksLikeData {
+        /// 1-based positions of the fields that look like values, in order.
+        columns: Vec<usize>,
     },
     /// Two header fields have the same name.
     #[error("the header names the column {} more than once", escape_name(.column))]
@@ -155,6 +169,36 @@ fn is_format(c: char) -> bool {
     )
 }
 
+/// `column 2 holds a number or a date`, `columns 1, 3-5 and 7 hold ...`: the positions, runs
+/// of consecutive ones as ranges.
+fn holding(columns: &[usize]) -> String {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for &c in columns {
+        match runs.last_mut() {
+            Some((_, end)) if *end + 1 == c => *end = c,
+            _ => runs.push((c, c)),
+        }
+    }
+    let parts: Vec<String> = runs
+        .iter()
+        .flat_map(|&(a, b)| match b - a {
+            0 => vec![a.to_string()],
+            1 => vec![a.to_string(), b.to_string()],
+            _ => vec![format!("{a}-{b}")],
+        })
+        .collect();
+    let list = match parts.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    };
+    if columns.len() == 1 {
+        format!("column {list} holds a number or a date")
+    } else {
+        format!("columns {list} hold numbers or dates")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,6 +216,16 @@ mod tests {
         assert_eq!(
             escape_name("\u{feff}\u{2028}\u{e0041}"),
             "\\u{feff}\\u{2028}\\u{e0041}"
+        );
+    }
+
+    #[test]
+    fn positions_are_listed_with_ranges() {
+        assert_eq!(holding(&[2]), "column 2 holds a number or a date");
+        assert_eq!(holding(&[1, 2]), "columns 1 and 2 hold numbers or dates");
+        assert_eq!(
+            holding(&[1, 3, 4, 5, 7]),
+            "columns 1, 3-5 and 7 hold numbers or dates"
         );
     }
 }

@@ -17,17 +17,21 @@ use rayon::prelude::*;
 use super::bitmap::BitBuilder;
 use super::error::DataError;
 use super::intern::{InternError, Interner};
-use super::parse::{is_missing, parse_bool, parse_f64, parse_i64};
+use super::parse::{is_missing, looks_like_value, parse_bool, parse_f64, parse_i64};
 use super::source::{line_of, next_line_start, FileSource, RecordError, Records, Source};
 use super::table::{ColumnData, ColumnType, Dictionary, Segment, SegmentColumn, Table};
 
-/// Limits that protect the process from files it cannot sensibly hold.
+/// How a file is read: its header setting, and limits that protect the process from files
+/// it cannot sensibly hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadOptions {
     /// Largest file accepted, in bytes (default 4 GiB).
     pub max_bytes: u64,
     /// Most fields accepted in one record, header included (default 4096).
     pub max_fields: usize,
+    /// True (the default) when the first record names the columns. False for `NO HEADER`:
+    /// the columns are named `c1`, `c2`, ... and the first record is data.
+    pub header: bool,
 }
 
 impl Default for LoadOptions {
@@ -35,20 +39,23 @@ impl Default for LoadOptions {
         LoadOptions {
             max_bytes: 4 << 30,
             max_fields: 4096,
+            header: true,
         }
     }
 }
 
-/// Reads the CSV file at `path` (a header row, then one record per row) into a [`Table`].
+/// Reads the CSV file at `path` (a header row unless `opts.header` is false, then one record
+/// per row) into a [`Table`].
 ///
 /// Column types are inferred over all non-missing cells: all `i64` gives integer, else all
 /// finite numbers gives float, else all `true`/`false` (any case) gives boolean, else text;
 /// a column with no values is text. Cells that are empty after trimming ASCII whitespace, or
 /// `NA`, are missing. Numbers and booleans are read after trimming ASCII whitespace; text is
-/// trimmed when unquoted and kept verbatim when quoted. Header names are trimmed. A leading
-/// UTF-8 byte-order mark is ignored. Quoting follows RFC 4180 as the `csv` crate reads it
-/// (`""` is a quote inside a quoted field; `\n`, `\r\n` and `\r` end records; empty lines are
-/// skipped), except that a quote still open at the end of the file is an error.
+/// trimmed when unquoted and kept verbatim when quoted. Header names are trimmed; a header
+/// with a field that reads as a number, a date or a time is refused as a row of data. A
+/// leading UTF-8 byte-order mark is ignored. Quoting follows RFC 4180 as the `csv` crate
+/// reads it (`""` is a quote inside a quoted field; `\n`, `\r\n` and `\r` end records; empty
+/// lines are skipped), except that a quote still open at the end of the file is an error.
 ///
 /// On any error no table is returned; the error names lines and columns, never values.
 pub fn load_csv(path: &Path, opts: &LoadOptions) -> Result<Table, DataError> {
@@ -134,7 +141,9 @@ pub(crate) fn parse_table<S: Source + ?Sized>(
     assemble(src, path, names, outs, opts.max_fields)
 }
 
-/// Reads and checks the header record; returns the names and where the body starts.
+/// Reads the first record; returns the column names and where the body starts. With a
+/// header, the names are its trimmed fields and the body follows it; without, the names are
+/// `c1`, `c2`, ... and the body starts with the first record.
 fn parse_header<S: Source + ?Sized>(
     src: &S,
     start: u64,
@@ -144,8 +153,13 @@ fn parse_header<S: Source + ?Sized>(
     let mut records = Records::new(src, start, src.len(), opts.max_fields);
     let raw: Vec<Vec<u8>> = match records.next() {
         Ok(Some(rec)) => rec.fields.iter().map(|f| rec.bytes(f).to_vec()).collect(),
-        Ok(None) => {
+        Ok(None) if opts.header => {
             return Err(DataError::NoHeader {
+                path: path.to_string(),
+            })
+        }
+        Ok(None) => {
+            return Err(DataError::NoRecords {
                 path: path.to_string(),
             })
         }
@@ -153,24 +167,36 @@ fn parse_header<S: Source + ?Sized>(
             return Err(ChunkError::Record(e).into_data_error(src, path, &[], opts.max_fields, 0))
         }
     };
+    if !opts.header {
+        let names = (1..=raw.len()).map(|i| format!("c{i}")).collect();
+        return Ok((names, start));
+    }
     let body = records.position();
     let mut names: Vec<String> = Vec::with_capacity(raw.len());
     for (i, bytes) in raw.into_iter().enumerate() {
         let name = String::from_utf8(bytes).map_err(|_| DataError::InvalidHeaderUtf8 {
             column_number: i + 1,
         })?;
-        let name = name.trim_ascii();
-        if name.is_empty() {
-            return Err(DataError::EmptyHeader {
-                column_number: i + 1,
-            });
-        }
-        if names.iter().any(|n| n == name) {
+        names.push(name.trim_ascii().to_string());
+    }
+    // Values where names should be: the first row is data, and would be shown as names.
+    let values: Vec<usize> = (1..=names.len())
+        .filter(|&c| looks_like_value(names[c - 1].as_bytes()))
+        .collect();
+    if !values.is_empty() {
+        return Err(DataError::HeaderLooksLikeData { columns: values });
+    }
+    if let Some(i) = names.iter().position(String::is_empty) {
+        return Err(DataError::EmptyHeader {
+            column_number: i + 1,
+        });
+    }
+    for (i, name) in names.iter().enumerate() {
+        if names[..i].contains(name) {
             return Err(DataError::DuplicateHeader {
-                column: name.to_string(),
+                column: name.clone(),
             });
         }
-        names.push(name.to_string());
     }
     Ok((names, body))
 }
