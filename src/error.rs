@@ -628,13 +628,17 @@ impl Error {
                     "the cells' budgets are accounted over that cube; declare it again as it is, or use a fresh copy of the data file"
                         .into(),
                 ),
-                EvalError::Load {
-                    error: DataError::HeaderLooksLikeData { .. },
-                    ..
-                } => Some(
-                    "if the file has no header row, load it with NO HEADER: its columns are then named c1, c2, ..."
-                        .into(),
-                ),
+                EvalError::Load { error, .. } => match error {
+                    DataError::HeaderLooksLikeData { .. } => Some(
+                        "if the file has no header row, load it with NO HEADER: its columns are then named c1, c2, ..."
+                            .into(),
+                    ),
+                    DataError::Changed { .. } => Some(
+                        "something wrote to the file while it was loaded; LOAD it again once the file is complete"
+                            .into(),
+                    ),
+                    _ => None,
+                },
                 _ => None,
             },
         }

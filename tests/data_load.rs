@@ -19,7 +19,7 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
 
 fn load_bytes(bytes: &[u8]) -> Result<Table, DataError> {
     let dir = tempfile::tempdir().expect("tempdir");
-    load_csv(&write(dir.path(), "t.csv", bytes), &LoadOptions::default())
+    load_csv(&write(dir.path(), "t.csv", bytes), &LoadOptions::default()).map(|l| l.table)
 }
 
 fn types(t: &Table) -> Vec<ColumnType> {
@@ -318,7 +318,7 @@ fn without_a_header_columns_are_numbered_and_the_first_row_is_data() {
         "t.csv",
         b"\xEF\xBB\xBF\n42,zanzibar,2024-01-31\n7,x,\n",
     );
-    let t = load_csv(&path, &opts).expect("loads");
+    let t = load_csv(&path, &opts).expect("loads").table;
     assert_eq!(
         t.schema(),
         vec![

@@ -111,6 +111,12 @@ pub enum DataError {
         /// Header name of the column.
         column: String,
     },
+    /// The file's bytes changed between two readings of the same part while it was loaded.
+    #[error("the file changed while it was being read")]
+    Changed {
+        /// The path as given.
+        path: String,
+    },
 }
 
 /// `name` as it can be shown on a terminal or in a log: control characters (C0, DEL, C1),

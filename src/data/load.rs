@@ -7,6 +7,10 @@
 //! the file is then parsed again in one piece, so the result never depends on where the
 //! cuts fell. Finally the chunks' column types are joined, values are converted to the
 //! joined type, and text dictionaries are merged and sorted.
+//!
+//! A regular file is read once, by blocks that are hashed as they are read (see
+//! [`content`](super::content)); anything else is read whole into memory first. Either way the
+//! [`ContentHash`] returned with the table is the BLAKE3 hash of exactly the bytes parsed.
 
 use std::fs::File;
 use std::io::{ErrorKind, Read};
@@ -15,10 +19,11 @@ use std::path::Path;
 use rayon::prelude::*;
 
 use super::bitmap::BitBuilder;
+use super::content::{ContentHash, VerifiedFile};
 use super::error::DataError;
 use super::intern::{InternError, Interner};
 use super::parse::{is_missing, looks_like_value, parse_bool, parse_f64, parse_i64};
-use super::source::{line_of, next_line_start, FileSource, RecordError, Records, Source};
+use super::source::{line_of, next_line_start, record_io, RecordError, Records, Source};
 use super::table::{ColumnData, ColumnType, Dictionary, Segment, SegmentColumn, Table};
 
 /// How a file is read: its header setting, and limits that protect the process from files
@@ -44,8 +49,18 @@ impl Default for LoadOptions {
     }
 }
 
+/// A loaded table and the hash of the bytes it was parsed from.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The table.
+    pub table: Table,
+    /// BLAKE3 of exactly the bytes parsed; kept in memory only (the privacy layer stores
+    /// only a keyed function of it).
+    pub content: ContentHash,
+}
+
 /// Reads the CSV file at `path` (a header row unless `opts.header` is false, then one record
-/// per row) into a [`Table`].
+/// per row) into a [`Table`], with the [`ContentHash`] of the bytes it was parsed from.
 ///
 /// Column types are inferred over all non-missing cells: all `i64` gives integer, else all
 /// finite numbers gives float, else all `true`/`false` (any case) gives boolean, else text;
@@ -57,8 +72,12 @@ impl Default for LoadOptions {
 /// reads it (`""` is a quote inside a quoted field; `\n`, `\r\n` and `\r` end records; empty
 /// lines are skipped), except that a quote still open at the end of the file is an error.
 ///
+/// A regular file is read once, and a part read twice (by neighbouring chunks, or to find a
+/// line number) must not have changed in between. Anything else is read whole, up to
+/// `opts.max_bytes`.
+///
 /// On any error no table is returned; the error names lines and columns, never values.
-pub fn load_csv(path: &Path, opts: &LoadOptions) -> Result<Table, DataError> {
+pub fn load_csv(path: &Path, opts: &LoadOptions) -> Result<Loaded, DataError> {
     let shown = path.display().to_string();
     let io = |e: std::io::Error| DataError::Io {
         path: shown.clone(),
@@ -84,11 +103,10 @@ pub fn load_csv(path: &Path, opts: &LoadOptions) -> Result<Table, DataError> {
         return Err(too_large);
     }
     if meta.is_file() {
-        let src = FileSource {
-            file,
-            len: meta.len(),
-        };
-        return parse_table(&src, &shown, opts, default_chunks(src.len));
+        let src = VerifiedFile::new(file, meta.len());
+        let table = parse_table(&src, &shown, opts, default_chunks(src.len()))?;
+        let content = src.finish().map_err(|e| read_error(record_io(e), &shown))?;
+        return Ok(Loaded { table, content });
     }
     // A pipe or device: read it whole, up to the limit.
     let mut buf = Vec::new();
@@ -98,7 +116,44 @@ pub fn load_csv(path: &Path, opts: &LoadOptions) -> Result<Table, DataError> {
     if buf.len() as u64 > opts.max_bytes {
         return Err(too_large);
     }
-    parse_table(&buf[..], &shown, opts, default_chunks(buf.len() as u64))
+    let table = parse_table(&buf[..], &shown, opts, default_chunks(buf.len() as u64))?;
+    Ok(Loaded {
+        table,
+        content: ContentHash::of_bytes(&buf),
+    })
+}
+
+/// Reads CSV from bytes in memory, as [`load_csv`] reads a file (errors name the source
+/// `(memory)`).
+pub fn load_csv_bytes(bytes: &[u8], opts: &LoadOptions) -> Result<Loaded, DataError> {
+    if bytes.len() as u64 > opts.max_bytes {
+        return Err(DataError::TooLarge {
+            limit: opts.max_bytes,
+        });
+    }
+    let table = parse_table(bytes, "(memory)", opts, default_chunks(bytes.len() as u64))?;
+    Ok(Loaded {
+        table,
+        content: ContentHash::of_bytes(bytes),
+    })
+}
+
+/// The error of a read that failed (`RecordError::Io` or `Changed`).
+fn read_error(e: RecordError, path: &str) -> DataError {
+    match e {
+        RecordError::Changed => DataError::Changed {
+            path: path.to_string(),
+        },
+        RecordError::Io(message) => DataError::Io {
+            path: path.to_string(),
+            message,
+        },
+        // Not a read error: no caller passes these.
+        RecordError::UnclosedQuote(_) | RecordError::TooManyFields(_) => DataError::Io {
+            path: path.to_string(),
+            message: "the file could not be read".to_string(),
+        },
+    }
 }
 
 /// How many chunks to cut a body of `len` bytes into: a few per thread, none under 1 MiB.
@@ -117,13 +172,11 @@ pub(crate) fn parse_table<S: Source + ?Sized>(
     opts: &LoadOptions,
     chunks: usize,
 ) -> Result<Table, DataError> {
-    let io = |message: String| DataError::Io {
-        path: path.to_string(),
-        message,
-    };
     let len = src.len();
     let mut head = [0u8; 3];
-    let n = src.read_at(&mut head, 0).map_err(|e| io(e.to_string()))?;
+    let n = src
+        .read_at(&mut head, 0)
+        .map_err(|e| read_error(record_io(e), path))?;
     let start = if n == 3 && head == *b"\xEF\xBB\xBF" {
         3
     } else {
@@ -225,26 +278,32 @@ impl ChunkError {
         ncols: usize,
     ) -> DataError {
         let name = |c: usize| names.get(c).cloned().unwrap_or_default();
+        // The line of an offset: found by reading the source again, which may fail too.
+        let located = |at: u64, error: &dyn Fn(u64) -> DataError| match line_of(src, at) {
+            Ok(line) => error(line),
+            Err(e) => read_error(e, path),
+        };
         match self {
-            ChunkError::Record(RecordError::UnclosedQuote(at)) => DataError::UnclosedQuote {
-                line: line_of(src, at),
-            },
-            ChunkError::Record(RecordError::TooManyFields(at)) => DataError::TooManyFields {
-                line: line_of(src, at),
-                limit: max_fields,
-            },
-            ChunkError::Record(RecordError::Io(message)) => DataError::Io {
-                path: path.to_string(),
-                message,
-            },
-            ChunkError::Ragged { record } => DataError::RaggedRow {
-                line: line_of(src, record),
+            ChunkError::Record(RecordError::UnclosedQuote(at)) => {
+                located(at, &|line| DataError::UnclosedQuote { line })
+            }
+            ChunkError::Record(RecordError::TooManyFields(at)) => {
+                located(at, &|line| DataError::TooManyFields {
+                    line,
+                    limit: max_fields,
+                })
+            }
+            ChunkError::Record(e) => read_error(e, path),
+            ChunkError::Ragged { record } => located(record, &|line| DataError::RaggedRow {
+                line,
                 expected: ncols,
-            },
-            ChunkError::InvalidUtf8 { record, column } => DataError::InvalidUtf8 {
-                line: line_of(src, record),
-                column: name(column),
-            },
+            }),
+            ChunkError::InvalidUtf8 { record, column } => {
+                located(record, &|line| DataError::InvalidUtf8 {
+                    line,
+                    column: name(column),
+                })
+            }
             ChunkError::TooManyDistinct { column } => DataError::TooManyDistinct {
                 column: name(column),
             },
@@ -562,7 +621,7 @@ fn parse_body<S: Source + ?Sized>(
         match next_line_start(src, from) {
             Ok(Some(cut)) => cuts.push(cut),
             Ok(None) => break,
-            Err(e) => return Err(ChunkError::Record(RecordError::Io(e.to_string()))),
+            Err(e) => return Err(ChunkError::Record(record_io(e))),
         }
     }
     cuts.dedup();

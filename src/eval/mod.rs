@@ -11,7 +11,7 @@ use crate::check::{self, Catalog};
 use crate::cube::Cube;
 use crate::data::{self, LoadOptions, Table};
 use crate::error::{Error, EvalError};
-use crate::ledger::{self, Ledger, Store};
+use crate::ledger::{Ledger, Store};
 use crate::output::{
     short_number, AnsweredResult, CubeReport, EstimateResult, MeasurementRow, ProbResult,
 };
@@ -189,21 +189,17 @@ impl Session {
                     return Err(EvalError::TableExists { name, span });
                 }
                 let path_text = path.display().to_string();
-                let table =
+                let loaded =
                     data::load_csv(&path, &self.load_options).map_err(|error| EvalError::Load {
                         path: path_text.clone(),
                         error,
                         span: path_span,
                     })?;
+                let table = loaded.table;
                 let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-                let fingerprint = ledger::fingerprint(&key).map_err(|e| EvalError::Load {
-                    path: path_text.clone(),
-                    error: data::DataError::Io {
-                        path: path_text.clone(),
-                        message: e.to_string(),
-                    },
-                    span: path_span,
-                })?;
+                let fingerprint = blake3::Hash::from(loaded.content.bytes())
+                    .to_hex()
+                    .to_string();
                 let (opened, changed) =
                     Ledger::open(&self.store, &key, &fingerprint, DEFAULT_BUDGET)
                         .map_err(|error| EvalError::Ledger { error, span })?;
