@@ -637,6 +637,15 @@ impl Error {
                         "something wrote to the file while it was loaded; LOAD it again once the file is complete"
                             .into(),
                     ),
+                    DataError::NotAFile { .. } => {
+                        Some("LOAD reads regular files and pipes".into())
+                    }
+                    DataError::PipeWithoutWriter { .. } => {
+                        Some("start the program that writes to the pipe, then LOAD it".into())
+                    }
+                    DataError::PipeIdle { .. } => Some(
+                        "write the data to a file first, then LOAD the file".into(),
+                    ),
                     _ => None,
                 },
                 _ => None,

@@ -1,6 +1,8 @@
-//! Read once: the content hash `load_csv` returns is BLAKE3 of exactly the bytes parsed.
+//! Read once: the content hash `load_csv` returns is BLAKE3 of exactly the bytes parsed, pipes
+//! are read whole without hanging, and devices are refused at once.
 
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -146,4 +148,139 @@ fn a_fifo_fed_twice_is_hashed_as_it_was_parsed() {
     assert_eq!(reread, second);
     assert_ne!(*blake3::hash(&reread).as_bytes(), loaded.content.bytes());
     writer.join().expect("the writer ends").expect("writes");
+}
+
+#[test]
+fn a_fifo_without_a_writer_is_an_error_not_a_hang() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = mkfifo(dir.path());
+    let e = within(move || load_csv(&fifo, &LoadOptions::default()).err())
+        .expect("the load ends")
+        .expect("no writer is an error");
+    assert!(matches!(e, DataError::PipeWithoutWriter { .. }), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        "no program is writing to the pipe (it ended before giving any data)"
+    );
+}
+
+#[test]
+fn a_fifo_whose_writer_stays_silent_gives_up() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = mkfifo(dir.path());
+    // A writer that opens and never writes, until the test ends.
+    let silent = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&fifo)
+        .expect("open the FIFO");
+    let opts = LoadOptions {
+        pipe_idle: Duration::from_millis(300),
+        ..LoadOptions::default()
+    };
+    let e = within(move || load_csv(&fifo, &opts).err())
+        .expect("the load ends")
+        .expect("an idle pipe is an error");
+    assert!(matches!(e, DataError::PipeIdle { .. }), "{e:?}");
+    assert_eq!(e.to_string(), "the pipe gave no data for 0.3 seconds");
+    drop(silent);
+}
+
+/// A reader of `fifo` that never reads: while it is open, bytes written stay in the FIFO even
+/// when their writer closes before the loader opens it.
+fn keeper(fifo: &Path) -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(fifo)
+        .expect("open the FIFO to read")
+}
+
+#[test]
+fn a_slow_writer_is_waited_for() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = mkfifo(dir.path());
+    let keep = keeper(&fifo);
+    let mut w = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&fifo)
+        .expect("open the FIFO");
+    let writer = std::thread::spawn(move || -> std::io::Result<()> {
+        for part in [&b"x,y\n"[..], b"1,2\n", b"3,4\n"] {
+            std::thread::sleep(Duration::from_millis(60));
+            w.write_all(part)?;
+        }
+        Ok(())
+    });
+    let loaded = within(move || load_csv(&fifo, &LoadOptions::default()))
+        .expect("the load ends")
+        .expect("loads");
+    assert_eq!(loaded.table.n_rows(), 2);
+    assert_eq!(
+        loaded.content.bytes(),
+        *blake3::hash(b"x,y\n1,2\n3,4\n").as_bytes()
+    );
+    writer.join().expect("the writer ends").expect("writes");
+    drop(keep);
+}
+
+#[test]
+fn a_pipe_larger_than_the_limit_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = mkfifo(dir.path());
+    let mut w = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&fifo)
+        .expect("open the FIFO");
+    // Less than the FIFO's buffer, so the write returns; the writer stays open meanwhile.
+    w.write_all(&[b'1'; 5000]).expect("write");
+    let opts = LoadOptions {
+        max_bytes: 1000,
+        ..LoadOptions::default()
+    };
+    let e = within(move || load_csv(&fifo, &opts).err())
+        .expect("the load ends")
+        .expect("too large");
+    assert_eq!(e, DataError::TooLarge { limit: 1000 });
+    drop(w);
+}
+
+#[test]
+fn devices_are_refused_at_once() {
+    for (device, kind) in [
+        ("/dev/zero", "a character device"),
+        ("/dev/urandom", "a character device"),
+        ("/dev/null", "a character device"),
+    ] {
+        if !Path::new(device).exists() {
+            continue;
+        }
+        let e = within(move || load_csv(Path::new(device), &LoadOptions::default()).err())
+            .unwrap_or_else(|| panic!("{device} is not refused within {PATIENCE:?}"))
+            .unwrap_or_else(|| panic!("{device} loads"));
+        assert_eq!(
+            e,
+            DataError::NotAFile {
+                path: device.to_string(),
+                kind: kind.to_string()
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            format!("it is {kind}, not a regular file or a pipe")
+        );
+    }
+}
+
+#[test]
+fn a_symlink_to_a_device_is_refused_too() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let link = dir.path().join("data.csv");
+    std::os::unix::fs::symlink("/dev/zero", &link).expect("symlink");
+    let e = within(move || load_csv(&link, &LoadOptions::default()).err())
+        .expect("refused at once")
+        .expect("an error");
+    assert!(matches!(e, DataError::NotAFile { .. }), "{e:?}");
 }

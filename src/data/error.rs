@@ -117,6 +117,28 @@ pub enum DataError {
         /// The path as given.
         path: String,
     },
+    /// The path is a device or a socket, which `LOAD` refuses without reading.
+    #[error("it is {kind}, not a regular file or a pipe")]
+    NotAFile {
+        /// The path as given.
+        path: String,
+        /// What it is, in words (`a character device`).
+        kind: String,
+    },
+    /// A pipe ended before giving any byte: no program writes to it.
+    #[error("no program is writing to the pipe (it ended before giving any data)")]
+    PipeWithoutWriter {
+        /// The path as given.
+        path: String,
+    },
+    /// A pipe's writer gave nothing for longer than `LoadOptions::pipe_idle`.
+    #[error("the pipe gave no data for {seconds} seconds")]
+    PipeIdle {
+        /// The path as given.
+        path: String,
+        /// The idle limit, in seconds.
+        seconds: f64,
+    },
 }
 
 /// `name` as it can be shown on a terminal or in a log: control characters (C0, DEL, C1),

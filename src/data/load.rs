@@ -9,19 +9,19 @@
 //! joined type, and text dictionaries are merged and sorted.
 //!
 //! A regular file is read once, by blocks that are hashed as they are read (see
-//! [`content`](super::content)); anything else is read whole into memory first. Either way the
+//! [`content`](super::content)); a pipe is read whole into memory first. Either way the
 //! [`ContentHash`] returned with the table is the BLAKE3 hash of exactly the bytes parsed.
 
-use std::fs::File;
-use std::io::{ErrorKind, Read};
 use std::path::Path;
+use std::time::Duration;
 
 use rayon::prelude::*;
 
 use super::bitmap::BitBuilder;
-use super::content::{ContentHash, VerifiedFile};
+use super::content::ContentHash;
 use super::error::DataError;
 use super::intern::{InternError, Interner};
+use super::open::{open, Opened};
 use super::parse::{is_missing, looks_like_value, parse_bool, parse_f64, parse_i64};
 use super::source::{line_of, next_line_start, record_io, RecordError, Records, Source};
 use super::table::{ColumnData, ColumnType, Dictionary, Segment, SegmentColumn, Table};
@@ -37,6 +37,8 @@ pub struct LoadOptions {
     /// True (the default) when the first record names the columns. False for `NO HEADER`:
     /// the columns are named `c1`, `c2`, ... and the first record is data.
     pub header: bool,
+    /// How long a pipe may give no data before the load gives up (default 10 seconds).
+    pub pipe_idle: Duration,
 }
 
 impl Default for LoadOptions {
@@ -45,6 +47,7 @@ impl Default for LoadOptions {
             max_bytes: 4 << 30,
             max_fields: 4096,
             header: true,
+            pipe_idle: Duration::from_secs(10),
         }
     }
 }
@@ -73,54 +76,24 @@ pub struct Loaded {
 /// lines are skipped), except that a quote still open at the end of the file is an error.
 ///
 /// A regular file is read once, and a part read twice (by neighbouring chunks, or to find a
-/// line number) must not have changed in between. Anything else is read whole, up to
-/// `opts.max_bytes`.
+/// line number) must not have changed in between. A FIFO or pipe is read whole, up to
+/// `opts.max_bytes`; one without a writer, or idle for `opts.pipe_idle`, is an error. Devices
+/// and sockets are refused without being read.
 ///
 /// On any error no table is returned; the error names lines and columns, never values.
 pub fn load_csv(path: &Path, opts: &LoadOptions) -> Result<Loaded, DataError> {
     let shown = path.display().to_string();
-    let io = |e: std::io::Error| DataError::Io {
-        path: shown.clone(),
-        message: e.to_string(),
-    };
-    let file = File::open(path).map_err(|e| match e.kind() {
-        ErrorKind::NotFound => DataError::NotFound {
-            path: shown.clone(),
-        },
-        _ => io(e),
-    })?;
-    let meta = file.metadata().map_err(io)?;
-    if meta.is_dir() {
-        return Err(DataError::Io {
-            path: shown.clone(),
-            message: "it is a directory".to_string(),
-        });
+    match open(path, &shown, opts)? {
+        Opened::File(src) => {
+            let table = parse_table(&src, &shown, opts, default_chunks(src.len()))?;
+            let content = src.finish().map_err(|e| read_error(record_io(e), &shown))?;
+            Ok(Loaded { table, content })
+        }
+        Opened::Bytes(bytes, content) => {
+            let table = parse_table(&bytes[..], &shown, opts, default_chunks(bytes.len() as u64))?;
+            Ok(Loaded { table, content })
+        }
     }
-    let too_large = DataError::TooLarge {
-        limit: opts.max_bytes,
-    };
-    if meta.len() > opts.max_bytes {
-        return Err(too_large);
-    }
-    if meta.is_file() {
-        let src = VerifiedFile::new(file, meta.len());
-        let table = parse_table(&src, &shown, opts, default_chunks(src.len()))?;
-        let content = src.finish().map_err(|e| read_error(record_io(e), &shown))?;
-        return Ok(Loaded { table, content });
-    }
-    // A pipe or device: read it whole, up to the limit.
-    let mut buf = Vec::new();
-    file.take(opts.max_bytes.saturating_add(1))
-        .read_to_end(&mut buf)
-        .map_err(io)?;
-    if buf.len() as u64 > opts.max_bytes {
-        return Err(too_large);
-    }
-    let table = parse_table(&buf[..], &shown, opts, default_chunks(buf.len() as u64))?;
-    Ok(Loaded {
-        table,
-        content: ContentHash::of_bytes(&buf),
-    })
 }
 
 /// Reads CSV from bytes in memory, as [`load_csv`] reads a file (errors name the source

@@ -16,6 +16,7 @@ mod count;
 mod error;
 mod intern;
 mod load;
+mod open;
 mod parse;
 mod predicate;
 mod source;
