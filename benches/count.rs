@@ -29,7 +29,9 @@ fn counts(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let path = dir.path().join("people.csv");
     write_people(&path, rows).expect("the benchmark file is written");
-    let table = load_csv(&path, &LoadOptions::default()).expect("the benchmark file loads");
+    let table = load_csv(&path, &LoadOptions::default())
+        .expect("the benchmark file loads")
+        .table;
     let text = |s: &str| Value::Text(s.to_string());
 
     let age_le_30 = compare(&table, "age", CmpOp::Le, Value::Number(30.0));

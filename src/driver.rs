@@ -73,7 +73,10 @@ pub fn render_error(
 ) -> Emitted {
     let d = error.diagnostic();
     Emitted::Error(match format {
-        Format::Table => d.render_from(origin, source, first_line),
+        // A message may quote a name or the statement: nothing printed may drive the terminal.
+        Format::Table => {
+            crate::data::escape_controls(&d.render_from(origin, source, first_line)).into_owned()
+        }
         Format::Json => {
             let (line, column) = d.line_col(source).unzip();
             let line = line.map(|l| l + first_line - 1);

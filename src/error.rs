@@ -629,6 +629,30 @@ impl Error {
                         .into(),
                 ),
                 EvalError::Ledger { error, .. } => ledger_help(error),
+                EvalError::Load { error, .. } => match error {
+                    DataError::DuplicateHeader { .. } => Some(
+                        "give the columns distinct names in the file; if its first row is data, load it with NO HEADER"
+                            .into(),
+                    ),
+                    DataError::HeaderLooksLikeData { .. } => Some(
+                        "if the file has no header row, load it with NO HEADER: its columns are then named c1, c2, ..."
+                            .into(),
+                    ),
+                    DataError::Changed { .. } => Some(
+                        "something wrote to the file while it was loaded; LOAD it again once the file is complete"
+                            .into(),
+                    ),
+                    DataError::NotAFile { .. } => {
+                        Some("LOAD reads regular files and pipes".into())
+                    }
+                    DataError::PipeWithoutWriter { .. } => {
+                        Some("start the program that writes to the pipe, then LOAD it".into())
+                    }
+                    DataError::PipeIdle { .. } => Some(
+                        "write the data to a file first, then LOAD the file".into(),
+                    ),
+                    _ => None,
+                },
                 _ => None,
             },
         }

@@ -408,3 +408,33 @@ fn a_relative_state_directory_from_the_environment_is_refused() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("absolute"), "{}", stderr(&o));
 }
+
+/// A header can hold terminal escapes (setting the title, moving the cursor) or a
+/// right-to-left override: whatever a name holds, nothing printed carries them raw.
+#[test]
+fn names_with_control_characters_are_printed_escaped() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("t.csv");
+    std::fs::write(&data, "age\u{1b}]0;pwned\u{7},b\u{202e}x\n1,2\n3,4\n").expect("write");
+    for format in ["table", "json"] {
+        let o = dpq(&[
+            "--format",
+            format,
+            "-c",
+            &format!(
+                "LOAD '{}' AS t; DESCRIBE; SHOW TABLES; COUNT WHERE nope = 1 WITH EPS 0.1;",
+                data.display()
+            ),
+        ]);
+        for text in [stdout(&o), stderr(&o)] {
+            assert!(!text.contains('\u{1b}'), "{format}: {text}");
+            assert!(!text.contains('\u{7}'), "{format}: {text}");
+            assert!(!text.contains('\u{202e}'), "{format}: {text}");
+        }
+        assert!(
+            stdout(&o).contains("1b"),
+            "{format}: shown escaped: {}",
+            stdout(&o)
+        );
+    }
+}

@@ -48,7 +48,9 @@ fn load(columns: &[Column], rows: usize) -> Table {
     std::fs::File::create(&path)
         .and_then(|mut f| f.write_all(s.as_bytes()))
         .expect("write");
-    load_csv(&path, &LoadOptions::default()).expect("the model loads")
+    load_csv(&path, &LoadOptions::default())
+        .expect("the model loads")
+        .table
 }
 
 /// The naive reference: `None` is unknown.

@@ -4,7 +4,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use dpq::data::{
-    count, load_csv, CmpOp, ColumnType, DataError, LoadOptions, Predicate, Table, Value,
+    count, escape_name, load_csv, CmpOp, ColumnType, DataError, LoadOptions, Predicate, Table,
+    Value,
 };
 use proptest::prelude::*;
 
@@ -18,7 +19,7 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
 
 fn load_bytes(bytes: &[u8]) -> Result<Table, DataError> {
     let dir = tempfile::tempdir().expect("tempdir");
-    load_csv(&write(dir.path(), "t.csv", bytes), &LoadOptions::default())
+    load_csv(&write(dir.path(), "t.csv", bytes), &LoadOptions::default()).map(|l| l.table)
 }
 
 fn types(t: &Table) -> Vec<ColumnType> {
@@ -222,7 +223,8 @@ fn every_error_is_clear_and_shows_no_value() {
     assert_eq!(
         error(b"a,b,a\nzanzibar,987654,hunter2\n"),
         DataError::DuplicateHeader {
-            column: "a".to_string()
+            first: 1,
+            second: 3
         }
     );
     assert_eq!(
@@ -238,7 +240,6 @@ fn every_error_is_clear_and_shows_no_value() {
         DataError::RaggedRow {
             line: 3,
             expected: 2,
-            found: 1
         }
     );
     // Line numbers count the lines inside quoted fields.
@@ -247,7 +248,6 @@ fn every_error_is_clear_and_shows_no_value() {
         DataError::RaggedRow {
             line: 4,
             expected: 2,
-            found: 3
         }
     );
     assert_eq!(
@@ -288,9 +288,11 @@ fn messages_are_plain_sentences() {
     let e = DataError::RaggedRow {
         line: 7,
         expected: 3,
-        found: 2,
     };
-    assert_eq!(e.to_string(), "line 7 has 2 fields but the header has 3");
+    assert_eq!(
+        e.to_string(),
+        "the number of fields on line 7 differs from the header's 3"
+    );
     let e = DataError::InvalidUtf8 {
         line: 2,
         column: "name".to_string(),
@@ -303,6 +305,125 @@ fn messages_are_plain_sentences() {
         DataError::UnclosedQuote { line: 4 }.to_string(),
         "the quoted field opened on line 4 is never closed"
     );
+}
+
+#[test]
+fn without_a_header_columns_are_numbered_and_the_first_row_is_data() {
+    let opts = LoadOptions {
+        header: false,
+        ..LoadOptions::default()
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write(
+        dir.path(),
+        "t.csv",
+        b"\xEF\xBB\xBF\n42,zanzibar,2024-01-31\n7,x,\n",
+    );
+    let t = load_csv(&path, &opts).expect("loads").table;
+    assert_eq!(
+        t.schema(),
+        vec![
+            ("c1".to_string(), ColumnType::Integer),
+            ("c2".to_string(), ColumnType::Text),
+            ("c3".to_string(), ColumnType::Text)
+        ]
+    );
+    assert_eq!(t.n_rows(), 2);
+    assert_eq!(count(&t, &cmp(&t, "c1", CmpOp::Eq, num(42.0))), 1);
+    assert_eq!(count(&t, &cmp(&t, "c2", CmpOp::Eq, text("zanzibar"))), 1);
+    // The first record sets the width; a later one of another width is ragged.
+    assert_eq!(
+        error_of(b"1,2\n3,4,5\n", &opts),
+        DataError::RaggedRow {
+            line: 2,
+            expected: 2
+        }
+    );
+    assert!(matches!(
+        error_of(b"\n\r\n", &opts),
+        DataError::NoRecords { .. }
+    ));
+    assert_eq!(
+        error_of(b"1,\xff\n", &opts),
+        DataError::InvalidUtf8 {
+            line: 1,
+            column: "c2".to_string()
+        }
+    );
+}
+
+#[test]
+fn a_header_that_looks_like_data_is_refused_by_position() {
+    for (header, columns) in [
+        ("987654,b", vec![1]),
+        ("a, -3.5 ", vec![2]),
+        ("1e3,b,31337", vec![1, 3]),
+        ("2024-01-31,b", vec![1]),
+        ("a,2024-01-31T10:00", vec![2]),
+        ("a,b,31/01/2024", vec![3]),
+        ("01/31/2024,b", vec![1]),
+        ("2024/01/31,b", vec![1]),
+    ] {
+        let e = error(format!("{header}\nzanzibar,hunter2,x\n").as_bytes());
+        assert_eq!(
+            e,
+            DataError::HeaderLooksLikeData {
+                columns: columns.clone()
+            },
+            "{header}"
+        );
+        let shown = e.to_string();
+        assert!(
+            shown.starts_with("the first row looks like data"),
+            "{shown}"
+        );
+        for field in header.split(',') {
+            let field = field.trim();
+            if field.len() > 1 {
+                assert!(!shown.contains(field), "{shown:?} shows {field:?}");
+            }
+        }
+    }
+    assert_eq!(
+        error(b"31337,987654,x\n1,2,3\n").to_string(),
+        "the first row looks like data, not a header: columns 1 and 2 hold numbers or dates"
+    );
+    // Names with digits, and the words of floats, are names.
+    let t = load_bytes(b"x1,inf,NaN,2nd,v1.2.3\n1,2,3,4,5\n").expect("names");
+    assert_eq!(t.n_columns(), 5);
+}
+
+#[test]
+fn control_characters_in_names_are_shown_escaped() {
+    let e = error(b"\x1b[31m,\x1b[31m\nzanzibar,987654\n");
+    assert_eq!(
+        e,
+        DataError::DuplicateHeader {
+            first: 1,
+            second: 2
+        }
+    );
+    assert!(!e.to_string().contains('\x1b'), "{e}");
+    let e = error(&["a\u{202e}b,c\nzanzibar,987654\n".as_bytes(), b"\xff,1\n"].concat());
+    assert_eq!(
+        e.to_string(),
+        "line 3, column a\\u{202e}b: the cell is not valid UTF-8"
+    );
+    // The names stay as they are, so that statements can refer to them.
+    let t = load_bytes("a\u{200b},b\n1,2\n".as_bytes()).expect("loads");
+    assert_eq!(t.column_index("a\u{200b}"), Some(0));
+    assert_eq!(escape_name(t.column_name(0)), "a\\u{200b}");
+    assert_eq!(escape_name("plain name"), "plain name");
+}
+
+#[test]
+fn a_ragged_row_does_not_tell_its_own_count() {
+    let e = error(b"a,b\nzanzibar,987654\n1,2,3,4,5,6,7,8,9\n");
+    assert_eq!(
+        e.to_string(),
+        "the number of fields on line 3 differs from the header's 2"
+    );
+    assert!(!format!("{e:?}").contains('9'), "{e:?}");
 }
 
 #[test]
@@ -376,4 +497,19 @@ proptest! {
             Err(e) => prop_assert!(!e.to_string().is_empty()),
         }
     }
+}
+
+/// A first row that is data with two equal values looks like a header naming a column twice:
+/// the error names the positions, never the field (it may be a value).
+#[test]
+fn a_repeated_header_field_is_named_by_position() {
+    let e = error(b"secretvalue,secretvalue\n1,2\n");
+    assert_eq!(
+        e,
+        DataError::DuplicateHeader {
+            first: 1,
+            second: 2
+        }
+    );
+    assert!(!e.to_string().contains("secretvalue"), "{e}");
 }

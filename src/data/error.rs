@@ -1,10 +1,13 @@
 //! `DataError`: everything that can go wrong loading a CSV file, told by line and column, never by value.
 
+use std::borrow::Cow;
+
 /// Why a CSV file could not be loaded. Messages leave the path out: the caller names the file.
 ///
 /// Line numbers are 1-based physical lines of the file (a quoted field may span lines; a
 /// record is reported at the line where it starts). Columns are named by their header name,
-/// which is public schema. No variant carries a cell value from the data.
+/// which is public schema, shown through [`escape_name`]. No variant carries a cell value from
+/// the data.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum DataError {
     /// There is no file at the path.
@@ -28,16 +31,33 @@ pub enum DataError {
         path: String,
     },
     /// The file has bytes but no record to serve as the header row (only line breaks).
+    /// Without a header (`NO HEADER`) the same file gives [`DataError::NoRecords`].
     #[error("the file has no header row")]
     NoHeader {
         /// The path as given.
         path: String,
     },
-    /// Two header fields have the same name.
-    #[error("the header names the column {column} more than once")]
+    /// The file has bytes but no record at all (only line breaks), and no header was expected.
+    #[error("the file has no records")]
+    NoRecords {
+        /// The path as given.
+        path: String,
+    },
+    /// Fields of the header row read as values (numbers, dates or times) rather than names:
+    /// the file most likely has no header, and its first row of data would be shown as names.
+    #[error("the first row looks like data, not a header: {}", holding(.columns))]
+    HeaderLooksLikeData {
+        /// 1-based positions of the fields that look like values, in order.
+        columns: Vec<usize>,
+    },
+    /// Two header fields have the same name. The error names their positions, never the
+    /// name: a first row of data with two equal values looks just like it.
+    #[error("columns {first} and {second} of the header have the same name")]
     DuplicateHeader {
-        /// The repeated name.
-        column: String,
+        /// 1-based position of the first field.
+        first: usize,
+        /// 1-based position of the field that repeats it.
+        second: usize,
     },
     /// A header field is empty (or only whitespace).
     #[error("column {column_number} has an empty name in the header")]
@@ -51,15 +71,14 @@ pub enum DataError {
         /// 1-based position of the column.
         column_number: usize,
     },
-    /// A record has a different number of fields than the header.
-    #[error("line {line} has {found} fields but the header has {expected}")]
+    /// A record has a different number of fields than the header. The record's own count is
+    /// left out: it would tell how many unquoted commas its values hold.
+    #[error("the number of fields on line {line} differs from the header's {expected}")]
     RaggedRow {
         /// Line where the record starts.
         line: u64,
         /// Number of header fields.
         expected: usize,
-        /// Number of fields in the record.
-        found: usize,
     },
     /// A quoted field is still open at the end of the file.
     #[error("the quoted field opened on line {line} is never closed")]
@@ -68,7 +87,7 @@ pub enum DataError {
         line: u64,
     },
     /// A cell is not valid UTF-8.
-    #[error("line {line}, column {column}: the cell is not valid UTF-8")]
+    #[error("line {line}, column {}: the cell is not valid UTF-8", escape_name(.column))]
     InvalidUtf8 {
         /// Line where the record starts.
         line: u64,
@@ -90,9 +109,193 @@ pub enum DataError {
         limit: usize,
     },
     /// A text column has more distinct values than its codes can number (2^32 - 1).
-    #[error("column {column} has too many distinct values")]
+    #[error("column {} has too many distinct values", escape_name(.column))]
     TooManyDistinct {
         /// Header name of the column.
         column: String,
     },
+    /// The file's bytes changed between two readings of the same part while it was loaded.
+    #[error("the file changed while it was being read")]
+    Changed {
+        /// The path as given.
+        path: String,
+    },
+    /// The path is a device or a socket, which `LOAD` refuses without reading.
+    #[error("it is {kind}, not a regular file or a pipe")]
+    NotAFile {
+        /// The path as given.
+        path: String,
+        /// What it is, in words (`a character device`).
+        kind: String,
+    },
+    /// A pipe ended before giving any byte: no program writes to it.
+    #[error("no program is writing to the pipe (it ended before giving any data)")]
+    PipeWithoutWriter {
+        /// The path as given.
+        path: String,
+    },
+    /// A pipe's writer gave nothing for longer than `LoadOptions::pipe_idle`.
+    #[error("the pipe gave no data for {seconds} seconds")]
+    PipeIdle {
+        /// The path as given.
+        path: String,
+        /// The idle limit, in seconds.
+        seconds: f64,
+    },
+}
+
+/// `name` as it can be shown on a terminal or in a log: control characters (C0, DEL, C1),
+/// Unicode format characters (bidirectional overrides such as U+202E, zero-width characters
+/// such as U+200B, the byte-order mark) and line or paragraph separators are written as
+/// `\u{1b}`, `\u{202e}`, ...; a name without any is borrowed unchanged.
+///
+/// Names stay stored as they are in the file, so that statements can refer to them; this is
+/// only for showing them.
+pub fn escape_name(name: &str) -> Cow<'_, str> {
+    if !name.chars().any(needs_escape) {
+        return Cow::Borrowed(name);
+    }
+    let mut out = String::with_capacity(name.len() + 8);
+    for c in name.chars() {
+        if needs_escape(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Text for a terminal with the characters of [`escape_name`] escaped, but for line feeds and
+/// tabs (the layout of a rendered table or message): whatever a name or a statement holds,
+/// what is printed cannot move the cursor, set the terminal's title or reorder the text.
+pub fn escape_controls(text: &str) -> Cow<'_, str> {
+    let escaped = |c: char| needs_escape(c) && c != '\n' && c != '\t';
+    if !text.chars().any(escaped) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if escaped(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// JSON text with the invisible format characters escaped as `\uXXXX` (serde already escapes
+/// control characters): they can only stand inside strings, where the escape means the same.
+pub fn escape_json_format(json: &str) -> Cow<'_, str> {
+    if !json.chars().any(needs_escape) {
+        return Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    let mut units = [0u16; 2];
+    for c in json.chars() {
+        if needs_escape(c) {
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// True for the characters [`escape_name`] escapes.
+fn needs_escape(c: char) -> bool {
+    c.is_control() || is_format(c) || c == '\u{2028}' || c == '\u{2029}'
+}
+
+/// True for the characters of Unicode's general category Cf (format), which are invisible
+/// and may reorder or hide what follows them (Unicode 15.1, `DerivedGeneralCategory.txt`).
+fn is_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{0600}'..='\u{0605}'
+            | '\u{061C}'
+            | '\u{06DD}'
+            | '\u{070F}'
+            | '\u{0890}'..='\u{0891}'
+            | '\u{08E2}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{110BD}'
+            | '\u{110CD}'
+            | '\u{13430}'..='\u{1343F}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0001}'
+            | '\u{E0020}'..='\u{E007F}'
+    )
+}
+
+/// `column 2 holds a number or a date`, `columns 1, 3-5 and 7 hold ...`: the positions, runs
+/// of consecutive ones as ranges.
+fn holding(columns: &[usize]) -> String {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for &c in columns {
+        match runs.last_mut() {
+            Some((_, end)) if *end + 1 == c => *end = c,
+            _ => runs.push((c, c)),
+        }
+    }
+    let parts: Vec<String> = runs
+        .iter()
+        .flat_map(|&(a, b)| match b - a {
+            0 => vec![a.to_string()],
+            1 => vec![a.to_string(), b.to_string()],
+            _ => vec![format!("{a}-{b}")],
+        })
+        .collect();
+    let list = match parts.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    };
+    if columns.len() == 1 {
+        format!("column {list} holds a number or a date")
+    } else {
+        format!("columns {list} hold numbers or dates")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_controls_and_format_characters_only() {
+        assert!(matches!(escape_name("age"), Cow::Borrowed("age")));
+        assert!(matches!(escape_name("été ü 名"), Cow::Borrowed(_)));
+        assert_eq!(escape_name("a\u{1b}[31mb"), "a\\u{1b}[31mb");
+        assert_eq!(
+            escape_name("\u{7f}\u{85}\t\n"),
+            "\\u{7f}\\u{85}\\u{9}\\u{a}"
+        );
+        assert_eq!(escape_name("x\u{202e}y\u{200b}"), "x\\u{202e}y\\u{200b}");
+        assert_eq!(
+            escape_name("\u{feff}\u{2028}\u{e0041}"),
+            "\\u{feff}\\u{2028}\\u{e0041}"
+        );
+    }
+
+    #[test]
+    fn positions_are_listed_with_ranges() {
+        assert_eq!(holding(&[2]), "column 2 holds a number or a date");
+        assert_eq!(holding(&[1, 2]), "columns 1 and 2 hold numbers or dates");
+        assert_eq!(
+            holding(&[1, 3, 4, 5, 7]),
+            "columns 1, 3-5 and 7 hold numbers or dates"
+        );
+    }
 }

@@ -7,27 +7,38 @@
 //! the file is then parsed again in one piece, so the result never depends on where the
 //! cuts fell. Finally the chunks' column types are joined, values are converted to the
 //! joined type, and text dictionaries are merged and sorted.
+//!
+//! A regular file is read once, by blocks that are hashed as they are read (see
+//! [`content`](super::content)); a pipe is read whole into memory first. Either way the
+//! [`ContentHash`] returned with the table is the BLAKE3 hash of exactly the bytes parsed.
 
-use std::fs::File;
-use std::io::{ErrorKind, Read};
 use std::path::Path;
+use std::time::Duration;
 
 use rayon::prelude::*;
 
 use super::bitmap::BitBuilder;
+use super::content::ContentHash;
 use super::error::DataError;
 use super::intern::{InternError, Interner};
-use super::parse::{is_missing, parse_bool, parse_f64, parse_i64};
-use super::source::{line_of, next_line_start, FileSource, RecordError, Records, Source};
+use super::open::{open, Opened};
+use super::parse::{is_missing, looks_like_value, parse_bool, parse_f64, parse_i64};
+use super::source::{line_of, next_line_start, record_io, RecordError, Records, Source};
 use super::table::{ColumnData, ColumnType, Dictionary, Segment, SegmentColumn, Table};
 
-/// Limits that protect the process from files it cannot sensibly hold.
+/// How a file is read: its header setting, and limits that protect the process from files
+/// it cannot sensibly hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadOptions {
     /// Largest file accepted, in bytes (default 4 GiB).
     pub max_bytes: u64,
     /// Most fields accepted in one record, header included (default 4096).
     pub max_fields: usize,
+    /// True (the default) when the first record names the columns. False for `NO HEADER`:
+    /// the columns are named `c1`, `c2`, ... and the first record is data.
+    pub header: bool,
+    /// How long a pipe may give no data before the load gives up (default 10 seconds).
+    pub pipe_idle: Duration,
 }
 
 impl Default for LoadOptions {
@@ -35,63 +46,87 @@ impl Default for LoadOptions {
         LoadOptions {
             max_bytes: 4 << 30,
             max_fields: 4096,
+            header: true,
+            pipe_idle: Duration::from_secs(10),
         }
     }
 }
 
-/// Reads the CSV file at `path` (a header row, then one record per row) into a [`Table`].
+/// A loaded table and the hash of the bytes it was parsed from.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The table.
+    pub table: Table,
+    /// BLAKE3 of exactly the bytes parsed; kept in memory only (the privacy layer stores
+    /// only a keyed function of it).
+    pub content: ContentHash,
+}
+
+/// Reads the CSV file at `path` (a header row unless `opts.header` is false, then one record
+/// per row) into a [`Table`], with the [`ContentHash`] of the bytes it was parsed from.
 ///
 /// Column types are inferred over all non-missing cells: all `i64` gives integer, else all
 /// finite numbers gives float, else all `true`/`false` (any case) gives boolean, else text;
 /// a column with no values is text. Cells that are empty after trimming ASCII whitespace, or
 /// `NA`, are missing. Numbers and booleans are read after trimming ASCII whitespace; text is
-/// trimmed when unquoted and kept verbatim when quoted. Header names are trimmed. A leading
-/// UTF-8 byte-order mark is ignored. Quoting follows RFC 4180 as the `csv` crate reads it
-/// (`""` is a quote inside a quoted field; `\n`, `\r\n` and `\r` end records; empty lines are
-/// skipped), except that a quote still open at the end of the file is an error.
+/// trimmed when unquoted and kept verbatim when quoted. Header names are trimmed; a header
+/// with a field that reads as a number, a date or a time is refused as a row of data. A
+/// leading UTF-8 byte-order mark is ignored. Quoting follows RFC 4180 as the `csv` crate
+/// reads it (`""` is a quote inside a quoted field; `\n`, `\r\n` and `\r` end records; empty
+/// lines are skipped), except that a quote still open at the end of the file is an error.
+///
+/// A regular file is read once, and a part read twice (by neighbouring chunks, or to find a
+/// line number) must not have changed in between. A FIFO or pipe is read whole, up to
+/// `opts.max_bytes`; one without a writer, or idle for `opts.pipe_idle`, is an error. Devices
+/// and sockets are refused without being read.
 ///
 /// On any error no table is returned; the error names lines and columns, never values.
-pub fn load_csv(path: &Path, opts: &LoadOptions) -> Result<Table, DataError> {
+pub fn load_csv(path: &Path, opts: &LoadOptions) -> Result<Loaded, DataError> {
     let shown = path.display().to_string();
-    let io = |e: std::io::Error| DataError::Io {
-        path: shown.clone(),
-        message: e.to_string(),
-    };
-    let file = File::open(path).map_err(|e| match e.kind() {
-        ErrorKind::NotFound => DataError::NotFound {
-            path: shown.clone(),
-        },
-        _ => io(e),
-    })?;
-    let meta = file.metadata().map_err(io)?;
-    if meta.is_dir() {
-        return Err(DataError::Io {
-            path: shown.clone(),
-            message: "it is a directory".to_string(),
+    match open(path, &shown, opts)? {
+        Opened::File(src) => {
+            let table = parse_table(&src, &shown, opts, default_chunks(src.len()))?;
+            let content = src.finish().map_err(|e| read_error(record_io(e), &shown))?;
+            Ok(Loaded { table, content })
+        }
+        Opened::Bytes(bytes, content) => {
+            let table = parse_table(&bytes[..], &shown, opts, default_chunks(bytes.len() as u64))?;
+            Ok(Loaded { table, content })
+        }
+    }
+}
+
+/// Reads CSV from bytes in memory, as [`load_csv`] reads a file (errors name the source
+/// `(memory)`).
+pub fn load_csv_bytes(bytes: &[u8], opts: &LoadOptions) -> Result<Loaded, DataError> {
+    if bytes.len() as u64 > opts.max_bytes {
+        return Err(DataError::TooLarge {
+            limit: opts.max_bytes,
         });
     }
-    let too_large = DataError::TooLarge {
-        limit: opts.max_bytes,
-    };
-    if meta.len() > opts.max_bytes {
-        return Err(too_large);
+    let table = parse_table(bytes, "(memory)", opts, default_chunks(bytes.len() as u64))?;
+    Ok(Loaded {
+        table,
+        content: ContentHash::of_bytes(bytes),
+    })
+}
+
+/// The error of a read that failed (`RecordError::Io` or `Changed`).
+fn read_error(e: RecordError, path: &str) -> DataError {
+    match e {
+        RecordError::Changed => DataError::Changed {
+            path: path.to_string(),
+        },
+        RecordError::Io(message) => DataError::Io {
+            path: path.to_string(),
+            message,
+        },
+        // Not a read error: no caller passes these.
+        RecordError::UnclosedQuote(_) | RecordError::TooManyFields(_) => DataError::Io {
+            path: path.to_string(),
+            message: "the file could not be read".to_string(),
+        },
     }
-    if meta.is_file() {
-        let src = FileSource {
-            file,
-            len: meta.len(),
-        };
-        return parse_table(&src, &shown, opts, default_chunks(src.len));
-    }
-    // A pipe or device: read it whole, up to the limit.
-    let mut buf = Vec::new();
-    file.take(opts.max_bytes.saturating_add(1))
-        .read_to_end(&mut buf)
-        .map_err(io)?;
-    if buf.len() as u64 > opts.max_bytes {
-        return Err(too_large);
-    }
-    parse_table(&buf[..], &shown, opts, default_chunks(buf.len() as u64))
 }
 
 /// How many chunks to cut a body of `len` bytes into: a few per thread, none under 1 MiB.
@@ -110,13 +145,11 @@ pub(crate) fn parse_table<S: Source + ?Sized>(
     opts: &LoadOptions,
     chunks: usize,
 ) -> Result<Table, DataError> {
-    let io = |message: String| DataError::Io {
-        path: path.to_string(),
-        message,
-    };
     let len = src.len();
     let mut head = [0u8; 3];
-    let n = src.read_at(&mut head, 0).map_err(|e| io(e.to_string()))?;
+    let n = src
+        .read_at(&mut head, 0)
+        .map_err(|e| read_error(record_io(e), path))?;
     let start = if n == 3 && head == *b"\xEF\xBB\xBF" {
         3
     } else {
@@ -134,7 +167,9 @@ pub(crate) fn parse_table<S: Source + ?Sized>(
     assemble(src, path, names, outs, opts.max_fields)
 }
 
-/// Reads and checks the header record; returns the names and where the body starts.
+/// Reads the first record; returns the column names and where the body starts. With a
+/// header, the names are its trimmed fields and the body follows it; without, the names are
+/// `c1`, `c2`, ... and the body starts with the first record.
 fn parse_header<S: Source + ?Sized>(
     src: &S,
     start: u64,
@@ -144,8 +179,13 @@ fn parse_header<S: Source + ?Sized>(
     let mut records = Records::new(src, start, src.len(), opts.max_fields);
     let raw: Vec<Vec<u8>> = match records.next() {
         Ok(Some(rec)) => rec.fields.iter().map(|f| rec.bytes(f).to_vec()).collect(),
-        Ok(None) => {
+        Ok(None) if opts.header => {
             return Err(DataError::NoHeader {
+                path: path.to_string(),
+            })
+        }
+        Ok(None) => {
+            return Err(DataError::NoRecords {
                 path: path.to_string(),
             })
         }
@@ -153,24 +193,37 @@ fn parse_header<S: Source + ?Sized>(
             return Err(ChunkError::Record(e).into_data_error(src, path, &[], opts.max_fields, 0))
         }
     };
+    if !opts.header {
+        let names = (1..=raw.len()).map(|i| format!("c{i}")).collect();
+        return Ok((names, start));
+    }
     let body = records.position();
     let mut names: Vec<String> = Vec::with_capacity(raw.len());
     for (i, bytes) in raw.into_iter().enumerate() {
         let name = String::from_utf8(bytes).map_err(|_| DataError::InvalidHeaderUtf8 {
             column_number: i + 1,
         })?;
-        let name = name.trim_ascii();
-        if name.is_empty() {
-            return Err(DataError::EmptyHeader {
-                column_number: i + 1,
-            });
-        }
-        if names.iter().any(|n| n == name) {
+        names.push(name.trim_ascii().to_string());
+    }
+    // Values where names should be: the first row is data, and would be shown as names.
+    let values: Vec<usize> = (1..=names.len())
+        .filter(|&c| looks_like_value(names[c - 1].as_bytes()))
+        .collect();
+    if !values.is_empty() {
+        return Err(DataError::HeaderLooksLikeData { columns: values });
+    }
+    if let Some(i) = names.iter().position(String::is_empty) {
+        return Err(DataError::EmptyHeader {
+            column_number: i + 1,
+        });
+    }
+    for (i, name) in names.iter().enumerate() {
+        if let Some(first) = names[..i].iter().position(|n| n == name) {
             return Err(DataError::DuplicateHeader {
-                column: name.to_string(),
+                first: first + 1,
+                second: i + 1,
             });
         }
-        names.push(name.to_string());
     }
     Ok((names, body))
 }
@@ -182,7 +235,7 @@ enum ChunkError {
     /// The record could not be split or read.
     Record(RecordError),
     /// The record at this offset has another number of fields than the header.
-    Ragged { record: u64, found: usize },
+    Ragged { record: u64 },
     /// A cell of the record at this offset is not UTF-8.
     InvalidUtf8 { record: u64, column: usize },
     /// A text column ran out of codes.
@@ -199,27 +252,32 @@ impl ChunkError {
         ncols: usize,
     ) -> DataError {
         let name = |c: usize| names.get(c).cloned().unwrap_or_default();
+        // The line of an offset: found by reading the source again, which may fail too.
+        let located = |at: u64, error: &dyn Fn(u64) -> DataError| match line_of(src, at) {
+            Ok(line) => error(line),
+            Err(e) => read_error(e, path),
+        };
         match self {
-            ChunkError::Record(RecordError::UnclosedQuote(at)) => DataError::UnclosedQuote {
-                line: line_of(src, at),
-            },
-            ChunkError::Record(RecordError::TooManyFields(at)) => DataError::TooManyFields {
-                line: line_of(src, at),
-                limit: max_fields,
-            },
-            ChunkError::Record(RecordError::Io(message)) => DataError::Io {
-                path: path.to_string(),
-                message,
-            },
-            ChunkError::Ragged { record, found } => DataError::RaggedRow {
-                line: line_of(src, record),
+            ChunkError::Record(RecordError::UnclosedQuote(at)) => {
+                located(at, &|line| DataError::UnclosedQuote { line })
+            }
+            ChunkError::Record(RecordError::TooManyFields(at)) => {
+                located(at, &|line| DataError::TooManyFields {
+                    line,
+                    limit: max_fields,
+                })
+            }
+            ChunkError::Record(e) => read_error(e, path),
+            ChunkError::Ragged { record } => located(record, &|line| DataError::RaggedRow {
+                line,
                 expected: ncols,
-                found,
-            },
-            ChunkError::InvalidUtf8 { record, column } => DataError::InvalidUtf8 {
-                line: line_of(src, record),
-                column: name(column),
-            },
+            }),
+            ChunkError::InvalidUtf8 { record, column } => {
+                located(record, &|line| DataError::InvalidUtf8 {
+                    line,
+                    column: name(column),
+                })
+            }
             ChunkError::TooManyDistinct { column } => DataError::TooManyDistinct {
                 column: name(column),
             },
@@ -477,10 +535,7 @@ fn parse_chunk<S: Source + ?Sized>(
         };
         let first = *start.get_or_insert(rec.offset);
         if rec.fields.len() != ncols {
-            break Some(ChunkError::Ragged {
-                record: rec.offset,
-                found: rec.fields.len(),
-            });
+            break Some(ChunkError::Ragged { record: rec.offset });
         }
         let mut failed = None;
         for (i, (f, column)) in rec.fields.iter().zip(columns.iter_mut()).enumerate() {
@@ -540,7 +595,7 @@ fn parse_body<S: Source + ?Sized>(
         match next_line_start(src, from) {
             Ok(Some(cut)) => cuts.push(cut),
             Ok(None) => break,
-            Err(e) => return Err(ChunkError::Record(RecordError::Io(e.to_string()))),
+            Err(e) => return Err(ChunkError::Record(record_io(e))),
         }
     }
     cuts.dedup();
@@ -986,7 +1041,6 @@ mod tests {
                 Some(DataError::RaggedRow {
                     line: 3002,
                     expected: 2,
-                    found: 3
                 })
             );
         }

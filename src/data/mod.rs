@@ -1,6 +1,7 @@
 //! The in-memory column store: CSV loading with type inference, schemas, and counting by predicate.
 //!
-//! A [`Table`] is loaded once by [`load_csv`] and never changes afterwards. Its cells are
+//! A [`Table`] is loaded once by [`load_csv`], which also gives the [`ContentHash`] of the
+//! very bytes it parsed (the file is read once), and never changes afterwards. Its cells are
 //! private: the public API exposes the schema and the public row count, and [`count`] gives
 //! the true number of rows matching a [`Predicate`], which the evaluator only ever uses to add
 //! noise to. No error, `Debug` or `Display` output of this module contains a cell value.
@@ -10,17 +11,20 @@
 //! dictionary per column, and a validity bitmap per column where cells are missing.
 
 mod bitmap;
+mod content;
 mod count;
 mod error;
 mod intern;
 mod load;
+mod open;
 mod parse;
 mod predicate;
 mod source;
 mod table;
 
+pub use content::ContentHash;
 pub use count::count;
-pub use error::DataError;
-pub use load::{load_csv, LoadOptions};
+pub use error::{escape_controls, escape_json_format, escape_name, DataError};
+pub use load::{load_csv, load_csv_bytes, LoadOptions, Loaded};
 pub use predicate::{CmpOp, Predicate, Value};
 pub use table::{ColumnType, Table};

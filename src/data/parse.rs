@@ -282,6 +282,112 @@ pub(crate) fn parse_bool(s: &[u8]) -> Option<bool> {
     }
 }
 
+/// True when a trimmed header field reads as a value rather than a name: a number (`42`,
+/// `-3.5`, `1e3`; not the words `inf` or `NaN`), a date, a time of day, or a date and time.
+pub(crate) fn looks_like_value(t: &[u8]) -> bool {
+    looks_like_number(t) || looks_like_date_or_time(t)
+}
+
+/// An integer, or anything `str::parse::<f64>` reads that has a digit in it.
+fn looks_like_number(t: &[u8]) -> bool {
+    parse_i64(t).is_some()
+        || (t.iter().any(u8::is_ascii_digit)
+            && std::str::from_utf8(t).is_ok_and(|s| s.parse::<f64>().is_ok()))
+}
+
+/// A date (`2024-01-31`, `2024/01/31`, `31/01/2024`, `01/31/2024`, `31.01.2024`), a time of
+/// day (`10:00`, `10:00:05.5`) or a date, `T` or a space, and a time (`2024-01-31T10:00Z`).
+fn looks_like_date_or_time(t: &[u8]) -> bool {
+    match date_prefix(t) {
+        Some([]) => true,
+        Some([b'T' | b't' | b' ', time @ ..]) => is_time(time),
+        Some(_) => false,
+        None => is_time(t),
+    }
+}
+
+/// Splits off the run of ASCII digits at the start of `s`: its value (if at most 9 digits),
+/// its length and the rest.
+fn digits(s: &[u8]) -> (Option<u32>, usize, &[u8]) {
+    let n = s.iter().take_while(|b| b.is_ascii_digit()).count();
+    let value = (n <= 9).then(|| {
+        s[..n]
+            .iter()
+            .fold(0u32, |v, &d| v * 10 + u32::from(d - b'0'))
+    });
+    (value, n, &s[n..])
+}
+
+/// When `s` starts with a date of three digit groups and one separator (`-`, `/` or `.`)
+/// used twice, the rest after it. Year first: 4 digits, then month 1-12 and day 1-31 of 1 or
+/// 2 digits. Year last: 2 or 4 digits, after a day and a month of 1 or 2 digits, either way
+/// round.
+fn date_prefix(s: &[u8]) -> Option<&[u8]> {
+    let (a, la, rest) = digits(s);
+    let (&sep, rest) = rest.split_first()?;
+    if !matches!(sep, b'-' | b'/' | b'.') {
+        return None;
+    }
+    let (b, lb, rest) = digits(rest);
+    let rest = rest.strip_prefix(&[sep])?;
+    let (c, lc, rest) = digits(rest);
+    let (a, b, c) = (a?, b?, c?);
+    let day = |d: u32| (1..=31).contains(&d);
+    let month = |m: u32| (1..=12).contains(&m);
+    let short = |l: usize| (1..=2).contains(&l);
+    let year_first = la == 4 && short(lb) && short(lc) && month(b) && day(c);
+    let year_last = short(la)
+        && short(lb)
+        && (lc == 2 || lc == 4)
+        && ((day(a) && month(b)) || (month(a) && day(b)));
+    (year_first || year_last).then_some(rest)
+}
+
+/// A time of day: `H:MM`, `HH:MM`, then optionally `:SS` and a fraction, then optionally a
+/// zone (`Z`, `+01`, `+0100`, `-01:00`).
+fn is_time(s: &[u8]) -> bool {
+    let two = |s: &[u8], max: u32| -> Option<usize> {
+        let (v, n, _) = digits(s);
+        (n == 2 && v? <= max).then_some(2)
+    };
+    let (h, lh, rest) = digits(s);
+    if !(1..=2).contains(&lh) || h.is_none_or(|h| h > 24) {
+        return false;
+    }
+    let Some(rest) = rest.strip_prefix(b":") else {
+        return false;
+    };
+    let Some(n) = two(rest, 59) else {
+        return false;
+    };
+    let mut rest = &rest[n..];
+    if let Some(after) = rest.strip_prefix(b":") {
+        let Some(n) = two(after, 60) else {
+            return false;
+        };
+        rest = &after[n..];
+        if let Some(after) = rest.strip_prefix(b".") {
+            let (_, n, after) = digits(after);
+            if n == 0 {
+                return false;
+            }
+            rest = after;
+        }
+    }
+    match rest {
+        [] | [b'Z' | b'z'] => true,
+        [b'+' | b'-', zone @ ..] => {
+            let (_, n, after) = digits(zone);
+            match (n, after) {
+                (2 | 4, []) => true,
+                (2, [b':', m @ ..]) => two(m, 59) == Some(2) && m.len() == 2,
+                _ => false,
+            }
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -435,6 +541,59 @@ mod tests {
         }
         for s in ["inf", "-inf", "NaN", "infinity", "1e400"] {
             assert_eq!(parse_f64(s.as_bytes()), None, "input {s:?}");
+        }
+    }
+
+    #[test]
+    fn header_fields_that_look_like_values() {
+        for v in [
+            "42",
+            "-3.5",
+            "+7",
+            "1e3",
+            ".5",
+            "1e400",
+            "2024-01-31",
+            "2024-1-5",
+            "2024-01-31T10:00",
+            "2024-01-31t10:00:59.25Z",
+            "2024-01-31 10:00:00+01:00",
+            "2024-01-31T23:59:60-0500",
+            "31/01/2024",
+            "01/31/2024",
+            "1/2/24",
+            "2024/01/31",
+            "31.01.2024",
+            "10:00",
+            "7:05:30",
+        ] {
+            assert!(looks_like_value(v.as_bytes()), "{v:?} is a value");
+        }
+        for n in [
+            "age",
+            "inf",
+            "NaN",
+            "infinity",
+            "x1",
+            "1st",
+            "2024-13-01",
+            "2024-01-32",
+            "2024-01/31",
+            "31/13/2024",
+            "1/2/3",
+            "v1.2.3",
+            "2024-01-31T",
+            "2024-01-31Tx",
+            "25:00",
+            "10:60",
+            "10:5",
+            "10:00:",
+            "10:00.5",
+            "10:00+1",
+            "1.2.2024x",
+            "",
+        ] {
+            assert!(!looks_like_value(n.as_bytes()), "{n:?} is a name");
         }
     }
 

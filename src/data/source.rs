@@ -1,14 +1,13 @@
-//! Reading records from a byte source (a file by positioned reads, or bytes in memory) through a reused window.
+//! Reading records from a byte source (a file by verified positioned reads, or bytes in memory) through a reused window.
 //!
 //! Streaming through a window of a few hundred kilobytes keeps the bytes being parsed in
 //! cache and spares the page faults of holding a large file in fresh memory. Any record can
 //! be re-read later by its offset, which is how errors find their line numbers and how a
 //! column that turns out to be text collects its earlier cells again.
 
-use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 
+use super::content::{is_changed, BLOCK};
 use super::parse::{is_terminator, split_record, FieldRef, Split};
 
 /// Bytes that can be read at any offset, from several threads at once.
@@ -34,29 +33,6 @@ impl Source for [u8] {
     }
 }
 
-/// A regular file, read by positioned reads up to the length it had when opened.
-pub(crate) struct FileSource {
-    pub(crate) file: File,
-    pub(crate) len: u64,
-}
-
-impl Source for FileSource {
-    fn len(&self) -> u64 {
-        self.len
-    }
-
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        let room = self.len.saturating_sub(offset);
-        let n = buf.len().min(usize::try_from(room).unwrap_or(usize::MAX));
-        loop {
-            match self.file.read_at(&mut buf[..n], offset) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                other => return other,
-            }
-        }
-    }
-}
-
 /// The initial window size.
 const WINDOW: usize = 512 << 10;
 
@@ -69,6 +45,17 @@ pub(crate) enum RecordError {
     TooManyFields(u64),
     /// Reading failed.
     Io(String),
+    /// The source's bytes changed between two readings.
+    Changed,
+}
+
+/// The `RecordError` of a failed read.
+pub(crate) fn record_io(e: io::Error) -> RecordError {
+    if is_changed(&e) {
+        RecordError::Changed
+    } else {
+        RecordError::Io(e.to_string())
+    }
 }
 
 /// One record, borrowed from the reader until the next call.
@@ -149,10 +136,19 @@ impl<'s, S: Source + ?Sized> Records<'s, S> {
             let size = (self.buf.len() * 2).max(WINDOW);
             self.buf.resize(size, 0);
         }
+        // End the read on a block boundary when that still reads something: the next read
+        // then starts on one, and a source that reads by whole blocks reads each only once.
+        let at = self.base + self.filled as u64;
+        let mut want = self.buf.len() - self.filled;
+        let end = at + want as u64;
+        let aligned = end - end % BLOCK as u64;
+        if end < self.src.len() && aligned > at {
+            want = (aligned - at) as usize;
+        }
         let n = self
             .src
-            .read_at(&mut self.buf[self.filled..], self.base + self.filled as u64)
-            .map_err(|e| RecordError::Io(e.to_string()))?;
+            .read_at(&mut self.buf[self.filled..self.filled + want], at)
+            .map_err(record_io)?;
         if n == 0 {
             return Err(RecordError::Io("the file ended early".to_string()));
         }
@@ -211,7 +207,7 @@ impl<'s, S: Source + ?Sized> Records<'s, S> {
 }
 
 /// The 1-based line of byte `offset` of a source: one more than the line feeds before it.
-pub(crate) fn line_of<S: Source + ?Sized>(src: &S, offset: u64) -> u64 {
+pub(crate) fn line_of<S: Source + ?Sized>(src: &S, offset: u64) -> Result<u64, RecordError> {
     let mut buf = vec![0u8; WINDOW];
     let mut at = 0u64;
     let mut lines = 1u64;
@@ -219,16 +215,15 @@ pub(crate) fn line_of<S: Source + ?Sized>(src: &S, offset: u64) -> u64 {
         let want = usize::try_from(offset - at)
             .unwrap_or(usize::MAX)
             .min(WINDOW);
-        match src.read_at(&mut buf[..want], at) {
-            Ok(n) if n > 0 => {
-                lines += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
-                at += n as u64;
-            }
-            // Unreadable now: the lines counted so far are the best answer.
-            _ => break,
+        let n = src.read_at(&mut buf[..want], at).map_err(record_io)?;
+        if n == 0 {
+            // The offset is past the end: every line feed has been counted.
+            break;
         }
+        lines += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
+        at += n as u64;
     }
-    lines
+    Ok(lines)
 }
 
 /// The offset just after the first line feed at or after `from`, if any before the end.
@@ -303,9 +298,9 @@ mod tests {
     #[test]
     fn lines_and_line_starts() {
         let text = b"a\nb\r\nc";
-        assert_eq!(line_of(&text[..], 0), 1);
-        assert_eq!(line_of(&text[..], 2), 2);
-        assert_eq!(line_of(&text[..], 5), 3);
+        assert_eq!(line_of(&text[..], 0), Ok(1));
+        assert_eq!(line_of(&text[..], 2), Ok(2));
+        assert_eq!(line_of(&text[..], 5), Ok(3));
         assert_eq!(next_line_start(&text[..], 0).ok(), Some(Some(2)));
         assert_eq!(next_line_start(&text[..], 3).ok(), Some(Some(5)));
         assert_eq!(next_line_start(&text[..], 5).ok(), Some(None));

@@ -23,14 +23,15 @@ impl Session {
             return Err(EvalError::TableExists { name, span });
         }
         let shown = path.display().to_string();
-        // TODO(#11): LoadOptions::header once the loader reads it.
-        let _ = header;
-        let (table, content) =
-            read_table(&path, &self.load_options).map_err(|error| EvalError::Load {
-                path: shown.clone(),
-                error,
-                span: path_span,
-            })?;
+        let options = LoadOptions {
+            header,
+            ..self.load_options.clone()
+        };
+        let (table, content) = read_table(&path, &options).map_err(|error| EvalError::Load {
+            path: shown.clone(),
+            error,
+            span: path_span,
+        })?;
         let data_file = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
         let file_id = std::fs::metadata(&data_file)
             .ok()
@@ -100,14 +101,10 @@ impl Session {
     }
 }
 
-/// Reads a CSV file into a table, with the plain BLAKE3 hash of its content.
+/// Reads a CSV file once into a table, with the plain BLAKE3 hash of the very bytes parsed.
 fn read_table(path: &Path, options: &LoadOptions) -> Result<(Table, [u8; 32]), DataError> {
-    let table = data::load_csv(path, options)?;
-    let bytes = std::fs::read(path).map_err(|e| DataError::Io {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })?;
-    Ok((table, *blake3::hash(&bytes).as_bytes()))
+    let loaded = data::load_csv(path, options)?;
+    Ok((loaded.table, loaded.content.bytes()))
 }
 
 fn hex(bytes: &[u8; 32]) -> String {

@@ -175,7 +175,7 @@ pub fn render_json(response: &Response) -> String {
             map.insert("seed".into(), json!(seed));
         }
     }
-    v.to_string()
+    crate::data::escape_json_format(&v.to_string()).into_owned()
 }
 
 /// An error as one line of JSON: `message`, `line`, `column`, and `help` when known.
@@ -185,14 +185,15 @@ pub fn error_json(
     column: Option<usize>,
     help: Option<&str>,
 ) -> String {
-    json!({
+    let text = json!({
         "kind": "error",
         "message": message,
         "line": line,
         "column": column,
         "help": help,
     })
-    .to_string()
+    .to_string();
+    crate::data::escape_json_format(&text).into_owned()
 }
 
 fn table_info(kind: &str, info: &TableInfo) -> Value {

@@ -48,7 +48,8 @@ pub fn render_table(response: &Response) -> String {
             );
         }
     }
-    out
+    // Names and statements come from files and users: nothing printed may drive the terminal.
+    crate::data::escape_controls(&out).into_owned()
 }
 
 fn new_table(header: &[&str]) -> Table {
