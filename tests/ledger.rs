@@ -1069,3 +1069,33 @@ fn seeded_noise_differs_between_cubes_with_as_many_cells() {
     // True counts 30 and 60: shared noise would make the answers differ by exactly 30.
     assert_ne!(answer(60) - answer(30), 30.0);
 }
+
+/// A state directory written by an earlier dpq (ledgers without a secret or marks) is
+/// refused, and left exactly as it was.
+#[test]
+fn an_earlier_layout_is_refused_and_left_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = data_copy(dir.path());
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(state.join("ledgers")).expect("mkdir");
+    std::fs::write(state.join("ledgers").join("0123.ledger"), "{}\n").expect("write");
+    let listing = |d: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(d)
+            .expect("read")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = listing(&state);
+    let out = run(&state, &format!("{} SHOW BUDGET;", load(&data)));
+    assert_eq!(out[0]["kind"], "error", "{}", out[0]);
+    assert!(
+        out[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("earlier version")),
+        "{}",
+        out[0]
+    );
+    assert_eq!(listing(&state), before);
+}

@@ -321,10 +321,8 @@ impl Ledgers {
         if let Some(s) = self.secret {
             return Ok(s);
         }
-        for sub in ["", "ledgers", "content", "paths"] {
-            private_dir(&dir.join(sub))?;
-        }
         let path = dir.join(SECRET);
+        // Nothing is made in a state directory that is refused.
         let secret = match std::fs::read(&path) {
             Ok(bytes) => {
                 let secret =
@@ -338,10 +336,14 @@ impl Ledgers {
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 refuse_old_layout(dir)?;
+                private_dir(dir)?;
                 make_secret(&path)?
             }
             Err(e) => return Err(io_error(&path, e)),
         };
+        for sub in ["ledgers", "content", "paths"] {
+            private_dir(&dir.join(sub))?;
+        }
         self.secret = Some(secret);
         Ok(secret)
     }
