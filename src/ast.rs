@@ -23,6 +23,8 @@ pub enum StatementKind {
         alias: Option<Ident>,
         /// `NO HEADER`: the first row is data, and the columns are named `c1`, `c2`, ...
         no_header: bool,
+        /// `NEIGHBOURS replace|add_remove`: how neighbouring tables differ.
+        neighbours: Option<Ident>,
     },
     /// `USE people`
     Use {
@@ -57,10 +59,13 @@ pub enum StatementKind {
     Count(CountQuery),
     /// `CHOOSE EPS WITHIN 20% AT 0.8 FOR 100` or `CHOOSE EPS WITHIN 5 AT 0.95`
     ChooseEps(ChooseEps),
-    /// `CUBE 4`: anonymous cells with no data, for teaching inference from history.
+    /// `CUBE 4 [NEIGHBOURS replace]`: anonymous cells with no data, for teaching inference
+    /// from history.
     Cube {
         /// How many cells.
         cells: Number,
+        /// How neighbouring tables differ (Xiao and Xiong's `add_remove` when absent).
+        neighbours: Option<Ident>,
     },
     /// `CUBE BY age (30, 65), sex ('F', 'M')`: public cells over the current table.
     CubeBy {
@@ -209,12 +214,32 @@ pub struct CountQuery {
     pub terms: Vec<CountTerm>,
     /// The privacy parameter spent, or the accuracy to meet.
     pub accuracy: Accuracy,
-    /// `PRIOR p=...`: the prior fraction of rows satisfying the predicate.
-    pub prior: Option<Number>,
+    /// `PRIOR p=... [N size]`: the prior fraction of rows satisfying the predicate, and a
+    /// public size of the table (needed when its row count is private).
+    pub prior: Option<Prior>,
     /// `MECHANISM name`: the noise; Laplace when absent.
     pub mechanism: Option<Ident>,
     /// `PLOT 'file.svg'`: the posterior as a chart (with `PRIOR`).
     pub plot: Option<Plot>,
+}
+
+/// `PRIOR p=0.3 [N 28000]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prior {
+    /// The prior fraction.
+    pub p: Number,
+    /// The public size of the table, when its row count is private.
+    pub n: Option<Number>,
+}
+
+impl fmt::Display for Prior {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PRIOR p={}", self.p)?;
+        if let Some(n) = &self.n {
+            write!(f, " N {n}")?;
+        }
+        Ok(())
+    }
 }
 
 /// An accuracy requirement from which to choose epsilon.
@@ -370,6 +395,7 @@ impl fmt::Display for StatementKind {
                 path,
                 alias,
                 no_header,
+                neighbours,
             } => {
                 write!(f, "LOAD {path}")?;
                 if let Some(a) = alias {
@@ -377,6 +403,9 @@ impl fmt::Display for StatementKind {
                 }
                 if *no_header {
                     f.write_str(" NO HEADER")?;
+                }
+                if let Some(m) = neighbours {
+                    write!(f, " NEIGHBOURS {m}")?;
                 }
                 Ok(())
             }
@@ -393,7 +422,13 @@ impl fmt::Display for StatementKind {
             StatementKind::SetSeed { seed } => write!(f, "SET SEED {seed}"),
             StatementKind::Count(q) => write!(f, "{q}"),
             StatementKind::ChooseEps(c) => write!(f, "{c}"),
-            StatementKind::Cube { cells } => write!(f, "CUBE {cells}"),
+            StatementKind::Cube { cells, neighbours } => {
+                write!(f, "CUBE {cells}")?;
+                if let Some(m) = neighbours {
+                    write!(f, " NEIGHBOURS {m}")?;
+                }
+                Ok(())
+            }
             StatementKind::CubeBy { dims } => {
                 f.write_str("CUBE BY ")?;
                 for (i, d) in dims.iter().enumerate() {
@@ -555,7 +590,7 @@ impl fmt::Display for CountQuery {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}", Terms(&self.terms), self.accuracy)?;
         if let Some(p) = &self.prior {
-            write!(f, " PRIOR p={p}")?;
+            write!(f, " {p}")?;
         }
         if let Some(m) = &self.mechanism {
             write!(f, " MECHANISM {m}")?;

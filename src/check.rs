@@ -8,11 +8,11 @@ use crate::cube::{self, Cube, CubeError, Dim, NotUnion};
 use crate::data::{self, ColumnType, Predicate, Table, Value};
 use crate::error::CheckError;
 use crate::plan::{
-    ChoosePlan, CountPlan, CubeRef, Eps, Event, Mechanism, Plan, PlotPlan, SimMetric, SimulatePlan,
-    Spend,
+    ChoosePlan, CountPlan, CubeRef, Eps, Event, Mechanism, Plan, PlotPlan, PriorPlan, SimMetric,
+    SimulatePlan, Spend,
 };
+use crate::privacy::Neighbours;
 use crate::span::Span;
-use crate::stats::blue::Measurement;
 use crate::stats::noise::ExactEpsilon;
 use crate::stats::simulate;
 use crate::stats::{Epsilon, Positive, Probability};
@@ -30,6 +30,10 @@ pub trait Catalog {
     fn table_names(&self) -> Vec<String>;
     /// The cube declared on a table, if any.
     fn table_cube(&self, table: &str) -> Option<&Cube>;
+    /// How neighbouring tables differ for a table.
+    fn table_neighbours(&self, table: &str) -> Neighbours;
+    /// How neighbouring tables differ for a cube (a table's, or the teaching cube).
+    fn cube_neighbours(&self, cube: &CubeRef) -> Neighbours;
     /// The cube that coefficient lists such as `(1, 0, 1, 0)` speak of (the last declared,
     /// teaching or the current table's), and its number of cells.
     fn focus(&self) -> Option<(CubeRef, usize)>;
@@ -49,10 +53,12 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
             path,
             alias,
             no_header,
+            neighbours,
         } => Plan::Load {
             path: PathBuf::from(&path.value),
             path_span: path.span,
             header: !no_header,
+            neighbours: neighbours.as_ref().map(model).transpose()?,
             name: match alias {
                 Some(a) => a.name.clone(),
                 None => default_table_name(Path::new(&path.value)),
@@ -93,9 +99,9 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
                     span: seed.span,
                 })?,
         },
-        StatementKind::Count(q) => Plan::Count(check_count(q, catalog, span)?),
+        StatementKind::Count(q) => Plan::Count(Box::new(check_count(q, catalog, span)?)),
         StatementKind::ChooseEps(c) => Plan::ChooseEps(check_choose(c, span)?),
-        StatementKind::Cube { cells } => {
+        StatementKind::Cube { cells, neighbours } => {
             let n = cells
                 .text
                 .parse::<usize>()
@@ -106,7 +112,15 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
                     limit: MAX_CUBE_CELLS,
                     span: cells.span,
                 })?;
-            Plan::Cube { cells: n }
+            Plan::Cube {
+                cells: n,
+                // The paper's model: a teaching cube follows Xiao and Xiong unless told.
+                neighbours: neighbours
+                    .as_ref()
+                    .map(model)
+                    .transpose()?
+                    .unwrap_or(Neighbours::AddRemove),
+            }
         }
         StatementKind::Observe { row, value, eps } => {
             let (target, coefficients) = cube_vector(row, catalog, span)?;
@@ -116,31 +130,37 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
                     span,
                 });
             }
-            // Lemma 2.1: the sensitivity of a linear query is its largest absolute coefficient.
-            let sensitivity = coefficients.iter().fold(0.0f64, |m, c| m.max(c.abs()));
-            if sensitivity == 0.0 {
-                return Err(CheckError::ZeroQuery { span });
-            }
             let value_f = finite(value)?;
             let invalid_eps = || CheckError::InvalidEpsilon {
                 text: eps.text.clone(),
                 span: eps.span,
             };
             let eps_exact = exact_positive(eps).ok_or_else(invalid_eps)?;
-            let eps_value = Epsilon::new(eps.value).map_err(|_| invalid_eps())?.get();
+            Epsilon::new(eps.value).map_err(|_| invalid_eps())?;
+            // The coefficients exactly, as decimals, for the budget's arithmetic.
+            let mut exact = Vec::new();
+            for (j, (n, c)) in row.iter().zip(&coefficients).enumerate() {
+                let d = exact_decimal(n).ok_or_else(|| CheckError::NumberOutOfRange {
+                    text: n.text.clone(),
+                    span: n.span,
+                })?;
+                if *c != 0.0 && !d.is_zero() {
+                    exact.push((j, d));
+                }
+            }
+            if exact.is_empty() {
+                return Err(CheckError::ZeroQuery { span });
+            }
+            // Lemma 2.1, under the teaching cube's neighbour model.
+            let model = catalog.cube_neighbours(&target);
+            if crate::privacy::sensitivity(model, &exact, coefficients.len()).is_zero() {
+                return Err(CheckError::PublicAnswer { span });
+            }
             Plan::Observe {
-                measurement: Measurement {
-                    row: coefficients
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, c)| **c != 0.0)
-                        .map(|(i, c)| (i, *c))
-                        .collect(),
-                    eps: eps_value,
-                    sensitivity,
-                    noisy: value_f,
-                },
+                row: exact,
+                value: value_f,
                 eps_exact,
+                statement: format!("{};", kind),
             }
         }
         StatementKind::Estimate { query } => {
@@ -625,8 +645,44 @@ fn cube_vector(
     ))
 }
 
+/// `PRIOR p=q [N size]`: the prior fraction, and the public size the Binomial prior needs (the
+/// table's row count when it is public, under `replace`; the size given, under `add_remove`).
+fn check_prior(
+    p: &ast::Prior,
+    applies: bool,
+    neighbours: Neighbours,
+) -> Result<PriorPlan, CheckError> {
+    if !applies {
+        return Err(CheckError::NotApplicable {
+            message: "PRIOR applies to a single COUNT released WITH EPS",
+            span: p.p.span,
+        });
+    }
+    let fraction = probability(&p.p, false, "the prior p")?;
+    let n = match (&p.n, neighbours) {
+        (None, Neighbours::Replace) => None,
+        (None, Neighbours::AddRemove) => {
+            return Err(CheckError::NeedsPublicSize { span: p.p.span });
+        }
+        (Some(n), Neighbours::Replace) => {
+            return Err(CheckError::SizeIsPublic { span: n.span });
+        }
+        (Some(n), Neighbours::AddRemove) => Some(whole(n, "N", 1, MAX_ROWS)?),
+    };
+    Ok(PriorPlan { p: fraction, n })
+}
+
+/// A neighbour model named in a statement.
+fn model(name: &Ident) -> Result<Neighbours, CheckError> {
+    Neighbours::from_name(&name.name).ok_or_else(|| CheckError::UnknownNeighbours {
+        name: name.name.clone(),
+        span: name.span,
+    })
+}
+
 fn check_count(q: &CountQuery, catalog: &dyn Catalog, span: Span) -> Result<CountPlan, CheckError> {
     let table_name = resolve_table(None, catalog, span)?;
+    let neighbours = catalog.table_neighbours(&table_name);
     let table = catalog
         .table(&table_name)
         .ok_or(CheckError::NoCurrentTable { span })?;
@@ -667,12 +723,14 @@ fn check_count(q: &CountQuery, catalog: &dyn Catalog, span: Span) -> Result<Coun
                     span,
                 });
             }
-            // Lemma 2.1: the sensitivity of a linear query over disjoint cells is its largest
-            // absolute coefficient.
-            row.iter()
-                .map(|(_, c)| c.abs())
-                .max()
-                .unwrap_or(Decimal::ONE)
+            // Lemma 2.1: over disjoint cells, the sensitivity of a linear query is its largest
+            // absolute coefficient when a row is added or removed; when one is replaced, a unit
+            // moves between two cells, and it is the largest difference of two coefficients.
+            let s = crate::privacy::sensitivity(neighbours, &row, cube.cells());
+            if s.is_zero() {
+                return Err(CheckError::PublicAnswer { span });
+            }
+            s
         }
     };
     let spend = match &q.accuracy {
@@ -693,15 +751,7 @@ fn check_count(q: &CountQuery, catalog: &dyn Catalog, span: Span) -> Result<Coun
     let prior = q
         .prior
         .as_ref()
-        .map(|p| {
-            if !plain || !matches!(spend, Spend::Eps(_)) {
-                return Err(CheckError::NotApplicable {
-                    message: "PRIOR applies to a single COUNT released WITH EPS",
-                    span: p.span,
-                });
-            }
-            probability(p, false, "the prior p")
-        })
+        .map(|p| check_prior(p, plain && matches!(spend, Spend::Eps(_)), neighbours))
         .transpose()?;
     let mechanism = match &q.mechanism {
         None => Mechanism::Laplace,

@@ -222,6 +222,32 @@ pub enum CheckError {
         /// Where.
         span: Span,
     },
+    /// A neighbour model dpq does not know.
+    #[error("unknown neighbour model `{name}`")]
+    UnknownNeighbours {
+        /// The name given.
+        name: String,
+        /// Where.
+        span: Span,
+    },
+    /// `PRIOR` without `N` on a table whose row count is private.
+    #[error("the table's row count is private (NEIGHBOURS add_remove): PRIOR needs a public size")]
+    NeedsPublicSize {
+        /// Where.
+        span: Span,
+    },
+    /// `PRIOR ... N` on a table whose row count is public.
+    #[error("the table's row count is public (NEIGHBOURS replace): PRIOR takes no N")]
+    SizeIsPublic {
+        /// Where.
+        span: Span,
+    },
+    /// A linear query whose answer does not depend on the data under the table's model.
+    #[error("this query gives every cell the same coefficient: under NEIGHBOURS replace its answer is a multiple of the public row count, and there is nothing to release")]
+    PublicAnswer {
+        /// Where.
+        span: Span,
+    },
     /// A clause that does not apply to this form of the statement.
     #[error("{message}")]
     NotApplicable {
@@ -340,7 +366,7 @@ pub enum EvalError {
         /// The first cell (1-based) that would pass the budget.
         cell: usize,
         /// Its spending after the measurement.
-        after: f64,
+        after: Decimal,
         /// The budget.
         total: Decimal,
         /// The statement.
@@ -357,6 +383,43 @@ pub enum EvalError {
         after: Decimal,
         /// The total.
         total: Decimal,
+        /// The statement.
+        span: Span,
+    },
+    /// Under `replace`: a release that would bring the exchange of a row between two cells
+    /// past the budget.
+    #[error("budget exceeded{}: this {} would bring the cost of a row moving between the cells {first} and {second} to {after} of a budget of {total} (NEIGHBOURS replace)", table.as_ref().map(|t| format!(" on table `{t}`")).unwrap_or_default(), if table.is_some() { "query" } else { "measurement" })]
+    PairExceeded {
+        /// The table; `None` for the teaching cube.
+        table: Option<String>,
+        /// A cell of one side, in words.
+        first: String,
+        /// A cell of the other side, in words.
+        second: String,
+        /// The pair's cost after the release.
+        after: Decimal,
+        /// The total.
+        total: Decimal,
+        /// The statement.
+        span: Span,
+    },
+    /// A release on data that a seeded release exposed.
+    #[error("the data of table `{table}` was exposed by a seeded release (whoever knows the seed can recover its true counts): its budget is used up for good")]
+    Exposed {
+        /// The table.
+        table: String,
+        /// The statement.
+        span: Span,
+    },
+    /// A neighbour model other than the one the data's releases were made under.
+    #[error("the data of table `{table}` keeps NEIGHBOURS {current}: {releases} release(s) were made under it")]
+    NeighboursFixed {
+        /// The table.
+        table: String,
+        /// The model recorded.
+        current: String,
+        /// How many releases were made.
+        releases: usize,
         /// The statement.
         span: Span,
     },
@@ -518,6 +581,10 @@ impl Error {
                 | CheckError::EmptyQuery { span }
                 | CheckError::NotWhole { span, .. }
                 | CheckError::NotApplicable { span, .. }
+                | CheckError::UnknownNeighbours { span, .. }
+                | CheckError::NeedsPublicSize { span }
+                | CheckError::SizeIsPublic { span }
+                | CheckError::PublicAnswer { span }
                 | CheckError::ZeroQuery { span }
                 | CheckError::UnknownMechanism { span, .. }
                 | CheckError::RelativeWithoutCount { span }
@@ -537,6 +604,9 @@ impl Error {
                 | EvalError::CellBudgetExceeded { span, .. }
                 | EvalError::CubeInUse { span }
                 | EvalError::CellsExceeded { span, .. }
+                | EvalError::PairExceeded { span, .. }
+                | EvalError::Exposed { span, .. }
+                | EvalError::NeighboursFixed { span, .. }
                 | EvalError::CubeFixed { span, .. }
                 | EvalError::CubeChanged { span, .. }
                 | EvalError::CubeUnusable { span, .. }
@@ -603,6 +673,17 @@ impl Error {
                     "declare the cells first, e.g. CUBE BY age (30, 65); the sensitivity of a linear query is computed over them"
                         .into(),
                 ),
+                CheckError::UnknownNeighbours { .. } => Some(
+                    "NEIGHBOURS replace (a row replaced; the row count is public) or NEIGHBOURS add_remove (a row added or removed; it is private)"
+                        .into(),
+                ),
+                CheckError::NeedsPublicSize { .. } => Some(
+                    "give a public size, e.g. PRIOR p=0.3 N 28000: a known bound or published figure, never the true row count"
+                        .into(),
+                ),
+                CheckError::SizeIsPublic { .. } => {
+                    Some("drop N: the Binomial prior uses the table's public row count".into())
+                }
                 CheckError::CountWithAbsolute { .. } => {
                     Some("write WITHIN 20% FOR 100, or drop FOR".into())
                 }
@@ -624,18 +705,26 @@ impl Error {
                     "ask with a smaller EPS, ask about other cells, or ESTIMATE the query from the history for free"
                         .into(),
                 ),
+                EvalError::Exposed { .. } => Some(
+                    "seeded sessions (SET SEED, --seed) are for teaching and tests: use --practice, or a copy of other data"
+                        .into(),
+                ),
+                EvalError::NeighboursFixed { .. } => Some(
+                    "the releases' costs are accounted under that model; load it without NEIGHBOURS"
+                        .into(),
+                ),
+                EvalError::PairExceeded { .. } => Some(
+                    "ask with a smaller EPS, or ESTIMATE the query from the history for free"
+                        .into(),
+                ),
                 EvalError::CubeFixed { .. } => Some(
                     "the cells' budgets are accounted over that cube; declare it again as it is"
                         .into(),
                 ),
                 EvalError::Ledger { error, .. } => ledger_help(error),
                 EvalError::Load { error, .. } => match error {
-                    DataError::DuplicateHeader { .. } => Some(
-                        "give the columns distinct names in the file; if its first row is data, load it with NO HEADER"
-                            .into(),
-                    ),
-                    DataError::HeaderLooksLikeData { .. } => Some(
-                        "if the file has no header row, load it with NO HEADER: its columns are then named c1, c2, ..."
+                    DataError::NotAHeader => Some(
+                        "if the file has no header row, load it with NO HEADER: its columns are then named c1, c2, ...; if it has one, give its columns distinct plain names"
                             .into(),
                     ),
                     DataError::Changed { .. } => Some(
@@ -749,6 +838,7 @@ fn ledger_help(error: &LedgerError) -> Option<String> {
         LedgerError::Damaged { .. } => "restore the ledger from a backup; dpq never repairs or resets a ledger: moving it aside would start this data's budget anew, which is for the data's curator to decide".into(),
         LedgerError::Missing { .. } => "restore it from a backup; without it dpq cannot tell what was spent".into(),
         LedgerError::WrongSecret { .. } => "restore this state directory's own secret from a backup".into(),
+        LedgerError::TwoLedgers { .. } => "load the file from a new path if it is a copy of the data loaded before; if it is an edit of this path's data, that data's curator decides".into(),
         LedgerError::OldLayout { .. } => "keep that directory for its records and give dpq a new one (--state-dir DIR or DPQ_STATE_DIR)".into(),
         LedgerError::TooLong { .. } => "shorten the statement".into(),
         LedgerError::Io { .. } => return None,

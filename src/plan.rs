@@ -2,9 +2,8 @@
 
 use crate::cube::Cube;
 use crate::data::Predicate;
-pub use crate::privacy::Mechanism;
+pub use crate::privacy::{Mechanism, Neighbours};
 use crate::span::Span;
-use crate::stats::blue::Measurement;
 use crate::stats::noise::ExactEpsilon;
 use crate::stats::{Epsilon, Positive, Probability};
 use rust_decimal::Decimal;
@@ -21,6 +20,8 @@ pub enum Plan {
         path_span: Span,
         /// Whether the first row names the columns (else they are `c1`, `c2`, ...).
         header: bool,
+        /// The neighbour model asked for, if any.
+        neighbours: Option<Neighbours>,
         /// The table's name.
         name: String,
     },
@@ -59,7 +60,7 @@ pub enum Plan {
         seed: u64,
     },
     /// A noisy count.
-    Count(CountPlan),
+    Count(Box<CountPlan>),
     /// Epsilon from an accuracy requirement.
     ChooseEps(ChoosePlan),
     /// The focused cube's cells, history and per-cell budgets.
@@ -80,13 +81,19 @@ pub enum Plan {
     Cube {
         /// How many cells.
         cells: usize,
+        /// How neighbouring tables differ.
+        neighbours: Neighbours,
     },
     /// Record a released measurement given by hand.
     Observe {
-        /// The measurement: row, epsilon, sensitivity (Lemma 2.1), noisy answer.
-        measurement: Measurement,
+        /// Its row over the teaching cube's cells, exact and sparse (no zero).
+        row: Vec<(usize, Decimal)>,
+        /// The noisy answer entered.
+        value: f64,
         /// Its epsilon, exact.
         eps_exact: Decimal,
+        /// The statement, canonical.
+        statement: String,
     },
     /// The BLUE of a linear query from the history.
     Estimate {
@@ -212,6 +219,15 @@ pub enum CubeRef {
     Table(String),
 }
 
+/// A Binomial prior for the Bayes estimate of a count.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PriorPlan {
+    /// The prior fraction `p`.
+    pub p: Probability,
+    /// The public size given with `N`, when the table's row count is private.
+    pub n: Option<u64>,
+}
+
 /// What a count may spend.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Spend {
@@ -254,8 +270,8 @@ pub struct CountPlan {
     pub sensitivity: Decimal,
     /// What it may spend.
     pub spend: Spend,
-    /// The Binomial prior's fraction, for the Bayes estimate.
-    pub prior: Option<Probability>,
+    /// The Binomial prior, for the Bayes estimate.
+    pub prior: Option<PriorPlan>,
     /// The noise.
     pub mechanism: Mechanism,
     /// `PLOT`: the posterior chart to write.

@@ -410,7 +410,7 @@ fn a_relative_state_directory_from_the_environment_is_refused() {
 }
 
 /// A header can hold terminal escapes (setting the title, moving the cursor) or a
-/// right-to-left override: whatever a name holds, nothing printed carries them raw.
+/// right-to-left override: such a header is refused, and nothing printed carries them raw.
 #[test]
 fn names_with_control_characters_are_printed_escaped() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -431,10 +431,46 @@ fn names_with_control_characters_are_printed_escaped() {
             assert!(!text.contains('\u{7}'), "{format}: {text}");
             assert!(!text.contains('\u{202e}'), "{format}: {text}");
         }
+        // Such a header is refused outright: a name must be plain.
+        let all = stdout(&o) + &stderr(&o);
         assert!(
-            stdout(&o).contains("1b"),
-            "{format}: shown escaped: {}",
-            stdout(&o)
+            all.contains("does not read as a header row"),
+            "{format}: {all}"
         );
     }
+}
+
+/// `help` echoes what it was asked: escaped, and in JSON as a JSON object.
+#[test]
+fn help_echoes_its_topic_escaped_and_speaks_json_in_json() {
+    let o = piped(&[], b"help \x1b]0;PWN\x07 x\n");
+    assert!(!stdout(&o).contains('\u{1b}'), "{}", stdout(&o));
+    assert!(!stdout(&o).contains('\u{7}'), "{}", stdout(&o));
+    let o = piped(&["--format", "json"], b"help COUNT\n");
+    for line in stdout(&o).lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("one JSON object a line");
+        assert_eq!(v["kind"], "help", "{line}");
+    }
+}
+
+/// A chart is never written into the default state directory, even while another is used.
+#[test]
+fn charts_stay_out_of_the_default_state_directory() {
+    let home = tempfile::tempdir().expect("home");
+    let default = home.path().join(".local/share/dpq");
+    std::fs::create_dir_all(&default).expect("mkdir");
+    let other = home.path().join("other");
+    let target = default.join("x.svg");
+    let o = Command::new(env!("CARGO_BIN_EXE_dpq"))
+        .env("HOME", home.path())
+        .env_remove("XDG_DATA_HOME")
+        .args(["--state-dir", other.to_str().expect("utf-8"), "-c"])
+        .arg(format!(
+            "SIMULATE N 10 P 0.3 EPS 1 RUNS 2 PLOT '{}';",
+            target.display()
+        ))
+        .output()
+        .expect("dpq runs");
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(!target.exists());
 }

@@ -493,19 +493,46 @@ fn seeded_runs_never_share_noise_between_different_queries() {
     assert_eq!(a, again);
 }
 
+/// A seeded answer is as good as the true count to whoever knows the seed: it is never
+/// recorded beside the data, and the data's private budget is used up for good.
 #[test]
-fn a_seeded_answer_is_never_reused_as_a_private_one() {
+fn a_seeded_release_exposes_the_data_and_is_not_recorded_in_its_ledger() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = data_copy(dir.path());
     let state = dir.path().join("state");
     let seeded = seeded_answer(&data, &state, "7", "COUNT WHERE age < 30 WITH EPS 0.1;");
+    let ledger = std::fs::read_to_string(ledger_of(&state, &data)).expect("the ledger");
+    assert!(ledger.contains("\"type\":\"exposed\""), "{ledger}");
+    assert!(!ledger.contains("\"type\":\"spend\""), "{ledger}");
+    assert!(!ledger.contains(&seeded.to_string()), "{ledger}");
     let out = run(
         &state,
-        &format!("{} COUNT WHERE age < 30 WITH EPS 0.1;", load(&data)),
+        &format!(
+            "{} SHOW BUDGET; COUNT WHERE age < 30 WITH EPS 0.1;",
+            load(&data)
+        ),
     );
-    assert_eq!(out[1]["from_history"], false, "{}", out[1]);
-    assert_ne!(out[1]["noisy"].as_f64(), Some(seeded));
-    assert_eq!(out[1]["private"], true);
+    assert_eq!(out[0]["budget_remaining"], 0.0, "{}", out[0]);
+    assert_eq!(out[1]["exposed"], true, "{}", out[1]);
+    assert_eq!(out[2]["kind"], "error", "{}", out[2]);
+    assert!(
+        out[2]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("exposed")),
+        "{}",
+        out[2]
+    );
+    // Loading alone exposes nothing: only a seeded release does.
+    let other = dir.path().join("other.csv");
+    std::fs::copy("examples/data/survey.csv", &other).expect("copy");
+    let o = dpq(&state)
+        .args(["--seed", "7", "--format", "json", "-c"])
+        .arg(format!("LOAD '{}'; SHOW BUDGET;", other.display()))
+        .output()
+        .expect("dpq runs");
+    assert!(o.status.success());
+    let out = run(&state, &format!("LOAD '{}'; SHOW BUDGET;", other.display()));
+    assert_eq!(out[1]["exposed"], false, "{}", out[1]);
 }
 
 #[test]
@@ -513,11 +540,12 @@ fn a_cube_and_its_cells_spending_outlive_the_session() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = data_copy(dir.path());
     let state = dir.path().join("state");
+    // Xiao and Xiong's model, where disjoint cells compose in parallel.
     let first = run(
         &state,
         &format!(
-            "{} CUBE BY age (30); COUNT WHERE age < 30 WITH EPS 0.6;",
-            load(&data)
+            "LOAD '{}' AS people NEIGHBOURS add_remove; CUBE BY age (30); COUNT WHERE age < 30 WITH EPS 0.6;",
+            data.display()
         ),
     );
     assert_eq!(first[2]["budget_spent"], 0.6, "{}", first[2]);
@@ -1098,4 +1126,176 @@ fn an_earlier_layout_is_refused_and_left_alone() {
         out[0]
     );
     assert_eq!(listing(&state), before);
+}
+
+/// A full disk while the ledger records a load leaves the index naming a ledger that has not
+/// seen the content yet; the next load of the content, from any path, finds that ledger.
+#[test]
+fn a_load_cut_short_after_the_index_is_finished_by_the_next() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = data_copy(dir.path());
+    let state = dir.path().join("state");
+    run(
+        &state,
+        &format!("{} COUNT WHERE age < 30 WITH EPS 0.9;", load(&data)),
+    );
+    let ledger = ledger_of(&state, &data);
+    let mut text = std::fs::read_to_string(&data).expect("read");
+    text.push_str("10001,40,F,50000,North,master,true,170.0,false\n");
+    std::fs::write(&data, &text).expect("edit");
+    // Room for the index entries (small files), not for the ledger's line.
+    let size = std::fs::metadata(&ledger).expect("meta").len();
+    let o = dpq_limited(&state, size + 10)
+        .args(["--format", "json", "-c"])
+        .arg(load(&data))
+        .output()
+        .expect("dpq runs");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("\"kind\":\"error\""));
+    let copy = dir.path().join("copy.csv");
+    std::fs::write(&copy, &text).expect("copy");
+    let out = run(&state, &format!("{} SHOW BUDGET;", load(&copy)));
+    assert_eq!(out[1]["spent"], 0.9, "{}", out[1]);
+}
+
+/// The indexes are caches of what the ledgers record: lost, they are found again.
+#[test]
+fn lost_indexes_are_found_again_from_the_ledgers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = data_copy(dir.path());
+    let state = dir.path().join("state");
+    run(
+        &state,
+        &format!("{} COUNT WHERE age < 30 WITH EPS 0.9;", load(&data)),
+    );
+    let moved = dir.path().join("moved.csv");
+    std::fs::rename(&data, &moved).expect("move");
+    run(&state, &format!("{} SHOW BUDGET;", load(&moved)));
+    for index in ["content", "paths"] {
+        for e in std::fs::read_dir(state.join(index)).expect("index") {
+            std::fs::remove_file(e.expect("entry").path()).expect("delete");
+        }
+    }
+    let out = run(&state, &format!("{} SHOW BUDGET;", load(&moved)));
+    assert_eq!(out[1]["spent"], 0.9, "found by content: {}", out[1]);
+    // Moved, then its index lost, then edited: found by its path.
+    for e in std::fs::read_dir(state.join("paths")).expect("index") {
+        std::fs::remove_file(e.expect("entry").path()).expect("delete");
+    }
+    let mut text = std::fs::read_to_string(&moved).expect("read");
+    text.push_str("10001,40,F,50000,North,master,true,170.0,false\n");
+    std::fs::write(&moved, text).expect("edit");
+    for e in std::fs::read_dir(state.join("paths")).expect("index") {
+        std::fs::remove_file(e.expect("entry").path()).expect("delete");
+    }
+    let out = run(&state, &format!("{} SHOW BUDGET;", load(&moved)));
+    assert_eq!(out[1]["spent"], 0.9, "found by path: {}", out[1]);
+}
+
+/// An edited file whose new content was first loaded from another path, while its own
+/// ledger has releases: which people the answers concern cannot be told, and it is refused.
+#[test]
+fn content_and_path_leading_to_two_ledgers_with_history_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = data_copy(dir.path());
+    let state = dir.path().join("state");
+    run(
+        &state,
+        &format!("{} COUNT WHERE age < 30 WITH EPS 0.9;", load(&data)),
+    );
+    let mut text = std::fs::read_to_string(&data).expect("read");
+    text.push_str("10001,40,F,50000,North,master,true,170.0,false\n");
+    std::fs::write(&data, &text).expect("edit");
+    let backup = dir.path().join("backup.csv");
+    std::fs::write(&backup, &text).expect("backup");
+    run(&state, &format!("{} SHOW BUDGET;", load(&backup)));
+    let out = run(
+        &state,
+        &format!("{} COUNT WHERE age < 40 WITH EPS 0.9;", load(&data)),
+    );
+    assert_eq!(out[0]["kind"], "error", "{}", out[0]);
+    assert!(
+        out[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("two ledgers")),
+        "{}",
+        out[0]
+    );
+}
+
+/// A refused LOAD (a table that does not fit the cube its ledger declares) writes nothing.
+#[test]
+fn a_refused_load_writes_nothing_to_the_ledger_or_the_index() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("t.csv");
+    std::fs::write(&data, "age,sex\n25,F\n40,M\n").expect("write");
+    let state = dir.path().join("state");
+    run(
+        &state,
+        &format!(
+            "LOAD '{}'; CUBE BY age (30); COUNT WHERE age < 30 WITH EPS 0.1;",
+            data.display()
+        ),
+    );
+    let listing = |d: &Path| -> Vec<(String, Vec<u8>)> {
+        let mut all = Vec::new();
+        for sub in ["ledgers", "content", "paths"] {
+            for e in std::fs::read_dir(d.join(sub)).expect("read") {
+                let p = e.expect("entry").path();
+                all.push((p.display().to_string(), std::fs::read(&p).expect("read")));
+            }
+        }
+        all.sort();
+        all
+    };
+    let before = listing(&state);
+    std::fs::write(&data, "height,sex\n25,F\n40,M\n").expect("rewrite");
+    let out = run(&state, &format!("LOAD '{}';", data.display()));
+    assert_eq!(out[0]["kind"], "error", "{}", out[0]);
+    assert_eq!(listing(&state), before);
+}
+
+/// A ledger deleted while the path index still names it is reported missing, never made
+/// afresh under its old name.
+#[test]
+fn a_ledger_named_by_the_path_index_and_deleted_is_missing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = data_copy(dir.path());
+    let state = dir.path().join("state");
+    run(
+        &state,
+        &format!("{} COUNT WHERE age < 30 WITH EPS 0.9;", load(&data)),
+    );
+    let ledger = ledger_of(&state, &data);
+    std::fs::remove_file(&ledger).expect("delete");
+    std::fs::remove_file(ledger.with_extension("hwm")).expect("delete");
+    let mut text = std::fs::read_to_string(&data).expect("read");
+    text.push_str("10001,40,F,50000,North,master,true,170.0,false\n");
+    std::fs::write(&data, text).expect("edit");
+    let out = run(&state, &format!("{} SHOW BUDGET;", load(&data)));
+    assert_eq!(out[0]["kind"], "error", "{}", out[0]);
+    assert!(
+        out[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("is missing")),
+        "{}",
+        out[0]
+    );
+}
+
+/// A state directory made by someone else with a looser mode is made private on first use.
+#[test]
+fn a_state_directory_is_made_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = data_copy(dir.path());
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(&state).expect("mkdir");
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    run(&state, &format!("{} SHOW BUDGET;", load(&data)));
+    let mode = std::fs::metadata(&state)
+        .expect("meta")
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o700);
 }

@@ -3,7 +3,7 @@
 
 use dpq::ast::{
     Accuracy, ChooseEps, CmpOp, CountQuery, CountTerm, CubeDim, Expr, Ident, Literal, Number, Plot,
-    PlotMetric, ProbEvent, Query, Simulate, Statement, StatementKind, Text,
+    PlotMetric, Prior, ProbEvent, Query, Simulate, Statement, StatementKind, Text,
 };
 use dpq::driver::run_source;
 use dpq::eval::{Randomness, Session};
@@ -135,13 +135,18 @@ fn query() -> impl Strategy<Value = Query> {
 
 fn statement() -> impl Strategy<Value = StatementKind> {
     prop_oneof![
-        (text(), prop::option::of(name()), any::<bool>()).prop_map(|(path, alias, no_header)| {
-            StatementKind::Load {
+        (
+            text(),
+            prop::option::of(name()),
+            any::<bool>(),
+            prop::option::of(name())
+        )
+            .prop_map(|(path, alias, no_header, neighbours)| StatementKind::Load {
                 path,
                 alias,
                 no_header,
-            }
-        }),
+                neighbours,
+            }),
         name().prop_map(|table| StatementKind::Use { table }),
         Just(StatementKind::ShowTables),
         Just(StatementKind::ShowBudget),
@@ -153,7 +158,9 @@ fn statement() -> impl Strategy<Value = StatementKind> {
         (
             terms(),
             accuracy(),
-            prop::option::of(number()),
+            prop::option::of(
+                (number(), prop::option::of(number())).prop_map(|(p, n)| Prior { p, n })
+            ),
             prop::option::of(name()),
             prop::option::of(plot())
         )
@@ -188,7 +195,8 @@ fn statement() -> impl Strategy<Value = StatementKind> {
                     for_count,
                 })
             }),
-        number().prop_map(|cells| StatementKind::Cube { cells }),
+        (number(), prop::option::of(name()))
+            .prop_map(|(cells, neighbours)| StatementKind::Cube { cells, neighbours }),
         (prop::collection::vec(number(), 1..6), number(), number())
             .prop_map(|(row, value, eps)| StatementKind::Observe { row, value, eps }),
         query().prop_map(|query| StatementKind::Estimate { query }),

@@ -134,9 +134,12 @@ fn an_identical_query_is_answered_from_history_at_no_cost() {
 }
 
 /// A linear query `2*COUNT WHERE a - COUNT WHERE b` over a cube is released with Laplace noise
-/// of scale S/eps, S = 2 (Lemma 2.1): the noisy answers of 2,000 independently seeded sessions,
-/// minus the true value, pass a Kolmogorov-Smirnov test against Laplace(2/eps) at a
-/// false-positive rate of 1e-6 (critical distance sqrt(ln(2/1e-6) / (2 n))).
+/// of scale S/eps, where S follows the table's neighbour model: 2 when a row is added or
+/// removed (the largest absolute coefficient, Lemma 2.1), 3 when one is replaced (a row
+/// moving from a cell of coefficient 2 to one of -1). For each model the noisy answers of
+/// 2,000 independently seeded sessions, minus the true value, pass a Kolmogorov-Smirnov test
+/// against Laplace(S/eps) at a false-positive rate of 1e-6 (critical distance
+/// sqrt(ln(2/1e-6) / (2 n))).
 #[test]
 fn a_linear_release_has_laplace_noise_of_scale_s_over_eps() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -145,44 +148,46 @@ fn a_linear_release_has_laplace_noise_of_scale_s_over_eps() {
     std::fs::write(&data, format!("age\n{rows}")).expect("write the data");
     // 2 * |{age < 30}| - |{age >= 40}| = 2 * 30 - 10.
     let truth = 50.0;
-    let eps = 1.0;
-    let scale = 2.0 / eps;
-    let n = 2000;
-    let mut noise: Vec<f64> = (0..n)
-        .map(|seed| {
-            let mut s = Session::new(Randomness::Seeded(seed));
-            let out = run(
-                &mut s,
-                &format!(
-                    "LOAD '{}' AS t; CUBE BY age (30, 40); 2*COUNT WHERE age < 30 - COUNT WHERE age >= 40 WITH EPS 1;",
-                    data.display()
-                ),
-            );
-            let v: serde_json::Value = serde_json::from_str(&out[2]).expect("JSON");
-            assert_eq!(v["sensitivity"], 2.0, "{v}");
-            v["noisy"].as_f64().expect("a noisy answer") - truth
-        })
-        .collect();
-    noise.sort_by(f64::total_cmp);
-    let cdf = |x: f64| {
-        if x < 0.0 {
-            0.5 * (x / scale).exp()
-        } else {
-            1.0 - 0.5 * (-x / scale).exp()
-        }
-    };
-    let d = noise
-        .iter()
-        .enumerate()
-        .map(|(i, x)| {
-            let f = cdf(*x);
-            (f - i as f64 / n as f64)
-                .abs()
-                .max(((i + 1) as f64 / n as f64 - f).abs())
-        })
-        .fold(0.0, f64::max);
-    let critical = ((2.0f64 / 1e-6).ln() / (2.0 * n as f64)).sqrt();
-    assert!(d < critical, "KS distance {d} >= {critical}");
+    for (model, s_expected) in [("add_remove", 2.0), ("replace", 3.0)] {
+        let eps = 1.0;
+        let scale = s_expected / eps;
+        let n = 2000;
+        let mut noise: Vec<f64> = (0..n)
+            .map(|seed| {
+                let mut s = Session::new(Randomness::Seeded(seed));
+                let out = run(
+                    &mut s,
+                    &format!(
+                        "LOAD '{}' AS t NEIGHBOURS {model}; CUBE BY age (30, 40); 2*COUNT WHERE age < 30 - COUNT WHERE age >= 40 WITH EPS 1;",
+                        data.display()
+                    ),
+                );
+                let v: serde_json::Value = serde_json::from_str(&out[2]).expect("JSON");
+                assert_eq!(v["sensitivity"], s_expected, "{model}: {v}");
+                v["noisy"].as_f64().expect("a noisy answer") - truth
+            })
+            .collect();
+        noise.sort_by(f64::total_cmp);
+        let cdf = |x: f64| {
+            if x < 0.0 {
+                0.5 * (x / scale).exp()
+            } else {
+                1.0 - 0.5 * (-x / scale).exp()
+            }
+        };
+        let d = noise
+            .iter()
+            .enumerate()
+            .map(|(i, x)| {
+                let f = cdf(*x);
+                (f - i as f64 / n as f64)
+                    .abs()
+                    .max(((i + 1) as f64 / n as f64 - f).abs())
+            })
+            .fold(0.0, f64::max);
+        let critical = ((2.0f64 / 1e-6).ln() / (2.0 * n as f64)).sqrt();
+        assert!(d < critical, "{model}: KS distance {d} >= {critical}");
+    }
 }
 
 /// With a cube, refused statements change nothing either: a cell past its budget, a

@@ -98,6 +98,18 @@ pub fn main(args: Args) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    // Charts stay out of every state directory this command line knows of, not only the one
+    // in use: the default one, and the environment's.
+    let store = [
+        dirs::data_dir().map(|d| d.join("dpq")),
+        std::env::var_os("DPQ_STATE_DIR")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from),
+    ]
+    .into_iter()
+    .flatten()
+    .filter(|d| d.is_absolute())
+    .fold(store, Store::guarding);
     let randomness = match args.seed {
         Some(s) => Randomness::Seeded(s),
         None => Randomness::Os,

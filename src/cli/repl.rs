@@ -1,6 +1,7 @@
 //! The interactive prompt: rustyline with history, multi-line statements, completion and help.
 
 use super::Printer;
+use dpq::data::{escape_controls, escape_name};
 use dpq::driver::{run_source_from, Emitted};
 use dpq::eval::Session;
 use dpq::output::Format;
@@ -12,7 +13,9 @@ use rustyline::hint::Hinter;
 use rustyline::history::DefaultHistory;
 use rustyline::validate::Validator;
 use rustyline::{Context, Editor, Helper};
+use std::borrow::Cow;
 use std::io::IsTerminal;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
 
 const KEYWORDS: &[&str] = &[
@@ -95,7 +98,14 @@ impl Completer for DpqHelper {
         let mut out: Vec<Pair> = KEYWORDS
             .iter()
             .map(|k| k.to_string())
-            .chain(self.names.iter().cloned())
+            // A name holding a control or format character is never typed back to the
+            // terminal: echoed, it could drive it.
+            .chain(
+                self.names
+                    .iter()
+                    .filter(|n| matches!(escape_name(n), Cow::Borrowed(_)))
+                    .cloned(),
+            )
             .filter(|c| {
                 c.len() > word.len()
                     && c.to_ascii_lowercase()
@@ -154,7 +164,14 @@ pub fn run(session: &mut Session, format: Format) -> bool {
                     buffer_line = lines_read;
                     let word = line.trim().trim_end_matches(';').trim();
                     if let Some(text) = help_text(word) {
-                        println!("{text}");
+                        // The topic asked for is echoed: escaped, and in JSON as JSON.
+                        let text = escape_controls(&text).into_owned();
+                        match format {
+                            Format::Json => {
+                                println!("{}", serde_json::json!({ "kind": "help", "text": text }))
+                            }
+                            Format::Table => println!("{text}"),
+                        }
                         continue;
                     }
                     if matches!(word.to_ascii_lowercase().as_str(), "quit" | "exit") {
@@ -215,7 +232,11 @@ pub fn run(session: &mut Session, format: Format) -> bool {
     }
     if let Some(h) = &history {
         if let Some(dir) = h.parent() {
-            let _ = std::fs::create_dir_all(dir);
+            // The history lives beside the default state directory: readable by its owner only.
+            let _ = std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir);
         }
         let _ = editor.save_history(h);
     }

@@ -43,34 +43,13 @@ pub enum DataError {
         /// The path as given.
         path: String,
     },
-    /// Fields of the header row read as values (numbers, dates or times) rather than names:
-    /// the file most likely has no header, and its first row of data would be shown as names.
-    #[error("the first row looks like data, not a header: {}", holding(.columns))]
-    HeaderLooksLikeData {
-        /// 1-based positions of the fields that look like values, in order.
-        columns: Vec<usize>,
-    },
-    /// Two header fields have the same name. The error names their positions, never the
-    /// name: a first row of data with two equal values looks just like it.
-    #[error("columns {first} and {second} of the header have the same name")]
-    DuplicateHeader {
-        /// 1-based position of the first field.
-        first: usize,
-        /// 1-based position of the field that repeats it.
-        second: usize,
-    },
-    /// A header field is empty (or only whitespace).
-    #[error("column {column_number} has an empty name in the header")]
-    EmptyHeader {
-        /// 1-based position of the column.
-        column_number: usize,
-    },
-    /// A header field is not valid UTF-8.
-    #[error("the name of column {column_number} in the header is not valid UTF-8")]
-    InvalidHeaderUtf8 {
-        /// 1-based position of the column.
-        column_number: usize,
-    },
+    /// The first row does not read as a header row: a name is empty, repeated, not UTF-8,
+    /// holds a control or format character, or reads as a value (a number, date, time,
+    /// amount, address, or a field of its column's own type). The file most likely has no
+    /// header, and its first row of data would be shown as names; so the error says nothing
+    /// of which fields, or of what they hold.
+    #[error("the first row does not read as a header row: column names must be distinct, not empty, free of control characters, and not values (numbers, dates, times, amounts, addresses, or values of their column's type)")]
+    NotAHeader,
     /// A record has a different number of fields than the header. The record's own count is
     /// left out: it would tell how many unquoted commas its values hold.
     #[error("the number of fields on line {line} differs from the header's {expected}")]
@@ -206,6 +185,11 @@ pub fn escape_json_format(json: &str) -> Cow<'_, str> {
 }
 
 /// True for the characters [`escape_name`] escapes.
+/// Whether a name holds a character [`escape_name`] would escape.
+pub(crate) fn has_controls(name: &str) -> bool {
+    name.chars().any(needs_escape)
+}
+
 fn needs_escape(c: char) -> bool {
     c.is_control() || is_format(c) || c == '\u{2028}' || c == '\u{2029}'
 }
@@ -239,36 +223,6 @@ fn is_format(c: char) -> bool {
     )
 }
 
-/// `column 2 holds a number or a date`, `columns 1, 3-5 and 7 hold ...`: the positions, runs
-/// of consecutive ones as ranges.
-fn holding(columns: &[usize]) -> String {
-    let mut runs: Vec<(usize, usize)> = Vec::new();
-    for &c in columns {
-        match runs.last_mut() {
-            Some((_, end)) if *end + 1 == c => *end = c,
-            _ => runs.push((c, c)),
-        }
-    }
-    let parts: Vec<String> = runs
-        .iter()
-        .flat_map(|&(a, b)| match b - a {
-            0 => vec![a.to_string()],
-            1 => vec![a.to_string(), b.to_string()],
-            _ => vec![format!("{a}-{b}")],
-        })
-        .collect();
-    let list = match parts.split_last() {
-        Some((last, [])) => last.clone(),
-        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
-        None => String::new(),
-    };
-    if columns.len() == 1 {
-        format!("column {list} holds a number or a date")
-    } else {
-        format!("columns {list} hold numbers or dates")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,16 +240,6 @@ mod tests {
         assert_eq!(
             escape_name("\u{feff}\u{2028}\u{e0041}"),
             "\\u{feff}\\u{2028}\\u{e0041}"
-        );
-    }
-
-    #[test]
-    fn positions_are_listed_with_ranges() {
-        assert_eq!(holding(&[2]), "column 2 holds a number or a date");
-        assert_eq!(holding(&[1, 2]), "columns 1 and 2 hold numbers or dates");
-        assert_eq!(
-            holding(&[1, 3, 4, 5, 7]),
-            "columns 1, 3-5 and 7 hold numbers or dates"
         );
     }
 }

@@ -164,7 +164,28 @@ pub(crate) fn parse_table<S: Source + ?Sized>(
     let ncols = names.len();
     let outs = parse_body(src, body, ncols, opts.max_fields, chunks)
         .map_err(|e| e.into_data_error(src, path, &names, opts.max_fields, ncols))?;
-    assemble(src, path, names, outs, opts.max_fields)
+    let table = assemble(src, path, names, outs, opts.max_fields)?;
+    if opts.header && header_of_values(&table) {
+        return Err(DataError::NotAHeader);
+    }
+    Ok(table)
+}
+
+/// Whether some header field has the type of its column's values: `true` over booleans,
+/// `NaN` over floats. Such a first row is data the shape check alone lets through.
+fn header_of_values(table: &Table) -> bool {
+    (0..table.n_columns()).any(|c| {
+        let name = table.column_name(c).as_bytes();
+        match table.column_type(c) {
+            ColumnType::Boolean => parse_bool(name).is_some(),
+            // Any float spelling, the words too (`NaN`, `inf`), which no cell of the column is.
+            ColumnType::Float => {
+                std::str::from_utf8(name).is_ok_and(|n| n.trim().parse::<f64>().is_ok())
+            }
+            ColumnType::Integer => parse_i64(name).is_some(),
+            ColumnType::Text => false,
+        }
+    })
 }
 
 /// Reads the first record; returns the column names and where the body starts. With a
@@ -199,31 +220,21 @@ fn parse_header<S: Source + ?Sized>(
     }
     let body = records.position();
     let mut names: Vec<String> = Vec::with_capacity(raw.len());
-    for (i, bytes) in raw.into_iter().enumerate() {
-        let name = String::from_utf8(bytes).map_err(|_| DataError::InvalidHeaderUtf8 {
-            column_number: i + 1,
-        })?;
+    for bytes in raw {
+        let name = String::from_utf8(bytes).map_err(|_| DataError::NotAHeader)?;
         names.push(name.trim_ascii().to_string());
     }
-    // Values where names should be: the first row is data, and would be shown as names.
-    let values: Vec<usize> = (1..=names.len())
-        .filter(|&c| looks_like_value(names[c - 1].as_bytes()))
-        .collect();
-    if !values.is_empty() {
-        return Err(DataError::HeaderLooksLikeData { columns: values });
-    }
-    if let Some(i) = names.iter().position(String::is_empty) {
-        return Err(DataError::EmptyHeader {
-            column_number: i + 1,
-        });
-    }
-    for (i, name) in names.iter().enumerate() {
-        if let Some(first) = names[..i].iter().position(|n| n == name) {
-            return Err(DataError::DuplicateHeader {
-                first: first + 1,
-                second: i + 1,
-            });
-        }
+    // Values where names should be: the first row is data, and would be shown as names. The
+    // error names no field: which of a row's fields are empty, equal or dates is data too.
+    let valueish = names.iter().any(|n| looks_like_value(n.as_bytes()));
+    let empty = names.iter().any(String::is_empty);
+    let control = names.iter().any(|n| super::error::has_controls(n));
+    let repeated = names
+        .iter()
+        .enumerate()
+        .any(|(i, n)| names[..i].contains(n));
+    if valueish || empty || control || repeated {
+        return Err(DataError::NotAHeader);
     }
     Ok((names, body))
 }

@@ -133,7 +133,12 @@ impl<'s, S: Source + ?Sized> Records<'s, S> {
             self.pos = 0;
         }
         if self.filled == self.buf.len() {
-            let size = (self.buf.len() * 2).max(WINDOW);
+            // No larger than what is left to read (and one block more, for the boundary): a
+            // small file needs a small window.
+            let left = self.src.len().saturating_sub(self.base) as usize;
+            let size = (self.buf.len() * 2)
+                .max(WINDOW.min(left.saturating_add(BLOCK)))
+                .max(self.filled + 1);
             self.buf.resize(size, 0);
         }
         // End the read on a block boundary when that still reads something: the next read
@@ -208,7 +213,7 @@ impl<'s, S: Source + ?Sized> Records<'s, S> {
 
 /// The 1-based line of byte `offset` of a source: one more than the line feeds before it.
 pub(crate) fn line_of<S: Source + ?Sized>(src: &S, offset: u64) -> Result<u64, RecordError> {
-    let mut buf = vec![0u8; WINDOW];
+    let mut buf = vec![0u8; WINDOW.min(usize::try_from(offset).unwrap_or(WINDOW).max(1))];
     let mut at = 0u64;
     let mut lines = 1u64;
     while at < offset {

@@ -1,6 +1,6 @@
 //! `SET BUDGET`, `SHOW BUDGET`, `SHOW HISTORY` and `SET SEED`.
 
-use super::{ledger_error, Session};
+use super::{cubes, ledger_error, Session};
 use crate::error::EvalError;
 use crate::output::{BudgetReport, HistoryReport, Output, ReleaseRow, SpendLine};
 use crate::span::Span;
@@ -94,6 +94,11 @@ impl Session {
                 ),
                 _ => None,
             },
+            neighbours: history.neighbours(),
+            pair: e.cube.as_ref().and_then(|cube| {
+                cubes::pair_report(history, &|j| format!("[{}]", cube.cell_name(j)))
+            }),
+            exposed: history.exposed(),
         }
     }
 

@@ -6,7 +6,9 @@ use super::{lab, ledger_error, ninety_five, Entry, Session};
 use crate::error::EvalError;
 use crate::output::{short_number, AnsweredResult, ChooseEpsResult, CountResult, Output};
 use crate::plan::{ChoosePlan, CountPlan, Eps, Mechanism, Spend};
-use crate::privacy::{History, Overspend, Prepared, Refusal, ReleaseError, Request};
+use crate::privacy::{
+    History, Neighbours, Overspend, Prepared, Refusal, ReleaseError, Request, Where,
+};
 use crate::span::Span;
 use crate::stats::noise;
 use crate::stats::{accuracy, bayes, laplace, staircase, Epsilon, Positive, Probability};
@@ -110,11 +112,16 @@ impl Session {
         span: Span,
     ) -> Result<Decision, EvalError> {
         let entry = &self.entries[i];
-        let txn = self
-            .ledgers
-            .get_mut(entry.ledger)
-            .begin()
-            .map_err(ledger_error(span))?;
+        // In a seeded session the release goes to a practice copy, and the data's own ledger is
+        // marked exposed first (see `expose`).
+        let (practice, own) = match entry.private {
+            Some(own) => match self.ledgers.two_mut(entry.ledger, own) {
+                Some((practice, own)) => (practice, Some(own)),
+                None => (self.ledgers.get_mut(entry.ledger), None),
+            },
+            None => (self.ledgers.get_mut(entry.ledger), None),
+        };
+        let txn = practice.begin().map_err(ledger_error(span))?;
         let (eps, explain) = match plan.spend {
             Spend::Eps(eps) => (eps, None),
             Spend::Within {
@@ -126,6 +133,8 @@ impl Session {
             },
         };
         let (request, noise_key) = request(entry, plan, eps, self.seed, (self.clock)());
+        let public_rows = public_rows(txn.history(), entry);
+        let time = (self.clock)();
         let ticket = match txn.prepare(request) {
             Ok(Prepared::Recorded(r)) => {
                 return Ok(Decision::Reused {
@@ -144,7 +153,7 @@ impl Session {
             }
             Err(refusal) => return Err(refused(refusal, entry, plan, txn.history(), eps, span)),
         };
-        let noise = noise_for(plan, entry.table.n_rows(), eps, span);
+        let noise = noise_for(plan, public_rows, eps, span);
         if dry {
             return Ok(match noise {
                 Ok(_) => Decision::WouldRelease {
@@ -160,6 +169,9 @@ impl Session {
             });
         }
         let noise = noise?;
+        if let Some(own) = own {
+            expose(own, time, span)?;
+        }
         self.drawn = true;
         let mut seeded;
         let rng: &mut ChaCha20Rng = match self.seed {
@@ -197,7 +209,10 @@ impl Session {
     ) -> CountResult {
         let entry = &self.entries[i];
         let history = self.ledgers.get(entry.ledger).history();
-        let n = entry.table.n_rows();
+        // The size a prior and the out-of-range probability speak of: the row count when it is
+        // public, else only a size the user gave (`PRIOR ... N`).
+        let public = (history.neighbours() == Neighbours::Replace).then(|| entry.table.n_rows());
+        let size = plan.prior.and_then(|p| p.n).or(public);
         let e = eps.value;
         let sensitivity = plan.sensitivity.to_f64().unwrap_or(f64::INFINITY);
         let plain = plan.single().is_some();
@@ -207,10 +222,12 @@ impl Session {
             (Mechanism::Geometric, _) => accuracy::geometric_half_width(e, ninety_five()) as f64,
             _ => sensitivity * laplace::interval_half_width(e, ninety_five()),
         };
-        let posterior = plan
-            .prior
-            .map(|p| (p, bayes::posterior(n, p, e, noisy, ninety_five())));
-        let out_of_range = (plain && (noisy < 0.0 || noisy > n as f64)).then(|| {
+        let posterior = plan.prior.zip(size).map(|(p, n)| {
+            let post = bayes::posterior(n, p.p, e, noisy, ninety_five());
+            (p.p, n, post)
+        });
+        let out_of_range = size.filter(|n| plain && (noisy < 0.0 || noisy > *n as f64));
+        let out_of_range = out_of_range.map(|n| {
             match (plan.mechanism, stairs) {
                 // At a true count of 0: P(noise < 0) + P(noise > n) = 1/2 + (1 - F(n)).
                 (Mechanism::Staircase, Some(law)) => 0.5 + (1.0 - law.cdf(n as f64)),
@@ -218,17 +235,17 @@ impl Session {
                 _ => accuracy::out_of_range_max(n, e),
             }
         });
-        let posterior_shape = posterior.and_then(|(p, post)| {
+        let posterior_shape = posterior.and_then(|(p, n, post)| {
             lab::posterior_shape(n, p, e, noisy, (post.lower, post.upper), SHAPE_BINS)
         });
         let plot = match (&plan.plot, posterior) {
-            (Some(chart), Some((p, post))) => {
+            (Some(chart), Some((p, n, post))) => {
                 let svg = lab::posterior_chart(n, p, e, noisy, &post, &plan.statement);
                 Some(lab::outcome_of(&chart.path, svg))
             }
             _ => None,
         };
-        let posterior = posterior.map(|(_, post)| post);
+        let posterior = posterior.map(|(_, _, post)| post);
         CountResult {
             grid: grid(plan.mechanism, eps, plan.sensitivity),
             table: plan.table,
@@ -237,9 +254,11 @@ impl Session {
             eps: eps.exact,
             mechanism: plan.mechanism.to_string(),
             scale: sensitivity / e.get(),
-            n,
+            n: public,
+            size,
+            neighbours: history.neighbours(),
             interval95: (noisy - half, noisy + half),
-            prior: plan.prior.map(Probability::get),
+            prior: plan.prior.map(|p| p.p.get()),
             bayes: posterior.map(|p| p.mean),
             credible95: posterior.map(|p| (p.lower, p.upper)),
             out_of_range,
@@ -393,26 +412,67 @@ fn refused(
             table: plan.table.clone(),
             span,
         },
-        Refusal::Exceeded(Overspend {
-            cell: Some(cell),
-            after,
-        }) => EvalError::CellsExceeded {
-            table: plan.table.clone(),
-            cell: entry
-                .cube
-                .as_ref()
-                .map_or_else(|| format!("{}", cell + 1), |c| c.cell_name(cell)),
-            after,
-            total: history.total(),
-            span,
-        },
-        Refusal::Exceeded(Overspend { cell: None, .. }) => EvalError::BudgetExceeded {
-            table: plan.table.clone(),
-            requested: eps.exact,
-            remaining: history.remaining(),
-            total: history.total(),
-            span,
-        },
+        Refusal::Exceeded(Overspend { at, after }) => {
+            let name = |j: usize| {
+                entry
+                    .cube
+                    .as_ref()
+                    .map_or_else(|| format!("{}", j + 1), |c| c.cell_name(j))
+            };
+            match at {
+                Where::Cell(j) => EvalError::CellsExceeded {
+                    table: plan.table.clone(),
+                    cell: name(j),
+                    after,
+                    total: history.total(),
+                    span,
+                },
+                Where::Pair(j, k) => EvalError::PairExceeded {
+                    table: Some(plan.table.clone()),
+                    first: format!("[{}]", name(j)),
+                    second: format!("[{}]", name(k)),
+                    after,
+                    total: history.total(),
+                    span,
+                },
+                Where::Exposed => EvalError::Exposed {
+                    table: plan.table.clone(),
+                    span,
+                },
+                Where::Table => EvalError::BudgetExceeded {
+                    table: plan.table.clone(),
+                    requested: eps.exact,
+                    remaining: history.remaining(),
+                    total: history.total(),
+                    span,
+                },
+            }
+        }
+    }
+}
+
+/// Marks the data's own ledger exposed before a seeded release is drawn: whoever knows the
+/// seed can recover the true count from the answer, so its private budget is used up for
+/// good. The seeded release itself is recorded in the session's practice copy only: nothing
+/// stored beside the data holds an answer that a guess of the data could reproduce.
+fn expose(own: &mut crate::privacy::Ledger, time: u64, span: Span) -> Result<(), EvalError> {
+    let mut txn = own.begin().map_err(ledger_error(span))?;
+    if !txn.history().exposed() {
+        txn.expose(time).map_err(ledger_error(span))?;
+    }
+    Ok(())
+}
+
+/// The most rows a table may have, whatever it holds: a bound that reveals nothing when the
+/// row count is private.
+const PUBLIC_ROWS_BOUND: u64 = 1 << 32;
+
+/// The row count a release's exactness check may use: the table's when it is public, else
+/// a bound that holds for any table.
+fn public_rows(history: &History, entry: &Entry) -> u64 {
+    match history.neighbours() {
+        Neighbours::Replace => entry.table.n_rows(),
+        Neighbours::AddRemove => PUBLIC_ROWS_BOUND,
     }
 }
 
@@ -457,7 +517,8 @@ fn draw(noise: &Noise, entry: &Entry, plan: &CountPlan, rng: &mut ChaCha20Rng) -
             // sum_t c_t count_t = sum_j h_j x_j: an integer (whole coefficients), at most
             // n sum |c_t| < 2^90 in magnitude (checked from public facts), so the i128
             // arithmetic never overflows and nothing here can fail on the data. Neighbouring
-            // data move it by at most S = max |h_j| (Lemma 2.1), i.e. S 2^k grid steps, and
+            // data move it by at most S (max |h_j| when a row is added or removed, Lemma 2.1;
+            // max |h_j - h_k| when one is replaced), i.e. S 2^k grid steps, and
             // the noise has S/eps 2^k steps of scale: eps-DP exactly (see GridLaplace).
             let truth = plan.terms.iter().fold(0i128, |acc, (c, p)| {
                 let c = c.to_i128().unwrap_or(0);

@@ -6,9 +6,12 @@ use crate::ast::StatementKind;
 use crate::check;
 use crate::cube::Cube;
 use crate::error::EvalError;
-use crate::output::{CubeReport, EstimateResult, Output, ProbResult};
+use crate::output::{CubeReport, EstimateResult, Output, PairReport, ProbResult};
 use crate::plan::{CubeRef, Event};
-use crate::privacy::{row_sensitivity, CubeDecl, History, Mechanism};
+use crate::privacy::{
+    CubeDecl, History, Ledger, Mechanism, Neighbours, Prepared, Refusal, ReleaseError, Request,
+    Where,
+};
 use crate::span::Span;
 use crate::stats::blue::{self, Measurement};
 use crate::stats::exact;
@@ -17,11 +20,44 @@ use rand_chacha::ChaCha20Rng;
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 
-/// Anonymous cells with no data (`CUBE n`) and the measurements entered by hand.
+/// Anonymous cells with no data (`CUBE n`) and the measurements entered by hand, recorded in a
+/// ledger kept in memory: the same accounting as a table's, under the cube's neighbour model.
 pub(super) struct TeachingCube {
     pub(super) cells: usize,
-    history: Vec<Measurement>,
-    total: Decimal,
+    pub(super) ledger: Ledger,
+}
+
+impl TeachingCube {
+    /// The cube's declaration, as its ledger records it.
+    fn spec(&self) -> String {
+        format!("CUBE {}", self.cells)
+    }
+
+    /// The measurements as the BLUE reads them.
+    fn history(&self) -> Vec<Measurement> {
+        measurements(self.ledger.history())
+    }
+}
+
+/// Every answered release of a history with a row, as a measurement: its row, epsilon, the
+/// sensitivity its noise was drawn with, and its answer.
+fn measurements(history: &History) -> Vec<Measurement> {
+    history
+        .releases()
+        .iter()
+        .filter_map(|r| {
+            Some(Measurement {
+                row: r
+                    .row
+                    .iter()
+                    .map(|(j, c)| (*j, c.to_f64().unwrap_or(f64::NAN)))
+                    .collect(),
+                eps: r.eps.to_f64()?,
+                sensitivity: r.sensitivity,
+                noisy: r.noisy?,
+            })
+        })
+        .collect()
 }
 
 impl Session {
@@ -69,17 +105,35 @@ impl Session {
     }
 
     /// `CUBE n`: a teaching cube, which may be declared again while it has no measurement.
-    pub(super) fn teaching_cube(&mut self, cells: usize, span: Span) -> Result<Output, EvalError> {
-        if self.cube.as_ref().is_some_and(|c| !c.history.is_empty()) {
+    pub(super) fn teaching_cube(
+        &mut self,
+        cells: usize,
+        neighbours: Neighbours,
+        span: Span,
+    ) -> Result<Output, EvalError> {
+        if self
+            .cube
+            .as_ref()
+            .is_some_and(|c| !c.ledger.history().releases().is_empty())
+        {
             return Err(EvalError::CubeInUse { span });
         }
-        self.cube = Some(TeachingCube {
+        let mut cube = TeachingCube {
             cells,
-            history: Vec::new(),
-            total: DEFAULT_BUDGET,
-        });
+            ledger: Ledger::in_memory(DEFAULT_BUDGET, neighbours),
+        };
+        let decl = CubeDecl {
+            spec: cube.spec(),
+            cells,
+        };
+        let time = (self.clock)();
+        cube.ledger
+            .begin()
+            .and_then(|mut txn| txn.declare_cube(&decl, time))
+            .map_err(ledger_error(span))?;
+        self.cube = Some(cube);
         self.teaching_focus = true;
-        Ok(Output::Cube(self.cube_report()?))
+        Ok(Output::Cube(self.cube_report()))
     }
 
     /// `SHOW CUBE`: the focused cube's cells, history and budgets.
@@ -91,41 +145,79 @@ impl Session {
                 self.table_cube_report(i, true)
             }
             CubeRef::Teaching => {
-                let mut report = self.cube_report()?;
+                let mut report = self.cube_report();
                 let cube = self.cube.as_ref().expect("the checker found a cube");
-                report.history = Some(dense_rows(cube.cells, &cube.history));
+                report.history = Some(dense_rows(cube.cells, &cube.history()));
                 report
             }
         }))
     }
 
     /// `OBSERVE (...) = y WITH EPS e`: a measurement entered by hand in the teaching cube,
-    /// refused when it would take a cell past its budget.
+    /// recorded through the release protocol (its "draw" is the value given), refused when it
+    /// would take a cell (or under `replace` a pair of cells) past the budget.
     pub(super) fn observe(
         &mut self,
-        measurement: Measurement,
+        row: Vec<(usize, Decimal)>,
+        value: f64,
+        eps: Decimal,
+        statement: String,
         span: Span,
     ) -> Result<Output, EvalError> {
+        let time = (self.clock)();
         let cube = self.cube.as_mut().expect("the checker found a cube");
-        let mut trial = cube.history.clone();
-        trial.push(measurement);
-        // Section 5.4: each cell's budget B = (alpha ./ S)' |H|, checked before recording.
-        let budgets =
-            blue::cell_budgets(cube.cells, &trial).map_err(|e| EvalError::NotEstimable {
-                cells: e.to_string(),
-                span,
-            })?;
-        let limit = cube.total.to_f64().unwrap_or(f64::INFINITY) * (1.0 + 1e-12);
-        if let Some((cell, after)) = budgets.iter().enumerate().find(|(_, b)| **b > limit) {
-            return Err(EvalError::CellBudgetExceeded {
-                cell: cell + 1,
-                after: *after,
-                total: cube.total,
-                span,
-            });
-        }
-        cube.history = trial;
-        Ok(Output::Cube(self.cube_report()?))
+        let spec = cube.spec();
+        let txn = cube.ledger.begin().map_err(ledger_error(span))?;
+        let history = txn.history();
+        let request = Request {
+            statement,
+            // Every measurement is its own: none is the answer of another.
+            key: format!("observe {}", history.next_seq()),
+            alt_key: None,
+            sensitivity: history.sensitivity(&row).to_f64().unwrap_or(f64::INFINITY),
+            row,
+            cube: Some(spec),
+            eps,
+            mechanism: Mechanism::Laplace,
+            time,
+        };
+        let ticket = match txn.prepare(request) {
+            Ok(Prepared::Fits(ticket)) => ticket,
+            Ok(Prepared::Recorded(_)) | Err(Refusal::CubeChanged) => {
+                return Err(EvalError::CubeInUse { span })
+            }
+            Err(Refusal::Exceeded(over)) => {
+                let total = txn.history().total();
+                return Err(match over.at {
+                    Where::Pair(j, k) => EvalError::PairExceeded {
+                        table: None,
+                        first: teaching_name(j),
+                        second: teaching_name(k),
+                        after: over.after,
+                        total,
+                        span,
+                    },
+                    Where::Cell(j) => EvalError::CellBudgetExceeded {
+                        cell: j + 1,
+                        after: over.after,
+                        total,
+                        span,
+                    },
+                    Where::Table | Where::Exposed => EvalError::CellBudgetExceeded {
+                        cell: 1,
+                        after: over.after,
+                        total,
+                        span,
+                    },
+                });
+            }
+        };
+        txn.release(ticket, || value).map_err(|e| match e {
+            ReleaseError::Ledger(error) | ReleaseError::NotRecorded { error, .. } => {
+                EvalError::Ledger { error, span }
+            }
+        })?;
+        Ok(Output::Cube(self.cube_report()))
     }
 
     /// `ESTIMATE`: the BLUE and its exact distribution, spending nothing.
@@ -201,32 +293,36 @@ impl Session {
             spent: history.spent().to_f64().unwrap_or(f64::NAN),
             budgets,
             total: history.total(),
+            neighbours: history.neighbours(),
+            pair: pair_report(history, &|j| cube.cell_name(j)),
             history: with_history.then(|| dense_rows(cube.cells(), &measurements)),
         }
     }
 
-    fn cube_report(&self) -> Result<CubeReport, EvalError> {
-        let span = Span::default();
+    fn cube_report(&self) -> CubeReport {
         let cube = self
             .cube
             .as_ref()
             .expect("the checker found a cube, or CUBE made one");
-        let budgets =
-            blue::cell_budgets(cube.cells, &cube.history).map_err(|e| EvalError::NotEstimable {
-                cells: e.to_string(),
-                span,
-            })?;
-        Ok(CubeReport {
+        let history = cube.ledger.history();
+        CubeReport {
             table: None,
             declaration: None,
-            cell_names: (1..=cube.cells).map(|j| format!("x{j}")).collect(),
+            cell_names: (0..cube.cells).map(teaching_name).collect(),
             cells: cube.cells,
-            measurements: cube.history.len(),
-            spent: budgets.iter().copied().fold(0.0, f64::max),
-            budgets,
-            total: cube.total,
+            measurements: history.releases().len(),
+            budgets: history
+                .cell_spent()
+                .unwrap_or_default()
+                .iter()
+                .map(|b| b.to_f64().unwrap_or(f64::NAN))
+                .collect(),
+            spent: history.spent().to_f64().unwrap_or(f64::NAN),
+            total: history.total(),
+            neighbours: history.neighbours(),
+            pair: pair_report(history, &teaching_name),
             history: None,
-        })
+        }
     }
 
     /// The BLUE of `query` from the history of the teaching cube or of a table's cube, and
@@ -243,7 +339,7 @@ impl Session {
                     .cube
                     .as_ref()
                     .expect("the checker found a cube, or CUBE made one");
-                posterior(cube.cells, &cube.history, query, &teaching_name, span)
+                posterior(cube.cells, &cube.history(), query, &teaching_name, span)
             }
             CubeRef::Table(table) => {
                 let entry = &self.entries[self.index(table)];
@@ -252,6 +348,17 @@ impl Session {
             }
         }
     }
+}
+
+/// Under `replace` with a cube: the costliest pair of cells, named.
+pub(super) fn pair_report(history: &History, name: &dyn Fn(usize) -> String) -> Option<PairReport> {
+    let w = history.worst_pair().filter(|w| !w.cost.is_zero())?;
+    Some(PairReport {
+        first: name(w.cells.0),
+        second: name(w.cells.1),
+        cost: w.cost,
+        exact: w.exact,
+    })
 }
 
 /// Makes `entry`'s cube the one its ledger declares, built over the entry's own columns.
@@ -312,7 +419,8 @@ pub(super) fn evidence(entry: &Entry, history: &History) -> Vec<Measurement> {
                     .map(|(j, c)| (*j, c.to_f64().unwrap_or(f64::NAN)))
                     .collect(),
                 eps: r.eps.to_f64()?,
-                sensitivity: row_sensitivity(&row).to_f64()?,
+                // The sensitivity its noise was drawn with, under the table's model.
+                sensitivity: r.sensitivity,
                 noisy: r.noisy?,
             })
         })
@@ -348,13 +456,13 @@ fn posterior(
     Ok((estimate, posterior))
 }
 
-/// Cells of the teaching cube are x1, x2, ...
+/// Cells of the teaching cube are x1, x2, ... (cells counted from 0).
 fn teaching_name(cell: usize) -> String {
     format!("x{}", cell + 1)
 }
 
 /// Restores the cube a ledger declares over a table just loaded.
-fn restore_cube(
+pub(super) fn restore_cube(
     decl: Option<&CubeDecl>,
     table: &crate::data::Table,
     name: &str,

@@ -5,9 +5,9 @@
 use super::count::{staircase_law, Decision};
 use super::{ninety_five, Session};
 use crate::error::EvalError;
-use crate::output::{short_number, ExplainedBudget, Explanation};
+use crate::output::{sensitivity_rule, short_number, ExplainedBudget, Explanation};
 use crate::plan::{CountPlan, Eps, Mechanism, Plan, Spend};
-use crate::privacy::History;
+use crate::privacy::{History, Neighbours, Where};
 use crate::span::Span;
 use crate::stats::laplace;
 use crate::stats::noise;
@@ -27,7 +27,7 @@ impl Session {
         span: Span,
     ) -> Result<Explanation, EvalError> {
         let steps = match plan {
-            Plan::Count(count) => match self.explain_count(count, span) {
+            Plan::Count(count) => match self.explain_count(*count, span) {
                 Ok(mut e) => {
                     e.statement = statement;
                     return Ok(e);
@@ -118,9 +118,12 @@ impl Session {
                 "does",
                 format!("computes the epsilon meeting the requirement from its numbers alone (Naldi and D'Acquisto, eq. 10), touching no data; {free}"),
             )],
-            Plan::Cube { cells } => vec![step(
+            Plan::Cube { cells, neighbours } => vec![step(
                 "does",
-                format!("declares a teaching cube of {cells} anonymous cells with no data; {free}"),
+                format!("declares a teaching cube of {cells} anonymous cells with no data, neighbouring tables differing by one {} row; {free}", match neighbours {
+                    crate::privacy::Neighbours::Replace => "replaced",
+                    crate::privacy::Neighbours::AddRemove => "added or removed",
+                }),
             )],
             Plan::CubeBy { table, cube, .. } => vec![step(
                 "does",
@@ -129,14 +132,23 @@ impl Session {
                     cube.cells()
                 ),
             )],
-            Plan::Observe { measurement, eps_exact } => vec![step(
-                "does",
-                format!(
-                    "records a measurement given by hand in the teaching cube (sensitivity {}, epsilon {}), charging its cells; no data and no noise",
-                    short_number(measurement.sensitivity),
-                    eps_exact.normalize()
-                ),
-            )],
+            Plan::Observe { row, eps_exact, .. } => {
+                let (model, cells) = self
+                    .cube
+                    .as_ref()
+                    .map_or((crate::privacy::Neighbours::AddRemove, row.len()), |c| {
+                        (c.ledger.history().neighbours(), c.cells)
+                    });
+                let s = crate::privacy::sensitivity(model, &row, cells);
+                vec![step(
+                    "does",
+                    format!(
+                        "records a measurement given by hand in the teaching cube (sensitivity {} under NEIGHBOURS {model}, epsilon {}), charging its cells; no data and no noise",
+                        s.normalize(),
+                        eps_exact.normalize()
+                    ),
+                )]
+            }
             Plan::Estimate { text, .. } | Plan::Prob { text, .. } => vec![step(
                 "does",
                 format!("answers {text} from the released answers alone (BLUE and its exact distribution, Xiao and Xiong, section 4); {free}"),
@@ -249,6 +261,18 @@ impl Session {
                 spends = eps.exact;
                 budget = Some(budget_line(spent_after));
                 steps.extend(spend_steps(history, eps, spent_after));
+                if let (Some(cube), (_, Where::Pair(j, k))) =
+                    (&entry.cube, history.after(eps.exact, &plan.row))
+                {
+                    steps.push(step(
+                        "pair",
+                        format!(
+                            "the costliest exchange of a row after it: between [{}] and [{}] (NEIGHBOURS replace)",
+                            cube.cell_name(j),
+                            cube.cell_name(k)
+                        ),
+                    ));
+                }
                 if let Some(chart) = &plan.plot {
                     steps.push(step(
                         "plot",
@@ -257,7 +281,10 @@ impl Session {
                 }
             }
         }
-        steps.push(step("composition", composition(entry.cube.is_some())));
+        steps.push(step(
+            "composition",
+            composition(entry.cube.is_some(), history.neighbours()),
+        ));
         Explanation {
             statement: plan.statement.clone(),
             spends,
@@ -272,7 +299,20 @@ impl Session {
         let entry = &self.entries[i];
         let n = entry.table.n_rows();
         let mut steps = vec![
-            step("table", format!("`{}`, {n} rows (public)", plan.table)),
+            step(
+                "table",
+                match self.ledgers.get(entry.ledger).history().neighbours() {
+                    crate::privacy::Neighbours::Replace => {
+                        format!("`{}`, {n} rows (public)", plan.table)
+                    }
+                    crate::privacy::Neighbours::AddRemove => {
+                        format!(
+                            "`{}`, its row count private (NEIGHBOURS add_remove)",
+                            plan.table
+                        )
+                    }
+                },
+            ),
             step(
                 "query",
                 match plan.single() {
@@ -315,11 +355,21 @@ impl Session {
         steps.push(step(
             "sensitivity",
             if plan.single().is_some() {
-                format!("{}: one row more or less changes a count by at most 1", s.normalize())
+                match self.ledgers.get(entry.ledger).history().neighbours() {
+                    crate::privacy::Neighbours::AddRemove => format!(
+                        "{}: one row more or less changes a count by at most 1 (NEIGHBOURS add_remove)",
+                        s.normalize()
+                    ),
+                    crate::privacy::Neighbours::Replace => format!(
+                        "{}: one row replaced changes a count by at most 1 (NEIGHBOURS replace)",
+                        s.normalize()
+                    ),
+                }
             } else {
                 format!(
-                    "S = {}, the largest absolute coefficient of a cell (Xiao and Xiong, Lemma 2.1)",
-                    s.normalize()
+                    "S = {} ({})",
+                    s.normalize(),
+                    sensitivity_rule(self.ledgers.get(entry.ledger).history().neighbours())
                 )
             },
         ));
@@ -335,8 +385,8 @@ impl Session {
                 "estimate",
                 format!(
                     "the Bayes estimate with a Binomial({}, {}) prior and its 95% credible interval (Naldi and D'Acquisto, eq. 11)",
-                    entry.table.n_rows(),
-                    p.get()
+                    p.n.map_or_else(|| "n".to_string(), |n| n.to_string()),
+                    p.p.get()
                 ),
             ));
         }
@@ -399,10 +449,10 @@ fn spend_steps(history: &History, eps: Eps, after: Decimal) -> Vec<(String, Stri
 }
 
 /// How releases compose on the table.
-fn composition(cube: bool) -> &'static str {
-    if cube {
-        "per-cell composition: each cell j touched is charged eps |h_j| / S, disjoint cells in parallel; the table's spent budget is its most charged cell's"
-    } else {
-        "sequential composition: the epsilons of all releases on the data file add up"
+fn composition(cube: bool, neighbours: Neighbours) -> &'static str {
+    match (cube, neighbours) {
+        (false, _) => "sequential composition: the epsilons of all releases on the data file add up",
+        (true, Neighbours::AddRemove) => "per-cell composition (NEIGHBOURS add_remove): each cell j touched is charged eps |h_j| / S, disjoint cells in parallel; the table's spent budget is its most charged cell's",
+        (true, Neighbours::Replace) => "pairwise composition (NEIGHBOURS replace): a replaced row moves from a cell j to a cell k, so each pair is charged eps |h_j - h_k| / S; the table's spent budget is its costliest pair's (disjoint counts add up pairwise)",
     }
 }

@@ -26,13 +26,14 @@ use crate::data::{LoadOptions, Table};
 use crate::error::{Error, EvalError};
 use crate::output::{Output, Response};
 use crate::plan::{CubeRef, Plan};
-use crate::privacy::{LedgerError, LedgerId, Ledgers, Store};
+use crate::privacy::{LedgerError, LedgerId, Ledgers, Neighbours, Store};
 use crate::span::Span;
 use crate::stats::blue::Measurement;
 use crate::stats::Probability;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use rust_decimal::Decimal;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -59,7 +60,11 @@ struct Entry {
     data_file: PathBuf,
     file_id: Option<(u64, u64)>,
     table: Table,
+    /// Where its releases are recorded: the data's ledger, or in a seeded session a practice
+    /// copy of it.
     ledger: LedgerId,
+    /// In a seeded session, the data's own ledger, marked exposed before a seeded release.
+    private: Option<LedgerId>,
     /// The keyed fingerprint of the content this table was loaded from: answers are recorded
     /// and reused for this content only.
     fingerprint: String,
@@ -87,6 +92,8 @@ pub trait Progress: Send + Sync {
 pub struct Session {
     entries: Vec<Entry>,
     ledgers: Ledgers,
+    /// In a seeded session, the practice copy of each data's ledger.
+    practice_of: HashMap<LedgerId, LedgerId>,
     current: Option<usize>,
     /// Whether any noise has been drawn: after that the generator may not be reseeded.
     drawn: bool,
@@ -124,6 +131,7 @@ impl Session {
         Self {
             entries: Vec::new(),
             ledgers: Ledgers::new(store),
+            practice_of: HashMap::new(),
             current: None,
             drawn: false,
             rng,
@@ -186,8 +194,18 @@ impl Session {
                 path,
                 path_span,
                 header,
+                neighbours,
                 name,
-            } => self.load(path, path_span, header, name, span)?,
+            } => self.load(
+                tables::Source {
+                    path,
+                    path_span,
+                    header,
+                    neighbours,
+                },
+                name,
+                span,
+            )?,
             Plan::Use { table } => self.use_table(&table),
             Plan::ShowTables => {
                 Output::Tables((0..self.entries.len()).map(|i| self.info(i)).collect())
@@ -197,7 +215,7 @@ impl Session {
             Plan::ShowHistory { table } => self.show_history(&table, span)?,
             Plan::SetBudget { table, total } => self.set_budget(table, total, span)?,
             Plan::SetSeed { seed } => self.set_seed(seed, span)?,
-            Plan::Count(plan) => self.count(plan, span)?,
+            Plan::Count(plan) => self.count(*plan, span)?,
             Plan::ChooseEps(plan) => Output::ChooseEps(count::choose_eps(plan, span)?),
             Plan::Simulate(plan) => Output::Simulate(self.simulate(plan, span)?),
             Plan::OutOfRange { n, eps, at } => Output::OutOfRange(lab::out_of_range(n, eps, at)),
@@ -208,12 +226,14 @@ impl Session {
                 Output::Explained(self.explain(*plan, statement, span)?)
             }
             Plan::CubeBy { table, cube, spec } => self.cube_by(table, cube, spec, span)?,
-            Plan::Cube { cells } => self.teaching_cube(cells, span)?,
+            Plan::Cube { cells, neighbours } => self.teaching_cube(cells, neighbours, span)?,
             Plan::ShowCube { target } => self.show_cube(target, span)?,
             Plan::Observe {
-                measurement,
-                eps_exact: _,
-            } => self.observe(measurement, span)?,
+                row,
+                value,
+                eps_exact,
+                statement,
+            } => self.observe(row, value, eps_exact, statement, span)?,
             Plan::Estimate {
                 target,
                 query,
@@ -268,6 +288,24 @@ impl Catalog for Session {
 
     fn table_cube(&self, table: &str) -> Option<&Cube> {
         self.entries.iter().find(|e| e.name == table)?.cube.as_ref()
+    }
+
+    fn cube_neighbours(&self, cube: &CubeRef) -> Neighbours {
+        match cube {
+            CubeRef::Teaching => self
+                .cube
+                .as_ref()
+                .map_or(Neighbours::AddRemove, |c| c.ledger.history().neighbours()),
+            CubeRef::Table(t) => self.table_neighbours(t),
+        }
+    }
+
+    fn table_neighbours(&self, table: &str) -> Neighbours {
+        self.entries
+            .iter()
+            .find(|e| e.name == table)
+            .map(|e| self.ledgers.get(e.ledger).history().neighbours())
+            .unwrap_or_default()
     }
 
     fn focus(&self) -> Option<(CubeRef, usize)> {

@@ -1,27 +1,46 @@
 //! `LOAD`, `USE`, `DESCRIBE` and `SHOW TABLES`: tables, their public facts and their ledgers.
 
-use super::{cubes, ledger_error, Entry, Session, DEFAULT_BUDGET};
+use super::{cubes, Entry, Session, DEFAULT_BUDGET};
 use crate::data::{self, DataError, LoadOptions, Table};
 use crate::error::EvalError;
 use crate::output::{Budget, Output, TableInfo};
+use crate::privacy::{Fresh, History, LedgerId, Neighbours, OpenError};
 use crate::span::Span;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+/// Where a table comes from, as `LOAD` says.
+pub(super) struct Source {
+    /// The file.
+    pub(super) path: PathBuf,
+    /// Where the path was written.
+    pub(super) path_span: Span,
+    /// Whether the first row names the columns.
+    pub(super) header: bool,
+    /// The neighbour model asked for.
+    pub(super) neighbours: Option<Neighbours>,
+}
+
 impl Session {
     /// `LOAD 'path' AS name`: reads the file once, opens the ledger its content or path leads
-    /// to, and restores the cube the ledger declares.
+    /// to, checks the table against what the ledger declares (its cube, its neighbour model)
+    /// before anything is written, and restores the cube. In a seeded session the table's
+    /// releases go to a practice copy of the ledger.
     pub(super) fn load(
         &mut self,
-        path: PathBuf,
-        path_span: Span,
-        header: bool,
+        source: Source,
         name: String,
         span: Span,
     ) -> Result<Output, EvalError> {
         if self.entries.iter().any(|e| e.name == name) {
             return Err(EvalError::TableExists { name, span });
         }
+        let Source {
+            path,
+            path_span,
+            header,
+            neighbours,
+        } = source;
         let shown = path.display().to_string();
         let options = LoadOptions {
             header,
@@ -36,31 +55,57 @@ impl Session {
         let file_id = std::fs::metadata(&data_file)
             .ok()
             .map(|m| (m.dev(), m.ino()));
+        let fresh = Fresh {
+            total: DEFAULT_BUDGET,
+            neighbours,
+            time: (self.clock)(),
+        };
+        let mut cube = None;
+        let accept = |h: &History| accept(h, &table, &name, neighbours, &mut cube, span);
         let opened = self
             .ledgers
-            .open(&data_file, &content, DEFAULT_BUDGET, (self.clock)())
-            .map_err(ledger_error(span))?;
-        let declared = self.ledgers.get(opened.ledger).history().cube().cloned();
-        let mut entry = Entry {
+            .open(&data_file, &content, fresh, accept)
+            .map_err(|e| match e {
+                OpenError::Ledger(error) => EvalError::Ledger { error, span },
+                OpenError::Refused(e) => e,
+            })?;
+        let (ledger, private) = self.seeded_ledger(opened.ledger);
+        self.entries.push(Entry {
             name,
             path: shown,
             data_file,
             file_id,
             table,
-            ledger: opened.ledger,
+            ledger,
+            private,
             fingerprint: opened.fingerprint,
             content: hex(&content),
             changed: opened.changed,
-            cube: None,
-        };
-        cubes::sync_cube(&mut entry, declared.as_ref(), span)?;
-        self.entries.push(entry);
+            cube,
+        });
         let i = self.entries.len() - 1;
         self.current = Some(i);
         self.teaching_focus = false;
         let mut info = self.info(i);
         info.warnings = opened.warnings;
         Ok(Output::Loaded(info))
+    }
+
+    /// Where a table's releases go: its data's ledger, or in a seeded session (over a state
+    /// directory) a practice copy of it, with the data's own ledger kept to be marked exposed.
+    pub(super) fn seeded_ledger(&mut self, own: LedgerId) -> (LedgerId, Option<LedgerId>) {
+        if self.seed.is_none() || self.practice() {
+            return (own, None);
+        }
+        let copy = match self.practice_of.get(&own) {
+            Some(&copy) => copy,
+            None => {
+                let copy = self.ledgers.practice_copy(own);
+                self.practice_of.insert(own, copy);
+                copy
+            }
+        };
+        (copy, Some(own))
     }
 
     /// `USE name`.
@@ -78,7 +123,8 @@ impl Session {
         TableInfo {
             name: e.name.clone(),
             path: e.path.clone(),
-            n: e.table.n_rows(),
+            n: (history.neighbours() == Neighbours::Replace).then(|| e.table.n_rows()),
+            neighbours: history.neighbours(),
             columns: e.table.schema(),
             budget: Budget {
                 total: history.total(),
@@ -105,6 +151,33 @@ impl Session {
 fn read_table(path: &Path, options: &LoadOptions) -> Result<(Table, [u8; 32]), DataError> {
     let loaded = data::load_csv(path, options)?;
     Ok((loaded.table, loaded.content.bytes()))
+}
+
+/// Judges a table against its ledger as read, before anything is written: the cube the
+/// ledger declares must fit the table, and a neighbour model asked for must be the ledger's,
+/// or the ledger must have no release yet.
+fn accept(
+    history: &History,
+    table: &Table,
+    name: &str,
+    neighbours: Option<Neighbours>,
+    cube: &mut Option<crate::cube::Cube>,
+    span: Span,
+) -> Result<(), EvalError> {
+    if let Some(asked) = neighbours {
+        let releases = history.releases().len();
+        if asked != history.neighbours() && releases > 0 {
+            return Err(EvalError::NeighboursFixed {
+                table: name.to_string(),
+                current: history.neighbours().to_string(),
+                releases,
+                span,
+            });
+        }
+    }
+    *cube = cubes::restore_cube(history.cube(), table, name)
+        .map_err(|message| EvalError::CubeUnusable { message, span })?;
+    Ok(())
 }
 
 fn hex(bytes: &[u8; 32]) -> String {

@@ -29,6 +29,8 @@ pub fn render_json(response: &Response) -> String {
             "scale": c.scale,
             "grid": c.grid,
             "n": c.n,
+            "neighbours": c.neighbours.to_string(),
+            "size": c.size,
             "interval95": [c.interval95.0, c.interval95.1],
             "prior": c.prior,
             "bayes": c.bayes,
@@ -109,6 +111,8 @@ pub fn render_json(response: &Response) -> String {
             "cell_budgets": c.budgets,
             "spent": c.spent,
             "total": dec(c.total),
+            "neighbours": c.neighbours.to_string(),
+            "pair": c.pair.as_ref().map(pair),
             "history": c.history.as_ref().map(|h| h.iter().map(|m| json!({
                 "row": m.row, "eps": m.eps, "sensitivity": m.sensitivity, "noisy": m.noisy,
             })).collect::<Vec<_>>()),
@@ -209,6 +213,16 @@ fn table_info(kind: &str, info: &TableInfo) -> Value {
         "current": info.current,
         "data_changed": info.data_changed,
         "warnings": info.warnings,
+        "neighbours": info.neighbours.to_string(),
+    })
+}
+
+/// The costliest pair of cells under `replace`.
+fn pair(p: &super::PairReport) -> Value {
+    json!({
+        "cells": [p.first, p.second],
+        "cost": dec(p.cost),
+        "exact": p.exact,
     })
 }
 
@@ -226,6 +240,9 @@ fn budget(b: &BudgetReport) -> Value {
         "cells": b.cells.as_ref().map(|cells| cells.iter().map(|(name, spent)| json!({
             "cell": name, "spent": dec(*spent), "remaining": dec(b.total - *spent),
         })).collect::<Vec<_>>()),
+        "neighbours": b.neighbours.to_string(),
+        "pair": b.pair.as_ref().map(pair),
+        "exposed": b.exposed,
     })
 }
 

@@ -5,10 +5,11 @@ pub mod plot;
 mod table;
 
 pub use json::{error_json, render_json};
-pub use table::{num as short_number, render_table};
+pub use table::{num as short_number, render_table, sensitivity_rule};
 
 use crate::data::ColumnType;
 use crate::plan::ChoosePlan;
+pub use crate::privacy::Neighbours;
 use rust_decimal::Decimal;
 
 /// How results are shown.
@@ -121,6 +122,10 @@ pub struct CubeReport {
     pub history: Option<Vec<MeasurementRow>>,
     /// The total budget.
     pub total: Decimal,
+    /// How neighbouring tables differ.
+    pub neighbours: Neighbours,
+    /// Under `replace`: the costliest pair of cells.
+    pub pair: Option<PairReport>,
 }
 
 /// One measurement of a cube's history: a row of `H`, its `alpha`, `S` and `y`.
@@ -177,8 +182,8 @@ pub struct TableInfo {
     pub name: String,
     /// The file it was loaded from, as written.
     pub path: String,
-    /// The public row count.
-    pub n: u64,
+    /// The row count, when it is public (`NEIGHBOURS replace`).
+    pub n: Option<u64>,
     /// Column names and types.
     pub columns: Vec<(String, ColumnType)>,
     /// Its budget.
@@ -190,6 +195,8 @@ pub struct TableInfo {
     pub data_changed: bool,
     /// What loading had to report about the ledger (a torn line dropped, a mark remade).
     pub warnings: Vec<String>,
+    /// How neighbouring tables differ.
+    pub neighbours: Neighbours,
 }
 
 /// A table's budget in three numbers.
@@ -220,6 +227,25 @@ pub struct BudgetReport {
     pub lines: Vec<SpendLine>,
     /// With a cube: each cell in words and its spent budget `B_j`.
     pub cells: Option<Vec<(String, Decimal)>>,
+    /// How neighbouring tables differ.
+    pub neighbours: Neighbours,
+    /// Under `replace` with a cube: the costliest pair of cells.
+    pub pair: Option<PairReport>,
+    /// Whether a seeded release exposed the data (its budget is then used up for good).
+    pub exposed: bool,
+}
+
+/// The costliest pair of cells under `replace`: a row moving between them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairReport {
+    /// A cell of one side, in words.
+    pub first: String,
+    /// A cell of the other side, in words.
+    pub second: String,
+    /// What the exchange costs: the history's cost.
+    pub cost: Decimal,
+    /// Whether the cost is exact (else an upper bound: too many classes of cells).
+    pub exact: bool,
 }
 
 /// One spending of the budget.
@@ -284,7 +310,12 @@ pub struct CountResult {
     /// The spacing of the values the mechanism can release: `2^-k` for Laplace, 1 for geometric.
     pub grid: f64,
     /// The public row count.
-    pub n: u64,
+    /// The size the prior and the out-of-range probability speak of: the public row count,
+    /// or the size given with `PRIOR ... N`.
+    pub size: Option<u64>,
+    pub n: Option<u64>,
+    /// How neighbouring tables differ.
+    pub neighbours: Neighbours,
     /// `noisy +- ln(20)/eps`: holds the true count with probability 0.95 over the noise.
     pub interval95: (f64, f64),
     /// The prior fraction, when `PRIOR p=` was given.

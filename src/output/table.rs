@@ -1,7 +1,8 @@
 //! Rendering of results as comfy-table tables with short explanations, for people.
 
 use super::{
-    BudgetReport, ChooseEpsResult, CountResult, HistoryReport, Output, Response, TableInfo,
+    BudgetReport, ChooseEpsResult, CountResult, HistoryReport, Neighbours, Output, Response,
+    TableInfo,
 };
 use crate::plan::ChoosePlan;
 use comfy_table::{presets, ContentArrangement, Table};
@@ -73,10 +74,10 @@ fn table_info(info: &TableInfo) -> String {
         ""
     };
     let mut out = format!(
-        "{t}\ntable {} from {}: n = {} rows (public), budget {} spent of {}, {} remaining",
+        "{t}\ntable {} from {}: {}, budget {} spent of {}, {} remaining",
         info.name,
         info.path,
-        info.n,
+        rows(info.n),
         dec(info.budget.spent),
         dec(info.budget.total),
         dec(info.budget.remaining)
@@ -85,6 +86,26 @@ fn table_info(info: &TableInfo) -> String {
         let _ = write!(out, "\nwarning: {w}");
     }
     out
+}
+
+/// How a linear query's sensitivity follows from its coefficients over cells.
+pub fn sensitivity_rule(neighbours: Neighbours) -> &'static str {
+    match neighbours {
+        Neighbours::AddRemove => {
+            "NEIGHBOURS add_remove: its largest absolute coefficient over cells, Lemma 2.1"
+        }
+        Neighbours::Replace => {
+            "NEIGHBOURS replace: a row moves between two cells, so the largest difference of two cells' coefficients, cells outside the query counting 0"
+        }
+    }
+}
+
+/// A table's row count as shown: public under `replace`, private under `add_remove`.
+fn rows(n: Option<u64>) -> String {
+    match n {
+        Some(n) => format!("n = {n} rows (public)"),
+        None => "n private (NEIGHBOURS add_remove: neighbouring tables differ by one added or removed row)".to_string(),
+    }
 }
 
 fn tables_list(tables: &[TableInfo]) -> String {
@@ -104,7 +125,8 @@ fn tables_list(tables: &[TableInfo]) -> String {
         t.add_row(vec![
             info.name.clone(),
             info.path.clone(),
-            info.n.to_string(),
+            info.n
+                .map_or_else(|| "private".to_string(), |n| n.to_string()),
             info.columns.len().to_string(),
             dec(info.budget.spent),
             dec(info.budget.remaining),
@@ -158,9 +180,24 @@ fn budget(b: &BudgetReport) -> String {
         if hidden > 0 {
             let _ = write!(out, "\n({hidden} more cells have spent nothing)");
         }
-        out.push_str(
-            "\nEach cell spends B = (alpha ./ S)' |H| (Xiao and Xiong, Theorem 5.5): answers over disjoint cells compose in parallel, and spent is the largest cell's.",
-        );
+        out.push_str(&match (&b.neighbours, &b.pair) {
+            (Neighbours::Replace, None) => "\nNEIGHBOURS replace: a row may move from any cell to any other, so the history costs its costliest pair of cells; nothing is spent yet.".to_string(),
+            (Neighbours::Replace, Some(pair)) => format!(
+                "\nNEIGHBOURS replace: a row may move from any cell to any other, so the history costs its costliest pair of cells, sum_i (eps_i/S_i) |H_ij - H_ik|: {} and {} cost {}{}. Each cell's line above is its cost against a cell no answer touched.",
+                pair.first,
+                pair.second,
+                dec(pair.cost),
+                if pair.exact {
+                    String::new()
+                } else {
+                    " at most (an upper bound: the history splits the cells into too many classes for every pair to be kept)".to_string()
+                }
+            ),
+            _ => "\nNEIGHBOURS add_remove: each cell spends B = (alpha ./ S)' |H| (Xiao and Xiong, Theorem 5.5): answers over disjoint cells compose in parallel, and spent is the largest cell's.".to_string(),
+        });
+    }
+    if b.exposed {
+        out.push_str("\nExposed: a seeded release (SET SEED, --seed) was made on this data; whoever knows the seed can recover its true counts, so its budget is used up for good.");
     }
     out
 }
@@ -212,7 +249,12 @@ fn count(c: &CountResult) -> String {
     if let (Some(b), Some((lo, hi)), Some(p)) = (c.bayes, c.credible95, c.prior) {
         t.add_row(vec![
             "Bayes estimate".to_string(),
-            format!("{} (prior Binomial(n={}, p={}))", fixed(b, 2), c.n, num(p)),
+            format!(
+                "{} (prior Binomial(n={}, p={}))",
+                fixed(b, 2),
+                c.size.unwrap_or_default(),
+                num(p)
+            ),
         ]);
         t.add_row(vec![
             "95% credible interval".to_string(),
@@ -224,7 +266,7 @@ fn count(c: &CountResult) -> String {
             "out of range".to_string(),
             format!(
                 "outside [0, {}]; such answers occur with probability up to {}",
-                c.n,
+                c.size.unwrap_or_default(),
                 num(p)
             ),
         ]);
@@ -258,10 +300,13 @@ fn count(c: &CountResult) -> String {
         ),
     ]);
     let mut out = format!(
-        "{} -- table {}, n = {}\n{t}",
+        "{} -- table {}, {}\n{t}",
         short(&c.statement),
         c.table,
-        c.n
+        match c.n {
+            Some(n) => format!("n = {n}"),
+            None => "n private".to_string(),
+        }
     );
     if c.plain {
         out.push_str(
@@ -270,8 +315,9 @@ fn count(c: &CountResult) -> String {
     } else {
         let _ = write!(
             out,
-            "\nA linear query of sensitivity S = {} (its largest coefficient over cells, Lemma 2.1): noise scale S/eps. The interval holds the true value with probability 0.95.",
-            num(c.sensitivity)
+            "\nA linear query of sensitivity S = {} ({}): noise scale S/eps. The interval holds the true value with probability 0.95.",
+            num(c.sensitivity),
+            sensitivity_rule(c.neighbours)
         );
     }
     if let Some(e) = &c.explain {
@@ -541,14 +587,31 @@ fn cube(c: &super::CubeReport) -> String {
         (Some(table), Some(d)) => format!("{d} -- table {table}\n"),
         _ => String::new(),
     };
+    let cost = match (&c.neighbours, &c.pair) {
+        (Neighbours::Replace, Some(pair)) => format!(
+            "cost {}{} of {} (NEIGHBOURS replace: the costliest pair of cells, {} and {}; a row moving between them is what the history exposes most)",
+            num(c.spent),
+            if pair.exact { "" } else { " at most" },
+            dec(c.total),
+            pair.first,
+            pair.second
+        ),
+        (Neighbours::Replace, None) => format!(
+            "cost {} of {} (NEIGHBOURS replace: the history costs its costliest pair of cells)",
+            num(c.spent),
+            dec(c.total)
+        ),
+        (Neighbours::AddRemove, _) => format!(
+            "cost max(B) = {} of {} (NEIGHBOURS add_remove: cells are disjoint, each spends its own budget)",
+            num(c.spent),
+            dec(c.total)
+        ),
+    };
     title
         + &history
         + &format!(
-            "{t}{more}\ncube of {} cells, {} measurements: cost max(B) = {} of {} (cells are disjoint: each spends its own budget)",
-            c.cells,
-            c.measurements,
-            num(c.spent),
-            dec(c.total)
+            "{t}{more}\ncube of {} cells, {} measurements: {cost}",
+            c.cells, c.measurements
         )
 }
 
@@ -643,8 +706,10 @@ fn grid(spacing: f64) -> String {
 }
 
 /// A decimal without trailing zeros.
+/// An exact decimal as shown: at most 9 decimal places (a charge such as 0.05/3 is kept to
+/// 24 places, rounded up; a person needs fewer), exact in JSON.
 fn dec(d: Decimal) -> String {
-    d.normalize().to_string()
+    d.round_dp(9).normalize().to_string()
 }
 
 /// An interval `[lo, hi]`, both ends with `digits` decimals.

@@ -1,8 +1,16 @@
-//! The record of a data file's releases and its budget: composed sequentially, or per cell
-//! over a declared cube (Xiao and Xiong, Theorem 5.5), with every total kept up to date as
-//! releases arrive so that no check grows with the length of the history.
+//! The record of a data file's releases and its budget: composed sequentially, or over a
+//! declared cube of public cells, under the table's neighbour model, with every total kept up
+//! to date as releases arrive so that no check grows with the length of the history.
+//!
+//! Under `add_remove` (neighbouring tables differ by one added or removed row; Xiao and Xiong's
+//! model, their footnote 4) a linear query's sensitivity is `max_j |h_j|` and each cell
+//! spends `B_j = sum_i (eps_i / S_i) |H_ij|` (their Theorem 5.5); the history costs its most
+//! spent cell. Under `replace` (they differ by one replaced row, so the row count is public) a
+//! row moves from one cell to another: the sensitivity is `max_{j,k} |h_j - h_k|` and the
+//! history costs its costliest pair of cells (see [`super::pairs`]).
 
-use super::Mechanism;
+use super::pairs::{to_decimal, PairCosts, Worst};
+use super::{Mechanism, Neighbours};
 use rust_decimal::Decimal;
 use std::collections::HashMap;
 
@@ -44,12 +52,24 @@ pub struct CubeDecl {
     pub cells: usize,
 }
 
-/// Why a release does not fit the budget: the first cell it would take past the total (with a
-/// cube), or the table as a whole, and the spending there after it.
+/// Where a release would pass the budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Where {
+    /// The table as a whole (no cube).
+    Table,
+    /// A cell (`add_remove`, with a cube).
+    Cell(usize),
+    /// A pair of cells, one of each side (`replace`, with a cube).
+    Pair(usize, usize),
+    /// The data was exposed by a seeded release: its budget is used up for good.
+    Exposed,
+}
+
+/// Why a release does not fit the budget: where, and the spending there after it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Overspend {
-    /// The cell, with a cube; `None` without one.
-    pub cell: Option<usize>,
+    /// Where the budget would be passed.
+    pub at: Where,
     /// What would be spent there after the release.
     pub after: Decimal,
 }
@@ -57,24 +77,31 @@ pub struct Overspend {
 /// A data file's budget and the releases that spent it.
 ///
 /// The spending is kept as running totals: the sum of every epsilon (sequential
-/// composition), the sum of the epsilons of releases without a row (they charge every cell),
-/// and with a cube each cell's charges from rows and their maximum. Budgets only grow, so
+/// composition), the sum of the epsilons of releases without a row (made before a cube was
+/// declared, they may have counted any cell, and charge every cell and pair), and with a cube
+/// each cell's charges (`add_remove`) or every pair's (`replace`). Budgets only grow, so
 /// recording a release updates these in the time of its row, and checking one reads them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct History {
     total: Decimal,
     releases: Vec<Release>,
     cube: Option<CubeDecl>,
+    neighbours: Neighbours,
+    /// Whether a seeded release exposed the data (its answers are as good as true counts to
+    /// whoever knows the seed): the budget is then used up for good.
+    exposed: bool,
     /// Answered releases by key: the first answer of each identical query.
     answered: HashMap<String, usize>,
     /// Sum of all epsilons.
     sequential: Decimal,
     /// Sum of the epsilons of releases without a row.
     rowless: Decimal,
-    /// Each cell's charges from releases with a row (empty without a cube).
+    /// Each cell's charges from releases with a row (`add_remove` with a cube).
     cells: Vec<Decimal>,
-    /// The largest of `cells` (zero without a cube).
+    /// The largest of `cells`.
     max_cell: Decimal,
+    /// Every pair of cells' charges (`replace` with a cube).
+    pairs: Option<PairCosts>,
     /// How many releases have a row.
     rows: usize,
 }
@@ -94,6 +121,7 @@ pub fn charge(eps: Decimal, coefficient: Decimal, sensitivity: Decimal) -> Optio
 }
 
 /// The sensitivity of a row: its largest absolute coefficient (Lemma 2.1); 1 for no row.
+/// This is the sensitivity under `add_remove`; see [`sensitivity`].
 pub fn row_sensitivity(row: &[(usize, Decimal)]) -> Decimal {
     row.iter()
         .map(|(_, c)| c.abs())
@@ -101,7 +129,30 @@ pub fn row_sensitivity(row: &[(usize, Decimal)]) -> Decimal {
         .unwrap_or(Decimal::ONE)
 }
 
-/// The charges of a row, cell by cell: `eps |h_j| / S` each (Theorem 5.5).
+/// The sensitivity of a row over `cells` cells under a neighbour model: `max_j |h_j|` when a
+/// row is added or removed (Lemma 2.1), `max_{j,k} |h_j - h_k|` when one is replaced (cells
+/// the row leaves out have coefficient 0); 1 for no row (a count made before any cube). Zero
+/// when the answer does not depend on the data under the model (the same coefficient on
+/// every cell, under `replace`: a multiple of the public row count).
+pub fn sensitivity(model: Neighbours, row: &[(usize, Decimal)], cells: usize) -> Decimal {
+    if row.is_empty() {
+        return Decimal::ONE;
+    }
+    match model {
+        Neighbours::AddRemove => row_sensitivity(row),
+        Neighbours::Replace => {
+            let mut hi = row.iter().map(|(_, c)| *c).max().unwrap_or_default();
+            let mut lo = row.iter().map(|(_, c)| *c).min().unwrap_or_default();
+            if row.len() < cells {
+                hi = hi.max(Decimal::ZERO);
+                lo = lo.min(Decimal::ZERO);
+            }
+            hi - lo
+        }
+    }
+}
+
+/// The charges of a row, cell by cell, under `add_remove`: `eps |h_j| / S` each (Theorem 5.5).
 fn charges(eps: Decimal, row: &[(usize, Decimal)]) -> impl Iterator<Item = (usize, Decimal)> + '_ {
     let s = row_sensitivity(row);
     row.iter()
@@ -109,17 +160,20 @@ fn charges(eps: Decimal, row: &[(usize, Decimal)]) -> impl Iterator<Item = (usiz
 }
 
 impl History {
-    /// An empty history with a total budget.
-    pub fn new(total: Decimal) -> Self {
+    /// An empty history with a total budget, under a neighbour model.
+    pub fn new(total: Decimal, neighbours: Neighbours) -> Self {
         Self {
             total,
             releases: Vec::new(),
             cube: None,
+            neighbours,
+            exposed: false,
             answered: HashMap::new(),
             sequential: Decimal::ZERO,
             rowless: Decimal::ZERO,
             cells: Vec::new(),
             max_cell: Decimal::ZERO,
+            pairs: None,
             rows: 0,
         }
     }
@@ -129,14 +183,58 @@ impl History {
         self.cube.as_ref()
     }
 
+    /// How neighbouring tables differ.
+    pub fn neighbours(&self) -> Neighbours {
+        self.neighbours
+    }
+
+    /// Whether a seeded release exposed the data.
+    pub fn exposed(&self) -> bool {
+        self.exposed
+    }
+
     /// Declares the cube. The caller has checked that no release has a row over another cube,
-    /// so every cell starts with no charge of its own.
+    /// so every cell and pair starts with no charge of its own.
     pub(super) fn set_cube(&mut self, cube: CubeDecl) {
         if self.cube.as_ref() != Some(&cube) {
-            self.cells = vec![Decimal::ZERO; cube.cells];
-            self.max_cell = Decimal::ZERO;
             self.cube = Some(cube);
+            self.reset_cells();
         }
+    }
+
+    /// Sets the neighbour model; the caller has checked that nothing was released yet.
+    pub(super) fn set_neighbours(&mut self, neighbours: Neighbours) {
+        if self.neighbours != neighbours {
+            self.neighbours = neighbours;
+            self.reset_cells();
+        }
+    }
+
+    /// Marks the data as exposed by a seeded release.
+    pub(super) fn expose(&mut self) {
+        self.exposed = true;
+    }
+
+    /// Clears the mark (in a practice copy, which records the seeded releases themselves).
+    pub(super) fn unexpose(&mut self) {
+        self.exposed = false;
+    }
+
+    fn reset_cells(&mut self) {
+        let cells = self.cube.as_ref().map_or(0, |c| c.cells);
+        self.cells = vec![Decimal::ZERO; cells];
+        self.max_cell = Decimal::ZERO;
+        self.pairs = (self.cube.is_some() && self.neighbours == Neighbours::Replace)
+            .then(|| PairCosts::new(cells));
+    }
+
+    /// The sensitivity of `row` on this history's cube and model.
+    pub fn sensitivity(&self, row: &[(usize, Decimal)]) -> Decimal {
+        sensitivity(
+            self.neighbours,
+            row,
+            self.cube.as_ref().map_or(0, |c| c.cells),
+        )
     }
 
     /// How many releases have a row over the cube.
@@ -144,17 +242,31 @@ impl History {
         self.rows
     }
 
-    /// Each cell's spent budget with a cube declared, exact: `B = (alpha ./ S)' |H|` over the
-    /// releases with a row, plus, on every cell, the epsilons of the releases without one
-    /// (made before the cube, they may have counted rows of any cell).
+    /// Each cell's spent budget with a cube declared, exact: under `add_remove`
+    /// `B = (alpha ./ S)' |H|` over the releases with a row; under `replace` each cell's cost
+    /// against a cell no release touched (the same sum with the replace sensitivities); plus,
+    /// on every cell, the epsilons of the releases without a row.
     pub fn cell_spent(&self) -> Option<Vec<Decimal>> {
         self.cube.as_ref()?;
+        let base = match &self.pairs {
+            Some(p) => p.cell_norms(),
+            None => self.cells.clone(),
+        };
         Some(
-            self.cells
-                .iter()
+            base.into_iter()
                 .map(|c| c.saturating_add(self.rowless))
                 .collect(),
         )
+    }
+
+    /// Under `replace` with a cube: the costliest pair of cells and its cost (with the
+    /// releases made before the cube).
+    pub fn worst_pair(&self) -> Option<Worst> {
+        let w = self.pairs.as_ref()?.worst();
+        Some(Worst {
+            cost: w.cost.saturating_add(self.rowless),
+            ..w
+        })
     }
 
     /// The total epsilon.
@@ -163,69 +275,83 @@ impl History {
     }
 
     /// The epsilon spent, exact: without a cube the sum of the releases' epsilons
-    /// (sequential composition); with one the largest cell's spending (Theorem 5.5: releases
-    /// over disjoint cells compose in parallel).
+    /// (sequential composition); with one the largest cell's spending (`add_remove`, Theorem
+    /// 5.5: releases over disjoint cells compose in parallel) or the costliest pair's
+    /// (`replace`).
     pub fn spent(&self) -> Decimal {
-        match self.cube {
-            Some(_) => self.max_cell.saturating_add(self.rowless),
-            None => self.sequential,
+        match (&self.cube, &self.pairs) {
+            (None, _) => self.sequential,
+            (Some(_), Some(p)) => p.worst().cost.saturating_add(self.rowless),
+            (Some(_), None) => self.max_cell.saturating_add(self.rowless),
         }
     }
 
-    /// `total - spent`.
+    /// `total - spent`; nothing once the data was exposed.
     pub fn remaining(&self) -> Decimal {
+        if self.exposed {
+            return Decimal::ZERO;
+        }
         self.total.saturating_sub(self.spent())
     }
 
-    /// Whether a release of `eps` with `row` over the cube (or without a row) fits every
-    /// cell's budget, or the table's without a cube.
+    /// Whether a release of `eps` with `row` over the cube (or without a row) fits the budget;
+    /// if not, where it would pass it.
     pub fn check_row(&self, eps: Decimal, row: &[(usize, Decimal)]) -> Result<(), Overspend> {
-        if self.cube.is_none() || row.is_empty() {
-            let after = self.spent().saturating_add(eps);
-            return if after <= self.total {
-                Ok(())
-            } else {
-                Err(Overspend {
-                    cell: self.cube.as_ref().map(|_| self.fullest_cell()),
-                    after,
-                })
-            };
+        if self.exposed {
+            return Err(Overspend {
+                at: Where::Exposed,
+                after: self.total,
+            });
         }
-        for (j, add) in charges(eps, row) {
-            let after = self
-                .cells
-                .get(j)
-                .copied()
-                .unwrap_or(Decimal::MAX)
-                .saturating_add(add)
-                .saturating_add(self.rowless);
-            if after > self.total {
-                return Err(Overspend {
-                    cell: Some(j),
-                    after,
-                });
-            }
+        let (after, at) = self.after(eps, row);
+        if after <= self.total {
+            Ok(())
+        } else {
+            Err(Overspend { at, after })
         }
-        Ok(())
     }
 
     /// What [`History::spent`] would be after releasing `row` with `eps` (not checked
     /// against the total).
     pub fn spent_after(&self, eps: Decimal, row: &[(usize, Decimal)]) -> Decimal {
-        if self.cube.is_none() || row.is_empty() {
-            return self.spent().saturating_add(eps);
+        self.after(eps, row).0
+    }
+
+    /// The spending after a release, and where it is largest (a cell, or a pair of cells).
+    pub fn after(&self, eps: Decimal, row: &[(usize, Decimal)]) -> (Decimal, Where) {
+        let Some(_) = &self.cube else {
+            return (self.spent().saturating_add(eps), Where::Table);
+        };
+        if let Some(p) = &self.pairs {
+            if row.is_empty() {
+                let w = p.worst();
+                let after = w.cost.saturating_add(self.rowless).saturating_add(eps);
+                return (after, Where::Pair(w.cells.0, w.cells.1));
+            }
+            let a = p.after(eps, row, self.sensitivity(row));
+            let after = to_decimal(a.cost).saturating_add(self.rowless);
+            return (after, Where::Pair(a.cells.0, a.cells.1));
         }
-        let touched = charges(eps, row)
-            .map(|(j, add)| {
-                self.cells
-                    .get(j)
-                    .copied()
-                    .unwrap_or(Decimal::MAX)
-                    .saturating_add(add)
-            })
-            .max()
-            .unwrap_or(Decimal::ZERO);
-        touched.max(self.max_cell).saturating_add(self.rowless)
+        if row.is_empty() {
+            let after = self
+                .max_cell
+                .saturating_add(self.rowless)
+                .saturating_add(eps);
+            return (after, Where::Cell(self.fullest_cell()));
+        }
+        let mut worst = (self.max_cell, self.fullest_cell());
+        for (j, add) in charges(eps, row) {
+            let cell = self
+                .cells
+                .get(j)
+                .copied()
+                .unwrap_or(Decimal::MAX)
+                .saturating_add(add);
+            if cell > worst.0 {
+                worst = (cell, j);
+            }
+        }
+        (worst.0.saturating_add(self.rowless), Where::Cell(worst.1))
     }
 
     /// The first of the most charged cells.
@@ -284,10 +410,16 @@ impl History {
             self.rowless = self.rowless.saturating_add(release.eps);
         } else {
             self.rows += 1;
-            for (j, add) in charges(release.eps, &release.row) {
-                if let Some(cell) = self.cells.get_mut(j) {
-                    *cell = cell.saturating_add(add);
-                    self.max_cell = self.max_cell.max(*cell);
+            let s = self.sensitivity(&release.row);
+            match &mut self.pairs {
+                Some(p) => p.record(release.eps, &release.row, s),
+                None => {
+                    for (j, add) in charges(release.eps, &release.row) {
+                        if let Some(cell) = self.cells.get_mut(j) {
+                            *cell = cell.saturating_add(add);
+                            self.max_cell = self.max_cell.max(*cell);
+                        }
+                    }
                 }
             }
         }
@@ -321,7 +453,7 @@ mod tests {
 
     #[test]
     fn ten_spends_of_a_tenth_fit_a_budget_of_one_exactly() {
-        let mut h = History::new(Decimal::ONE);
+        let mut h = History::new(Decimal::ONE, Neighbours::AddRemove);
         let tenth = Decimal::from_str("0.1").expect("decimal");
         for seq in 1..=10 {
             assert!(h.check_row(tenth, &[]).is_ok(), "spend {seq} must fit");
@@ -332,7 +464,7 @@ mod tests {
         assert_eq!(
             h.check_row(tenth, &[]),
             Err(Overspend {
-                cell: None,
+                at: Where::Table,
                 after: dec("1.1")
             })
         );
@@ -341,7 +473,7 @@ mod tests {
     /// Theorem 5.5: two counts over disjoint cells compose in parallel.
     #[test]
     fn disjoint_rows_compose_in_parallel() {
-        let mut h = History::new(Decimal::ONE);
+        let mut h = History::new(Decimal::ONE, Neighbours::AddRemove);
         h.set_cube(CubeDecl {
             spec: "CUBE BY x (1)".into(),
             cells: 3,
@@ -367,7 +499,7 @@ mod tests {
         assert_eq!(
             h.check_row(dec("0.2"), &[(0, Decimal::ONE)]),
             Err(Overspend {
-                cell: Some(0),
+                at: Where::Cell(0),
                 after: dec("1.1")
             })
         );
@@ -384,7 +516,7 @@ mod tests {
     /// The running totals agree with the totals recomputed from every release.
     #[test]
     fn running_totals_equal_a_full_recount() {
-        let mut h = History::new(Decimal::from(1000));
+        let mut h = History::new(Decimal::from(1000), Neighbours::AddRemove);
         h.set_cube(CubeDecl {
             spec: "c".into(),
             cells: 5,
@@ -418,7 +550,7 @@ mod tests {
 
     #[test]
     fn identical_queries_are_found_by_key_once_answered() {
-        let mut h = History::new(Decimal::ONE);
+        let mut h = History::new(Decimal::ONE, Neighbours::AddRemove);
         let mut r = release(1, "0.1");
         r.noisy = None;
         h.record(r);

@@ -22,7 +22,7 @@
 //! analyst's own text, and noisy answers were released.
 
 use super::history::{CubeDecl, History, Release};
-use super::{Mechanism, MAX_CELLS};
+use super::{Mechanism, Neighbours, MAX_CELLS};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -71,6 +71,14 @@ pub enum LedgerError {
         /// Why it is needed.
         reason: &'static str,
     },
+    /// The data's content is recorded in one ledger and its path's history in another.
+    #[error("two ledgers hold this file's history: its content was loaded before and recorded in {content}, while {path}, the ledger of its path, has releases and never saw this content; dpq cannot tell whether the file is a copy of the one or an edit of the other")]
+    TwoLedgers {
+        /// The ledger its content leads to.
+        content: String,
+        /// The ledger its path leads to.
+        path: String,
+    },
     /// The state directory's secret is not the one its ledgers were made with.
     #[error("the secret {path} is not the one this state directory's ledgers were made with (copied or restored from elsewhere); dpq refuses to start every budget anew")]
     WrongSecret {
@@ -107,6 +115,10 @@ pub struct Ledger {
     seen: HashSet<String>,
     /// The content it saw last.
     last_fingerprint: String,
+    /// The keyed path it was loaded from last.
+    last_path: String,
+    /// Every keyed path it was loaded from.
+    paths: HashSet<String>,
     /// What opening the ledger had to say (a torn line dropped, a mark remade).
     warnings: Vec<String>,
 }
@@ -185,8 +197,12 @@ pub(super) struct Header<'a> {
     pub data_file: &'a str,
     /// The keyed fingerprint of that file's content.
     pub fingerprint: &'a str,
+    /// The keyed hash of that file's path.
+    pub path: &'a str,
     /// The budget.
     pub total: Decimal,
+    /// How neighbouring tables differ.
+    pub neighbours: Neighbours,
     /// When.
     pub time: u64,
 }
@@ -200,7 +216,16 @@ enum Entry<'a> {
         ledger: &'a str,
         data_file: &'a str,
         fingerprint: &'a str,
+        path: &'a str,
         total: String,
+        neighbours: String,
+        time: u64,
+    },
+    Model {
+        neighbours: String,
+        time: u64,
+    },
+    Exposed {
         time: u64,
     },
     Budget {
@@ -209,6 +234,7 @@ enum Entry<'a> {
     },
     Data {
         fingerprint: &'a str,
+        path: &'a str,
         time: u64,
     },
     Cube {
@@ -263,6 +289,10 @@ struct Raw<'a> {
     sensitivity: Option<f64>,
     #[serde(borrow)]
     mechanism: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    neighbours: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    path: Option<Cow<'a, str>>,
     noisy: Option<f64>,
     time: Option<u64>,
     #[serde(borrow)]
@@ -274,10 +304,17 @@ enum Action {
     Header {
         name: String,
         fingerprint: String,
+        path: String,
         total: Decimal,
+        neighbours: Neighbours,
     },
     Budget(Decimal),
-    Data(String),
+    Model(Neighbours),
+    Exposed,
+    Data {
+        fingerprint: String,
+        path: String,
+    },
     Cube(CubeDecl),
     Spend(Release),
     Answer {
@@ -288,25 +325,48 @@ enum Action {
 
 impl Ledger {
     /// A ledger kept in memory only: its spending lasts as long as the session.
-    pub(super) fn memory(total: Decimal, fingerprint: &str) -> Self {
+    pub(super) fn memory(total: Decimal, neighbours: Neighbours, fingerprint: &str) -> Self {
         let mut ledger = Self::blank(None, total);
-        ledger.note(fingerprint);
+        ledger.history.set_neighbours(neighbours);
+        ledger.note(fingerprint, None);
         ledger
+    }
+
+    /// A ledger in memory with this one's history, contents and cube as last read.
+    pub(super) fn practice_copy(&self) -> Self {
+        let mut history = self.history.clone();
+        // The copy is where seeded releases go: exposure is the data's own ledger's concern.
+        history.unexpose();
+        Self {
+            file: None,
+            history,
+            seen: self.seen.clone(),
+            last_fingerprint: self.last_fingerprint.clone(),
+            last_path: self.last_path.clone(),
+            paths: self.paths.clone(),
+            warnings: Vec::new(),
+        }
     }
 
     fn blank(file: Option<OnDisk>, total: Decimal) -> Self {
         Self {
             file,
-            history: History::new(total),
+            history: History::new(total, Neighbours::default()),
             seen: HashSet::new(),
             last_fingerprint: String::new(),
+            last_path: String::new(),
+            paths: HashSet::new(),
             warnings: Vec::new(),
         }
     }
 
-    fn note(&mut self, fingerprint: &str) {
+    fn note(&mut self, fingerprint: &str, path: Option<&str>) {
         self.seen.insert(fingerprint.to_string());
         self.last_fingerprint = fingerprint.to_string();
+        if let Some(path) = path {
+            self.last_path = path.to_string();
+            self.paths.insert(path.to_string());
+        }
     }
 
     /// Creates the ledger file `path` (which must not exist) with its header, durable, and
@@ -336,18 +396,29 @@ impl Ledger {
             ledger: header.name,
             data_file: header.data_file,
             fingerprint: header.fingerprint,
+            path: header.path,
             total: header.total.normalize().to_string(),
+            neighbours: header.neighbours.to_string(),
             time: header.time,
         };
         let action = Action::Header {
             name: header.name.to_string(),
             fingerprint: header.fingerprint.to_string(),
+            path: header.path.to_string(),
             total: header.total,
+            neighbours: header.neighbours,
         };
         ledger.append(&lock, &entry, action)?;
         // The new file's name is durable too, or a power cut could lose the ledger whole.
         sync_dir(path.parent()).map_err(io)?;
         Ok(ledger)
+    }
+
+    /// A ledger kept in memory only, for data that has no file (a teaching cube).
+    pub fn in_memory(total: Decimal, neighbours: Neighbours) -> Self {
+        let mut ledger = Self::blank(None, total);
+        ledger.history.set_neighbours(neighbours);
+        ledger
     }
 
     /// Opens the existing ledger file `path`, named `name`, reading and verifying it whole
@@ -571,7 +642,12 @@ impl Ledger {
         let meta = file.metadata().map_err(io)?;
         let len = meta.len();
         let mut at_want = None;
-        let mut buf = vec![0u8; 1 << 20];
+        let mut buf = vec![
+            0u8;
+            usize::try_from(len - disk.offset)
+                .unwrap_or(1 << 20)
+                .clamp(1, 1 << 20)
+        ];
         // Bytes of a line not yet complete, carried from one read to the next.
         let mut carry: Vec<u8> = Vec::new();
         let mut pos = disk.offset;
@@ -697,6 +773,10 @@ impl Ledger {
             v.and_then(|s| Decimal::from_str(&s).ok())
                 .ok_or("a number is malformed")
         };
+        let model = |v: Option<Cow<str>>| {
+            v.and_then(|s| Neighbours::from_name(&s))
+                .ok_or("a neighbour model is unknown")
+        };
         if first != (e.kind == "header") {
             return Err("the header is not the first line");
         }
@@ -709,11 +789,18 @@ impl Ledger {
                 Action::Header {
                     name: e.ledger.ok_or(missing)?.into_owned(),
                     fingerprint: e.fingerprint.ok_or(missing)?.into_owned(),
+                    path: e.path.ok_or(missing)?.into_owned(),
                     total: decimal(e.total)?,
+                    neighbours: model(e.neighbours)?,
                 }
             }
             "budget" => Action::Budget(decimal(e.total)?),
-            "data" => Action::Data(e.fingerprint.ok_or(missing)?.into_owned()),
+            "model" => Action::Model(model(e.neighbours)?),
+            "exposed" => Action::Exposed,
+            "data" => Action::Data {
+                fingerprint: e.fingerprint.ok_or(missing)?.into_owned(),
+                path: e.path.ok_or(missing)?.into_owned(),
+            },
             "cube" => Action::Cube(CubeDecl {
                 spec: e.spec.ok_or(missing)?.into_owned(),
                 cells: usize::try_from(e.cells.ok_or(missing)?)
@@ -769,7 +856,12 @@ impl Ledger {
                     return Err("a budget is not positive or below what is spent");
                 }
             }
-            Action::Data(_) => {}
+            Action::Data { .. } | Action::Exposed => {}
+            Action::Model(m) => {
+                if *m != h.neighbours() && !h.releases().is_empty() {
+                    return Err("the neighbour model changes after releases");
+                }
+            }
             Action::Cube(c) => {
                 if !(1..=MAX_CELLS).contains(&c.cells) {
                     return Err("a cube is malformed");
@@ -819,13 +911,20 @@ impl Ledger {
     fn commit(&mut self, action: Action) {
         match action {
             Action::Header {
-                fingerprint, total, ..
+                fingerprint,
+                path,
+                total,
+                neighbours,
+                ..
             } => {
                 self.history.set_total(total);
-                self.note(&fingerprint);
+                self.history.set_neighbours(neighbours);
+                self.note(&fingerprint, Some(&path));
             }
             Action::Budget(total) => self.history.set_total(total),
-            Action::Data(fingerprint) => self.note(&fingerprint),
+            Action::Model(m) => self.history.set_neighbours(m),
+            Action::Exposed => self.history.expose(),
+            Action::Data { fingerprint, path } => self.note(&fingerprint, Some(&path)),
             Action::Cube(c) => self.history.set_cube(c),
             Action::Spend(r) => self.history.record(r),
             Action::Answer { seq, noisy } => {
@@ -899,15 +998,54 @@ impl Ledger {
         self.append(lock, &entry, Action::Budget(total))
     }
 
-    /// Records that the data file now has the content of `fingerprint`.
+    /// Records how neighbouring tables differ; only before any release.
+    pub(super) fn set_neighbours(
+        &mut self,
+        lock: &Lock,
+        neighbours: Neighbours,
+        time: u64,
+    ) -> Result<(), LedgerError> {
+        let entry = Entry::Model {
+            neighbours: neighbours.to_string(),
+            time,
+        };
+        self.append(lock, &entry, Action::Model(neighbours))
+    }
+
+    /// Records that a seeded release exposed the data: its budget is used up for good.
+    pub(super) fn expose(&mut self, lock: &Lock, time: u64) -> Result<(), LedgerError> {
+        self.append(lock, &Entry::Exposed { time }, Action::Exposed)
+    }
+
+    /// Records that the data, with the content of `fingerprint`, was loaded from the path of
+    /// keyed hash `path`.
     pub(super) fn add_content(
         &mut self,
         lock: &Lock,
         fingerprint: &str,
+        path: &str,
         time: u64,
     ) -> Result<(), LedgerError> {
-        let entry = Entry::Data { fingerprint, time };
-        self.append(lock, &entry, Action::Data(fingerprint.to_string()))
+        let entry = Entry::Data {
+            fingerprint,
+            path,
+            time,
+        };
+        let action = Action::Data {
+            fingerprint: fingerprint.to_string(),
+            path: path.to_string(),
+        };
+        self.append(lock, &entry, action)
+    }
+
+    /// The keyed hash of the path the data was loaded from last.
+    pub fn last_path(&self) -> &str {
+        &self.last_path
+    }
+
+    /// Whether the data was ever loaded from the path of keyed hash `path`.
+    pub fn has_path(&self, path: &str) -> bool {
+        self.paths.contains(path)
     }
 
     /// Records the cube declared on the data file.
@@ -1106,7 +1244,7 @@ mod tests {
     /// hand): entries that would under-count spending are refused.
     #[test]
     fn well_chained_nonsense_is_refused() {
-        let mut l = Ledger::memory(Decimal::ONE, "f");
+        let mut l = Ledger::memory(Decimal::ONE, Neighbours::AddRemove, "f");
         assert!(apply(&mut l, spend(1, "-1")).is_err(), "a negative epsilon");
         assert!(apply(&mut l, spend(1, "0")).is_err(), "a zero epsilon");
         let budget = Action::Budget(Decimal::from(-5));

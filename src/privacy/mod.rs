@@ -9,18 +9,54 @@
 
 mod history;
 mod ledger;
+mod pairs;
 mod protocol;
 mod store;
 
-pub use history::{charge, row_sensitivity, CubeDecl, History, Overspend, Release};
+pub use history::{
+    charge, row_sensitivity, sensitivity, CubeDecl, History, Overspend, Release, Where,
+};
 pub use ledger::{Ledger, LedgerError, Lock, MAX_LINE};
+pub use pairs::{PairCosts, Worst, EXACT_CLASSES};
 pub use protocol::{Prepared, Recorded, Refusal, ReleaseError, Request, Ticket, Txn};
-pub use store::{LedgerId, Ledgers, Opened, Store};
+pub use store::{Fresh, LedgerId, Ledgers, OpenError, Opened, Store};
 
 use std::fmt;
 
 /// The most cells a cube may have.
 pub const MAX_CELLS: usize = 10_000;
+
+/// How neighbouring tables differ: the unit that differential privacy protects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Neighbours {
+    /// By one replaced row: tables of the same size, so the row count is public (bounded
+    /// differential privacy). The default for loaded tables, whose row count dpq shows.
+    #[default]
+    Replace,
+    /// By one added or removed row: the row count is private (unbounded differential
+    /// privacy, Xiao and Xiong's model). The default for teaching cubes.
+    AddRemove,
+}
+
+impl Neighbours {
+    /// The model named `name` as written in a statement or a ledger.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name.to_ascii_lowercase().as_str() {
+            "replace" => Some(Self::Replace),
+            "add_remove" => Some(Self::AddRemove),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Neighbours {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Neighbours::Replace => "replace",
+            Neighbours::AddRemove => "add_remove",
+        })
+    }
+}
 
 /// The noise a release adds. Both are sampled exactly with integer arithmetic
 /// (`stats::noise`), so no floating-point artefact tells neighbouring inputs apart.

@@ -186,8 +186,28 @@ impl Txn<'_> {
         self.ledger.declare_cube(&self.lock, cube, time)
     }
 
-    /// Records that the data file now has the content of `fingerprint`.
-    pub(super) fn add_content(&mut self, fingerprint: &str, time: u64) -> Result<(), LedgerError> {
-        self.ledger.add_content(&self.lock, fingerprint, time)
+    /// Records how neighbouring tables differ; refused once anything was released.
+    pub fn set_neighbours(
+        &mut self,
+        neighbours: super::Neighbours,
+        time: u64,
+    ) -> Result<(), LedgerError> {
+        self.ledger.set_neighbours(&self.lock, neighbours, time)
+    }
+
+    /// Records that a seeded release exposed the data, before that release is drawn.
+    pub fn expose(&mut self, time: u64) -> Result<(), LedgerError> {
+        self.ledger.expose(&self.lock, time)
+    }
+
+    /// Records that the data, with the content of `fingerprint`, was loaded from the path of
+    /// keyed hash `path`.
+    pub(super) fn add_content(
+        &mut self,
+        fingerprint: &str,
+        path: &str,
+        time: u64,
+    ) -> Result<(), LedgerError> {
+        self.ledger.add_content(&self.lock, fingerprint, path, time)
     }
 }

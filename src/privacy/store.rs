@@ -12,7 +12,9 @@
 //! BLAKE3 in keyed mode under a random secret made once per state directory (readable by its
 //! owner only, as is everything here), so a copy of the ledgers cannot confirm a guessed file.
 
+use super::history::History;
 use super::ledger::{sync_dir, Header, Ledger, LedgerError};
+use super::Neighbours;
 use rand::RngCore;
 use rust_decimal::Decimal;
 use std::collections::HashMap;
@@ -26,8 +28,9 @@ use std::path::{Path, PathBuf};
 pub struct Store {
     dir: Option<PathBuf>,
     sync: bool,
-    /// A state directory not used, which charts must still never be written into (practice).
-    guard: Option<PathBuf>,
+    /// State directories not used, which charts must still never be written into (the
+    /// default one when another is given, or the one practice leaves alone).
+    guards: Vec<PathBuf>,
 }
 
 impl Store {
@@ -36,17 +39,20 @@ impl Store {
         Self {
             dir: None,
             sync: true,
-            guard: None,
+            guards: Vec::new(),
         }
     }
 
     /// In memory, beside the state directory `dir` that is left alone: nothing is read from
     /// it or written to it, charts included (practice).
     pub fn memory_beside(dir: impl Into<PathBuf>) -> Self {
-        Self {
-            guard: Some(dir.into()),
-            ..Self::memory()
-        }
+        Self::memory().guarding(dir)
+    }
+
+    /// The same store, keeping charts out of another state directory too.
+    pub fn guarding(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.guards.push(dir.into());
+        self
     }
 
     /// Under the state directory `dir`.
@@ -54,7 +60,7 @@ impl Store {
         Self {
             dir: Some(dir.into()),
             sync: true,
-            guard: None,
+            guards: Vec::new(),
         }
     }
 
@@ -74,7 +80,7 @@ impl Store {
 }
 
 /// A ledger open in a session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LedgerId(usize);
 
 /// What opening a data file's ledger found.
@@ -98,6 +104,40 @@ pub struct Ledgers {
     /// Ledgers open, by name (on disk) or by fingerprint and path (in memory).
     by_name: HashMap<String, usize>,
     by_path: HashMap<PathBuf, usize>,
+}
+
+/// What a ledger for data new to the store starts with, and the model a `LOAD` asks for.
+#[derive(Debug, Clone, Copy)]
+pub struct Fresh {
+    /// The budget of a new ledger.
+    pub total: Decimal,
+    /// The neighbour model asked for (`None`: the ledger's, or `replace` for a new one).
+    pub neighbours: Option<Neighbours>,
+    /// When.
+    pub time: u64,
+}
+
+/// Why a ledger was not opened: it cannot be used, or the caller refused it as read.
+#[derive(Debug)]
+pub enum OpenError<E> {
+    /// The ledger or the state directory cannot be used.
+    Ledger(LedgerError),
+    /// The caller's judgement of the ledger as read.
+    Refused(E),
+}
+
+impl<E> From<LedgerError> for OpenError<E> {
+    fn from(e: LedgerError) -> Self {
+        OpenError::Ledger(e)
+    }
+}
+
+/// What a new ledger starts with.
+struct New<'a> {
+    data_file: &'a Path,
+    fingerprint: &'a str,
+    path: &'a str,
+    fresh: &'a Fresh,
 }
 
 /// The secret's file in a state directory.
@@ -132,187 +172,297 @@ impl Ledgers {
         &mut self.open[id.0]
     }
 
+    /// Two different open ledgers at once.
+    pub fn two_mut(&mut self, a: LedgerId, b: LedgerId) -> Option<(&mut Ledger, &mut Ledger)> {
+        if a.0 == b.0 || a.0 >= self.open.len() || b.0 >= self.open.len() {
+            return None;
+        }
+        if a.0 < b.0 {
+            let (lo, hi) = self.open.split_at_mut(b.0);
+            Some((&mut lo[a.0], &mut hi[0]))
+        } else {
+            let (lo, hi) = self.open.split_at_mut(a.0);
+            Some((&mut hi[0], &mut lo[b.0]))
+        }
+    }
+
+    /// A ledger kept in memory, starting as a copy of ledger `id` as last read: where a
+    /// seeded session records its releases, apart from the data's own ledger.
+    pub fn practice_copy(&mut self, id: LedgerId) -> LedgerId {
+        let copy = self.open[id.0].practice_copy();
+        self.open.push(copy);
+        LedgerId(self.open.len() - 1)
+    }
+
     /// Whether `path` names something inside the state directory (a chart must never be
     /// written there).
     pub fn holds(&self, path: &Path) -> bool {
         let Some(path) = resolved(path) else {
             return false;
         };
-        [&self.store.dir, &self.store.guard]
-            .into_iter()
-            .flatten()
+        self.store
+            .dir
+            .iter()
+            .chain(&self.store.guards)
             .filter_map(|dir| std::fs::canonicalize(dir).ok())
             .any(|dir| path.starts_with(dir))
     }
 
     /// Opens the ledger of the data file `data_file` (canonical) whose content has the plain
-    /// hash `content` (never stored), starting one with `total` when the data is new to the
-    /// store. Records the content in the ledger when it differs from what the ledger saw last.
-    pub fn open(
+    /// hash `content` (never stored); a ledger for data new to the store starts as `fresh`
+    /// says. `accept` judges the ledger as read before anything is written (a table that does
+    /// not fit the cube its ledger declares, say): a refused `LOAD` changes nothing. Then the
+    /// ledger records where and what was loaded, when that is new to it.
+    ///
+    /// The lookup goes content first, then path; both indexes are caches of what the ledgers
+    /// record (the content and path of every load), and a miss is answered by searching the
+    /// ledgers themselves, so losing an index loses nothing. The index entries are written
+    /// before the ledger's line, so a crash between them is recovered by the next load.
+    pub fn open<E>(
         &mut self,
         data_file: &Path,
         content: &[u8; 32],
-        total: Decimal,
-        time: u64,
-    ) -> Result<Opened, LedgerError> {
+        fresh: Fresh,
+        accept: impl FnOnce(&History) -> Result<(), E>,
+    ) -> Result<Opened, OpenError<E>> {
         let Some(dir) = self.store.dir.clone() else {
-            return self.open_in_memory(data_file, content, total, time);
+            return self.open_in_memory(data_file, content, fresh, accept);
         };
         let secret = self.secret(&dir)?;
         let fingerprint = fingerprint(&secret, content);
         let path_key = path_name(&secret, data_file);
         let guard = lock_file(&dir.join("index.lock"))?;
-        let by_content = dir.join("content").join(&fingerprint);
-        let by_path = dir.join("paths").join(&path_key);
-        let (name, found_by_content) = match read_name(&by_content)? {
-            Some(name) => (name, true),
-            None => (
-                read_name(&by_path)?.unwrap_or_else(|| path_key.clone()),
-                false,
-            ),
+        let content_entry = dir.join("content").join(&fingerprint);
+        let path_entry = dir.join("paths").join(&path_key);
+        let by_content = match read_name(&content_entry)? {
+            Some(name) => Some(name),
+            None => self.recover(&dir, &fingerprint, |l| l.has_seen(&fingerprint))?,
         };
-        let id = match self.by_name.get(&name) {
-            Some(&i) => i,
-            None => {
-                let ledger = self.find_or_create(
-                    &dir,
-                    &name,
-                    found_by_content,
+        let by_path = match read_name(&path_entry)? {
+            Some(name) => Some(name),
+            None => self.recover(&dir, &path_key, |l| l.has_path(&path_key))?,
+        };
+        let id = match (&by_content, &by_path) {
+            (Some(c), Some(p)) if c != p => {
+                // The content was loaded elsewhere, and this path's own ledger has a history:
+                // the file may be a copy of that data or an edit of this path's, and dpq cannot
+                // tell which people its answers would concern.
+                let p_id = self.existing(&dir, p)?;
+                let c_id = self.existing(&dir, c)?;
+                let own = self.open[p_id].history();
+                if !own.releases().is_empty() && !self.open[p_id].has_seen(&fingerprint) {
+                    return Err(OpenError::Ledger(LedgerError::TwoLedgers {
+                        content: self.shown(c_id),
+                        path: self.shown(p_id),
+                    }));
+                }
+                c_id
+            }
+            (Some(name), _) | (None, Some(name)) => self.existing(&dir, name)?,
+            (None, None) => {
+                let new = New {
                     data_file,
-                    &fingerprint,
-                    total,
-                    time,
-                )?;
-                self.open.push(ledger);
-                self.by_name.insert(name.clone(), self.open.len() - 1);
-                self.open.len() - 1
+                    fingerprint: &fingerprint,
+                    path: &path_key,
+                    fresh: &fresh,
+                };
+                self.created(&dir, &path_key, &new)?
             }
         };
-        // Under the ledger's lock (inside the index's): the ledger as it is now, the content
-        // recorded in it before any index names it for that content.
-        let changed = {
-            let mut txn = self.open[id].begin()?;
-            if found_by_content && !txn.ledger().has_seen(&fingerprint) {
-                return Err(LedgerError::Damaged {
-                    path: self.open[id]
-                        .path()
-                        .map(|p| p.display().to_string())
-                        .unwrap_or_default(),
-                    line: 1,
-                    reason: "the ledger never saw the data that the content index sends to it",
-                });
-            }
-            let changed = txn.ledger().fingerprint() != fingerprint;
-            if changed {
-                txn.add_content(&fingerprint, time)?;
-            }
-            changed
-        };
-        if !found_by_content {
-            write_private(&by_content, name.as_bytes())?;
-        }
-        if read_name(&by_path)?.as_deref() != Some(name.as_str()) {
-            write_private(&by_path, name.as_bytes())?;
-        }
+        let name = self.open[id]
+            .path()
+            .and_then(|p| p.file_stem())
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let (changed, warnings) =
+            self.record_load(id, &fingerprint, &path_key, &fresh, accept, |_| {
+                // Index first: an entry naming a ledger that has not yet recorded this load is
+                // what a crash between the two leaves, and the next load finishes the record.
+                if by_content.as_deref() != Some(name.as_str()) {
+                    write_private(&content_entry, name.as_bytes())?;
+                }
+                if by_path.as_deref() != Some(name.as_str()) {
+                    write_private(&path_entry, name.as_bytes())?;
+                }
+                Ok(())
+            })?;
         drop(guard);
         Ok(Opened {
             ledger: LedgerId(id),
             fingerprint,
             changed,
-            warnings: self.open[id].take_warnings(),
+            warnings,
         })
     }
 
-    /// The ledger `name` on disk: read and verified if it exists, made if the data is new.
-    #[allow(clippy::too_many_arguments)]
-    fn find_or_create(
-        &self,
-        dir: &Path,
-        name: &str,
-        by_content: bool,
-        data_file: &Path,
+    /// Under ledger `id`'s lock, as just read: `accept`, the index writes, the neighbour model
+    /// asked for, and the line recording this load when it is new to the ledger.
+    fn record_load<E>(
+        &mut self,
+        id: usize,
         fingerprint: &str,
-        total: Decimal,
-        time: u64,
-    ) -> Result<Ledger, LedgerError> {
+        path: &str,
+        fresh: &Fresh,
+        accept: impl FnOnce(&History) -> Result<(), E>,
+        index: impl FnOnce(&Ledger) -> Result<(), LedgerError>,
+    ) -> Result<(bool, Vec<String>), OpenError<E>> {
+        let ledger = &mut self.open[id];
+        let mut txn = ledger.begin()?;
+        accept(txn.history()).map_err(OpenError::Refused)?;
+        index(txn.ledger())?;
+        if let Some(m) = fresh.neighbours {
+            if m != txn.history().neighbours() {
+                txn.set_neighbours(m, fresh.time)?;
+            }
+        }
+        let changed = txn.ledger().fingerprint() != fingerprint;
+        if changed || txn.ledger().last_path() != path {
+            txn.add_content(fingerprint, path, fresh.time)?;
+        }
+        drop(txn);
+        Ok((changed, ledger.take_warnings()))
+    }
+
+    /// The ledger file's path, for messages.
+    fn shown(&self, id: usize) -> String {
+        self.open[id]
+            .path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    }
+
+    /// Ledger `name`, open in this session or read now; it must exist.
+    fn existing(&mut self, dir: &Path, name: &str) -> Result<usize, LedgerError> {
+        if let Some(&i) = self.by_name.get(name) {
+            return Ok(i);
+        }
+        let path = dir.join("ledgers").join(format!("{name}.ledger"));
+        let ledger = match std::fs::metadata(&path) {
+            Ok(_) => Ledger::open(&path, name, self.store.sync)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(LedgerError::Missing {
+                    path: path.display().to_string(),
+                    reason: "the state directory's index names it for this data",
+                })
+            }
+            Err(e) => return Err(io_error(&path, e)),
+        };
+        self.open.push(ledger);
+        self.by_name.insert(name.to_string(), self.open.len() - 1);
+        Ok(self.open.len() - 1)
+    }
+
+    /// A new ledger for data new to the store, named by its path.
+    fn created(&mut self, dir: &Path, name: &str, new: &New) -> Result<usize, LedgerError> {
         let path = dir.join("ledgers").join(format!("{name}.ledger"));
         let mark = path.with_extension("hwm");
-        let has_mark = mark.exists();
         match std::fs::metadata(&path) {
             // A ledger whose creation never finished (no header, no mark): nothing was spent.
-            Ok(m) if m.len() == 0 && !has_mark => {
+            Ok(m) if m.len() == 0 && !mark.exists() => {
                 std::fs::remove_file(&path).map_err(|e| io_error(&path, e))?;
             }
-            Ok(_) => return Ledger::open(&path, name, self.store.sync),
+            // Neither index knows it, yet it exists: its lines are the truth.
+            Ok(_) => return self.existing(dir, name),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(io_error(&path, e)),
         }
-        if by_content {
-            return Err(LedgerError::Missing {
-                path: path.display().to_string(),
-                reason: "it holds the spending of this data (the content index names it)",
-            });
-        }
-        if has_mark {
+        if mark.exists() {
             return Err(LedgerError::Missing {
                 path: path.display().to_string(),
                 reason: "the high-water mark beside it shows it held spending",
             });
         }
-        let data_file = data_file.display().to_string();
-        Ledger::create(
+        let data_file = new.data_file.display().to_string();
+        let ledger = Ledger::create(
             &path,
             &Header {
                 name,
                 data_file: &data_file,
-                fingerprint,
-                total,
-                time,
+                fingerprint: new.fingerprint,
+                path: new.path,
+                total: new.fresh.total,
+                neighbours: new.fresh.neighbours.unwrap_or_default(),
+                time: new.fresh.time,
             },
             self.store.sync,
-        )
+        )?;
+        self.open.push(ledger);
+        self.by_name.insert(name.to_string(), self.open.len() - 1);
+        Ok(self.open.len() - 1)
+    }
+
+    /// After an index miss: the ledger whose lines hold `needle` (a keyed fingerprint or path)
+    /// and for which `holds` is true, found by searching the ledgers' bytes; the most recently
+    /// written one if several do. Reads every ledger once: it is what an index saves.
+    fn recover(
+        &mut self,
+        dir: &Path,
+        needle: &str,
+        holds: impl Fn(&Ledger) -> bool,
+    ) -> Result<Option<String>, LedgerError> {
+        let Ok(entries) = std::fs::read_dir(dir.join("ledgers")) else {
+            return Ok(None);
+        };
+        let finder = memchr::memmem::Finder::new(needle.as_bytes());
+        let mut found: Vec<(std::time::SystemTime, String)> = Vec::new();
+        for e in entries.filter_map(Result::ok) {
+            let path = e.path();
+            if path.extension().is_none_or(|x| x != "ledger") {
+                continue;
+            }
+            let Some(name) = path.file_stem().map(|s| s.to_string_lossy().into_owned()) else {
+                continue;
+            };
+            let bytes = std::fs::read(&path).map_err(|e| io_error(&path, e))?;
+            if finder.find(&bytes).is_none() || !is_ledger_name(&name) {
+                continue;
+            }
+            let id = self.existing(dir, &name)?;
+            if holds(&self.open[id]) {
+                let time = e
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .map_err(|e| io_error(&path, e))?;
+                found.push((time, name));
+            }
+        }
+        Ok(found.into_iter().max().map(|(_, name)| name))
     }
 
     /// In memory: the same lookup, content first, then path.
-    fn open_in_memory(
+    fn open_in_memory<E>(
         &mut self,
         data_file: &Path,
         content: &[u8; 32],
-        total: Decimal,
-        time: u64,
-    ) -> Result<Opened, LedgerError> {
+        fresh: Fresh,
+        accept: impl FnOnce(&History) -> Result<(), E>,
+    ) -> Result<Opened, OpenError<E>> {
         let secret = self.secret.unwrap_or_else(random_secret);
         let fingerprint = fingerprint(&secret, content);
-        let id = match self
+        let path_key = path_name(&secret, data_file);
+        let found = self
             .by_name
             .get(&fingerprint)
             .or_else(|| self.by_path.get(data_file))
-        {
-            Some(&i) => i,
+            .copied();
+        let id = match found {
+            Some(i) => i,
             None => {
-                self.open.push(Ledger::memory(total, &fingerprint));
+                let neighbours = fresh.neighbours.unwrap_or_default();
+                self.open
+                    .push(Ledger::memory(fresh.total, neighbours, &fingerprint));
                 self.open.len() - 1
             }
         };
+        let (changed, warnings) =
+            self.record_load(id, &fingerprint, &path_key, &fresh, accept, |_| Ok(()))?;
         self.by_name.insert(fingerprint.clone(), id);
         self.by_path.insert(data_file.to_path_buf(), id);
-        self.note(id, &fingerprint, time)
-    }
-
-    /// Records the content in the in-memory ledger `id` when it is not what it saw last.
-    fn note(&mut self, id: usize, fingerprint: &str, time: u64) -> Result<Opened, LedgerError> {
-        let ledger = &mut self.open[id];
-        let mut txn = ledger.begin()?;
-        let changed = txn.ledger().fingerprint() != fingerprint;
-        if changed {
-            txn.add_content(fingerprint, time)?;
-        }
-        drop(txn);
         Ok(Opened {
             ledger: LedgerId(id),
-            fingerprint: fingerprint.to_string(),
+            fingerprint,
             changed,
-            warnings: ledger.take_warnings(),
+            warnings,
         })
     }
 
@@ -341,6 +491,7 @@ impl Ledgers {
             }
             Err(e) => return Err(io_error(&path, e)),
         };
+        tighten(dir)?;
         for sub in ["ledgers", "content", "paths"] {
             private_dir(&dir.join(sub))?;
         }
@@ -558,6 +709,18 @@ fn private_dir(dir: &Path) -> Result<(), LedgerError> {
         .mode(0o700)
         .create(dir)
         .map_err(|e| io_error(dir, e))
+}
+
+/// Makes an existing state directory readable by its owner only (another program may have
+/// made it first, with its own mode).
+fn tighten(dir: &Path) -> Result<(), LedgerError> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(dir).map_err(|e| io_error(dir, e))?;
+    if meta.permissions().mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| io_error(dir, e))?;
+    }
+    Ok(())
 }
 
 fn io_error(path: &Path, e: std::io::Error) -> LedgerError {

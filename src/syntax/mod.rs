@@ -5,7 +5,7 @@ pub mod split;
 
 use crate::ast::{
     Accuracy, ChooseEps, CmpOp, CountQuery, CountTerm, CubeDim, Expr, Ident, Literal, Number, Plot,
-    PlotMetric, ProbEvent, Query, Simulate, Statement, StatementKind, Text,
+    PlotMetric, Prior, ProbEvent, Query, Simulate, Statement, StatementKind, Text,
 };
 use crate::error::SyntaxError;
 use crate::span::Span;
@@ -89,11 +89,17 @@ impl Builder {
             Rule::load_stmt => {
                 inner.next(); // LOAD
                 let path = self.text(inner.next().expect("LOAD has a path"));
-                let (mut alias, mut no_header) = (None, false);
+                let (mut alias, mut no_header, mut neighbours) = (None, false, None);
                 while let Some(p) = inner.next() {
+                    let span = self.span(&p);
                     match p.as_rule() {
                         Rule::kw_as => alias = inner.next().map(|n| self.name(n)),
+                        Rule::no_header if no_header => return Err(duplicate("NO HEADER", span)),
                         Rule::no_header => no_header = true,
+                        Rule::neighbours_clause if neighbours.is_some() => {
+                            return Err(duplicate("NEIGHBOURS", span))
+                        }
+                        Rule::neighbours_clause => neighbours = Some(self.neighbours(p)),
                         _ => {}
                     }
                 }
@@ -101,6 +107,7 @@ impl Builder {
                     path,
                     alias,
                     no_header,
+                    neighbours,
                 }
             }
             Rule::use_stmt => StatementKind::Use {
@@ -133,6 +140,7 @@ impl Builder {
                 if first.as_rule() == Rule::number {
                     StatementKind::Cube {
                         cells: self.number(first),
+                        neighbours: inner.next().map(|p| self.neighbours(p)),
                     }
                 } else {
                     let dims = inner
@@ -251,11 +259,25 @@ impl Builder {
                 plot = Some(self.plot(clause));
                 continue;
             }
+            if rule == Rule::prior_clause {
+                if prior.is_some() {
+                    return Err(duplicate("PRIOR", span));
+                }
+                let numbers: Vec<_> = clause
+                    .into_inner()
+                    .filter(|p| p.as_rule() == Rule::number)
+                    .map(|p| self.number(p))
+                    .collect();
+                let mut numbers = numbers.into_iter();
+                prior = Some(Prior {
+                    p: numbers.next().expect("PRIOR has p"),
+                    n: numbers.next(),
+                });
+                continue;
+            }
             let value = clause.into_inner().last().expect("a clause has a value");
             match rule {
-                Rule::prior_clause if prior.is_none() => prior = Some(self.number(value)),
                 Rule::mechanism_clause if mechanism.is_none() => mechanism = Some(self.name(value)),
-                Rule::prior_clause => return Err(duplicate("PRIOR", span)),
                 _ => return Err(duplicate("MECHANISM", span)),
             }
         }
@@ -489,6 +511,12 @@ impl Builder {
             value: raw[1..raw.len() - 1].replace("''", "'"),
             span: self.span(&pair),
         }
+    }
+
+    /// The model named by a `NEIGHBOURS name` clause.
+    fn neighbours(&self, clause: Pair<'_, Rule>) -> Ident {
+        let name = clause.into_inner().last().expect("NEIGHBOURS has a name");
+        self.name(name)
     }
 
     fn name(&self, pair: Pair<'_, Rule>) -> Ident {

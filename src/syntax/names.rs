@@ -32,6 +32,8 @@ pub fn human(rule: Rule) -> &'static str {
         Rule::kw_load => "LOAD",
         Rule::kw_as => "AS",
         Rule::kw_no => "NO",
+        Rule::kw_neighbours => "NEIGHBOURS",
+        Rule::neighbours_clause => "NEIGHBOURS replace or NEIGHBOURS add_remove",
         Rule::kw_header => "HEADER",
         Rule::no_header => "NO HEADER",
         Rule::kw_use => "USE",

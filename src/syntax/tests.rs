@@ -19,7 +19,7 @@ fn design_card_statements_parse() {
         panic!("not a count")
     };
     assert!(matches!(&q.accuracy, crate::ast::Accuracy::Eps(e) if e.text == "0.1"));
-    assert_eq!(q.prior.map(|p| p.value), Some(0.3));
+    assert_eq!(q.prior.map(|p| p.p.value), Some(0.3));
     assert_eq!(q.terms[0].predicate.to_string(), "age <= 30");
     let K::ChooseEps(c) = one("CHOOSE EPS WITHIN 20% AT 0.8 FOR 100;") else {
         panic!("not choose")
