@@ -1299,3 +1299,125 @@ fn a_state_directory_is_made_private() {
         & 0o777;
     assert_eq!(mode, 0o700);
 }
+
+/// A chart replaces only a chart: any other existing file (another data file with a ledger
+/// but not loaded in this session, a note, a script) is refused before anything is spent.
+#[test]
+fn charts_replace_only_charts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = data_copy(dir.path());
+    let state = dir.path().join("state");
+    let victim = dir.path().join("victim.csv");
+    std::fs::copy(&data, &victim).expect("copy");
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "my notes\n").expect("write");
+    let chart = dir.path().join("old.svg");
+    std::fs::write(&chart, "<?xml version=\"1.0\"?>\n<svg></svg>\n").expect("write");
+    run(&state, &format!("LOAD '{}' AS v;", victim.display()));
+    for target in [&victim, &notes] {
+        let before = std::fs::read(target).expect("read");
+        let out = run(
+            &state,
+            &format!(
+                "{} COUNT WHERE age < 50 WITH EPS 0.1 PRIOR p=0.5 PLOT '{}';",
+                load(&data),
+                target.display()
+            ),
+        );
+        assert_eq!(out[1]["kind"], "error", "{}: {}", target.display(), out[1]);
+        let message = out[1]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("not a chart"), "{message}");
+        assert_eq!(std::fs::read(target).expect("read"), before);
+        let out = run(&state, &format!("{} SHOW BUDGET;", load(&data)));
+        assert_eq!(out[1]["spent"], 0.0, "nothing spent: {}", out[1]);
+    }
+    let out = run(
+        &state,
+        &format!(
+            "{} COUNT WHERE age < 50 WITH EPS 0.1 PRIOR p=0.5 PLOT '{}';",
+            load(&data),
+            chart.display()
+        ),
+    );
+    assert_eq!(out[1]["kind"], "count", "{}", out[1]);
+    let svg = std::fs::read_to_string(&chart).expect("read");
+    assert!(
+        svg.len() > 100 && svg.contains("<svg"),
+        "a chart replaced the chart"
+    );
+}
+
+/// Rewrites every line of `ledger` through `edit` and chains the checksums again, as a dpq
+/// of an earlier version would have written them, with the mark beside it to match.
+fn rewrite_ledger(ledger: &Path, edit: impl Fn(&str) -> String) {
+    // The chain starts from the format's genesis string (`GENESIS` in src/privacy/ledger.rs).
+    let mut previous = String::from("dpq-ledger-v2");
+    let mut out = String::new();
+    let lines = ledger_lines(ledger);
+    for line in &lines {
+        // A line ends in `,"sum":"` + 32 hex digits + `"}` and its line feed: 43 bytes.
+        let body = edit(&line[..line.len() - 43]);
+        let mut h = blake3::Hasher::new();
+        h.update(previous.as_bytes());
+        h.update(b"\n");
+        h.update(body.as_bytes());
+        h.update(b"}");
+        previous = h.finalize().to_hex()[..32].to_string();
+        out.push_str(&format!("{body},\"sum\":\"{previous}\"}}\n"));
+    }
+    std::fs::write(ledger, out).expect("write the ledger");
+    let name = ledger.file_stem().and_then(|s| s.to_str()).expect("a name");
+    let mut mark =
+        serde_json::json!({"ledger": name, "lines": lines.len(), "sum": previous}).to_string();
+    while mark.len() < 127 {
+        mark.push(' ');
+    }
+    mark.push('\n');
+    std::fs::write(ledger.with_extension("hwm"), mark).expect("write the mark");
+}
+
+/// A ledger of this format written before tables had a neighbour model (its header has no
+/// `neighbours`) was written while n was shown: it is read as `replace`, not as damage, and
+/// its spending counts.
+#[test]
+fn a_ledger_from_before_neighbour_models_is_read_as_replace() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = data_copy(dir.path());
+    let state = dir.path().join("state");
+    run(
+        &state,
+        &format!("{} COUNT WHERE age < 30 WITH EPS 0.3;", load(&data)),
+    );
+    let ledger = ledger_of(&state, &data);
+    rewrite_ledger(&ledger, |l| l.replace(",\"neighbours\":\"replace\"", ""));
+    assert!(!std::fs::read_to_string(&ledger)
+        .expect("read")
+        .contains("neighbours"));
+    let out = run(&state, &format!("{} SHOW BUDGET;", load(&data)));
+    assert_eq!(out[1]["kind"], "budget", "{}", out[1]);
+    assert_eq!(out[1]["spent"], 0.3, "{}", out[1]);
+    assert_eq!(out[1]["neighbours"], "replace", "{}", out[1]);
+}
+
+/// A mark lost beside a ledger with releases is made again from the ledger, with a warning
+/// that says what can no longer be checked; the spending still counts.
+#[test]
+fn a_lost_mark_is_made_again_with_a_warning() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = data_copy(dir.path());
+    let state = dir.path().join("state");
+    run(
+        &state,
+        &format!("{} COUNT WHERE age < 30 WITH EPS 0.3;", load(&data)),
+    );
+    let ledger = ledger_of(&state, &data);
+    std::fs::remove_file(ledger.with_extension("hwm")).expect("remove the mark");
+    let out = run(&state, &format!("{} SHOW BUDGET;", load(&data)));
+    let warned = out.iter().any(|o| {
+        o.to_string()
+            .contains("was missing or unreadable; it was made again")
+    });
+    assert!(warned, "{out:?}");
+    assert_eq!(out.last().expect("budget")["spent"], 0.3, "{out:?}");
+    assert!(ledger.with_extension("hwm").exists());
+}

@@ -250,3 +250,79 @@ fn a_seeded_simulation_point_gives_the_same_numbers_in_any_statement() {
     assert_eq!(alone, plotted);
     assert!(chart.exists());
 }
+
+/// Under `NEIGHBOURS add_remove` the row count is private: no result, table or JSON, shows it;
+/// a prior needs a public size; the model is recorded and fixed once anything is released.
+#[test]
+fn add_remove_tables_never_show_their_row_count() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("t.csv");
+    // 4733 rows: a number no statement below shows by chance (the counts are near 12 and 20).
+    let rows: String = (0..4733).map(|a| format!("{a}\n")).collect();
+    std::fs::write(&data, format!("age\n{rows}")).expect("write the data");
+    let load = format!("LOAD '{}' AS t NEIGHBOURS add_remove;", data.display());
+    let statements = [
+        load.as_str(),
+        "DESCRIBE;",
+        "SHOW TABLES;",
+        "SHOW BUDGET;",
+        "COUNT WHERE age < 12 WITH EPS 0.5;",
+        "EXPLAIN COUNT WHERE age < 20 WITH EPS 0.1;",
+        "SHOW HISTORY;",
+    ];
+    for format in [Format::Json, Format::Table] {
+        let mut s = Session::with_store(
+            Randomness::Seeded(7),
+            dpq::privacy::Store::dir(dir.path().join(format!("{format:?}"))),
+        );
+        for st in statements {
+            let mut out = Vec::new();
+            run_source(&mut s, "test", st, format, &mut |e| {
+                out.push(match e {
+                    Emitted::Result(s) | Emitted::Error(s) => s,
+                })
+            });
+            let text = out.join("\n");
+            assert!(!text.contains("\"kind\":\"error\""), "{st}: {text}");
+            let shows_n = text
+                .split(|c: char| !c.is_ascii_digit())
+                .any(|token| token == "4733");
+            assert!(!shows_n, "{st} shows the row count: {text}");
+        }
+    }
+    // A state directory the seeded sessions above never touched (their releases exposed
+    // theirs).
+    let mut s = Session::with_store(
+        Randomness::Os,
+        dpq::privacy::Store::dir(dir.path().join("unseeded")),
+    );
+    let out = run(&mut s, &load);
+    let v: serde_json::Value = serde_json::from_str(&out[0]).expect("JSON");
+    assert_eq!(v["n"], serde_json::Value::Null, "{v}");
+    let out = run(&mut s, "COUNT WHERE age < 30 WITH EPS 0.1 PRIOR p=0.5;");
+    assert!(
+        out[0].contains("\"kind\":\"error\"") && out[0].contains("PRIOR needs a public size"),
+        "{out:?}"
+    );
+    let out = run(
+        &mut s,
+        "COUNT WHERE age < 30 WITH EPS 0.1 PRIOR p=0.5 N 5000;",
+    );
+    let v: serde_json::Value = serde_json::from_str(&out[0]).expect("JSON");
+    assert_eq!(v["kind"], "count", "{v}");
+    assert!(
+        v["bayes"]
+            .as_f64()
+            .is_some_and(|b| (0.0..=5000.0).contains(&b)),
+        "{v}"
+    );
+    // Released under add_remove: the model cannot be changed by a later LOAD.
+    let out = run(
+        &mut s,
+        &format!("LOAD '{}' AS u NEIGHBOURS replace;", data.display()),
+    );
+    assert!(out[0].contains("\"kind\":\"error\""), "{out:?}");
+    let out = run(&mut s, "USE t; SHOW BUDGET;");
+    let v: serde_json::Value = serde_json::from_str(&out[1]).expect("JSON");
+    assert_eq!(v["neighbours"], "add_remove", "{v}");
+}

@@ -224,6 +224,11 @@ impl Session {
             if !meta.file_type().is_file() {
                 return Err(refuse("it exists and is not a regular file".into()));
             }
+            if !is_chart(path) {
+                return Err(refuse(
+                    "it exists and is not a chart (an SVG file); dpq replaces only charts".into(),
+                ));
+            }
         }
         let tmp = temporary(path);
         if std::fs::symlink_metadata(&tmp).is_ok() {
@@ -233,6 +238,22 @@ impl Session {
             .and_then(|_| std::fs::remove_file(&tmp))
             .map_err(|e| refuse(e.to_string()))
     }
+}
+
+/// Whether the existing file at `path` is a chart: an SVG document, by its first bytes. A
+/// chart may replace a chart; any other file (data, a script, notes) is never replaced.
+fn is_chart(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 512];
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let Ok(n) = file.read(&mut head) else {
+        return false;
+    };
+    let text = String::from_utf8_lossy(&head[..n]);
+    let text = text.trim_start_matches('\u{feff}').trim_start();
+    text.starts_with("<svg") || (text.starts_with("<?xml") && text.contains("<svg"))
 }
 
 /// The file a chart is written to before it is renamed into place.
@@ -249,6 +270,9 @@ pub(super) fn outcome_of(path: &Path, svg: Result<String, String>) -> PlotOutcom
     let written = svg.and_then(|svg| {
         if std::fs::symlink_metadata(path).is_ok_and(|m| !m.file_type().is_file()) {
             return Err("it exists and is not a regular file".to_string());
+        }
+        if std::fs::symlink_metadata(path).is_ok() && !is_chart(path) {
+            return Err("it exists and is not a chart (an SVG file)".to_string());
         }
         let tmp = temporary(path);
         std::fs::write(&tmp, svg)

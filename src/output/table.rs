@@ -164,6 +164,12 @@ fn budget(b: &BudgetReport) -> String {
             out.push_str("\nSpent is the sum of the epsilons above (sequential composition).");
         }
     }
+    if b.cells.is_none() {
+        out.push_str(match b.neighbours {
+            Neighbours::Replace => "\nNEIGHBOURS replace: neighbouring tables differ by one replaced row; n is public.",
+            Neighbours::AddRemove => "\nNEIGHBOURS add_remove: neighbouring tables differ by one added or removed row; n is private.",
+        });
+    }
     if let Some(cells) = &b.cells {
         // Every cell when few; otherwise those that spent something.
         const SHOWN: usize = 40;

@@ -791,7 +791,13 @@ impl Ledger {
                     fingerprint: e.fingerprint.ok_or(missing)?.into_owned(),
                     path: e.path.ok_or(missing)?.into_owned(),
                     total: decimal(e.total)?,
-                    neighbours: model(e.neighbours)?,
+                    // A header of this format without a model was written before tables had
+                    // one, while their row count was shown: bounded DP, `replace`. Its
+                    // checksum shows the field was never there, rather than lost.
+                    neighbours: match e.neighbours {
+                        None => Neighbours::Replace,
+                        some => model(some)?,
+                    },
                 }
             }
             "budget" => Action::Budget(decimal(e.total)?),
