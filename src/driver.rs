@@ -71,7 +71,18 @@ pub fn render_error(
     error: &Error,
     format: Format,
 ) -> Emitted {
-    let d = error.diagnostic();
+    render_diagnostic(origin, source, first_line, &error.diagnostic(), format)
+}
+
+/// A diagnostic as the user sees it (an error that happened elsewhere, such as on a server,
+/// placed in the source the user wrote).
+pub fn render_diagnostic(
+    origin: &str,
+    source: &str,
+    first_line: usize,
+    d: &crate::error::Diagnostic,
+    format: Format,
+) -> Emitted {
     Emitted::Error(match format {
         // A message may quote a name or the statement: nothing printed may drive the terminal.
         Format::Table => {

@@ -332,6 +332,26 @@ pub enum EvalError {
         /// The statement.
         span: Span,
     },
+    /// A served dataset's total, shared by all its analysts, has too little left.
+    #[error("the dataset `{table}` has too little budget left for all its analysts: this query would bring its spending to {after} of {total}")]
+    DatasetBudgetExceeded {
+        /// The dataset, by the name analysts use.
+        table: String,
+        /// Its spending after the query.
+        after: Decimal,
+        /// Its total.
+        total: Decimal,
+        /// The statement.
+        span: Span,
+    },
+    /// A statement the curator's policy does not allow an analyst of a served dataset.
+    #[error("not allowed here: {what}")]
+    NotPermitted {
+        /// What was refused, and by what rule.
+        what: String,
+        /// The statement.
+        span: Span,
+    },
     /// `SET BUDGET` below what is already spent.
     #[error("the budget of table `{table}` cannot be set to {total}: {spent} is already spent")]
     BudgetBelowSpent {
@@ -592,6 +612,8 @@ impl Error {
             },
             Error::Eval(e) => match e {
                 EvalError::BudgetExceeded { span, .. }
+                | EvalError::DatasetBudgetExceeded { span, .. }
+                | EvalError::NotPermitted { span, .. }
                 | EvalError::BudgetBelowSpent { span, .. }
                 | EvalError::TableExists { span, .. }
                 | EvalError::SeedAfterNoise { span }
@@ -692,6 +714,10 @@ impl Error {
             Error::Eval(e) => match e {
                 EvalError::BudgetExceeded { .. } => Some(
                     "ask with a smaller EPS, or repeat an earlier query: its recorded answer is free"
+                        .into(),
+                ),
+                EvalError::DatasetBudgetExceeded { .. } => Some(
+                    "the dataset's budget is shared by all its analysts and is nearly spent; repeat an earlier query (free) or ESTIMATE from the history"
                         .into(),
                 ),
                 EvalError::SeedAfterNoise { .. } => Some(

@@ -35,6 +35,7 @@ pub mod help;
 pub mod output;
 pub mod plan;
 pub mod privacy;
+pub mod server;
 pub mod span;
 pub mod stats;
 pub mod syntax;

@@ -536,3 +536,72 @@ fn names_with_control_or_format_characters_are_refused() {
         assert!(matches!(e, DataError::NotAHeader), "{header:?}: {e:?}");
     }
 }
+
+/// With a declared schema nothing about the table depends on the data: the declared columns
+/// in the declared order and types, cells that do not parse or lie outside their domain
+/// missing (never an error), undeclared columns gone, and text kept as written.
+#[test]
+fn a_declared_schema_is_the_schema_whatever_the_cells() {
+    use dpq::data::{Declared, Domain};
+    use rust_decimal::Decimal;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write(
+        dir.path(),
+        "t.csv",
+        b"secret,zip,age,ok,region\nx,007,30,true,north\ny,02139,abc,maybe,south\nz,10001,150,FALSE,mars\nw,,-1,,north\nv,99,7.5,true,\"south\"\n",
+    );
+    let declared = vec![
+        Declared {
+            name: "age".into(),
+            ty: ColumnType::Integer,
+            domain: Domain::Range {
+                min: Decimal::ZERO,
+                max: Decimal::from(120),
+            },
+        },
+        Declared::new("zip", ColumnType::Text),
+        Declared::new("ok", ColumnType::Boolean),
+        Declared {
+            name: "region".into(),
+            ty: ColumnType::Text,
+            domain: Domain::Values(vec!["north".into(), "south".into()]),
+        },
+    ];
+    let opts = LoadOptions {
+        columns: Some(declared),
+        ..LoadOptions::default()
+    };
+    let loaded = load_csv(&path, &opts).expect("load");
+    let t = loaded.table;
+    assert_eq!(
+        t.schema(),
+        vec![
+            ("age".to_string(), ColumnType::Integer),
+            ("zip".to_string(), ColumnType::Text),
+            ("ok".to_string(), ColumnType::Boolean),
+            ("region".to_string(), ColumnType::Text),
+        ],
+    );
+    assert_eq!(t.n_rows(), 5);
+    // age: 30 kept; abc, 150 (outside 0..120), -1 (outside) and 7.5 (not an integer) missing.
+    assert_eq!(present(&t, "age", num(0.0)), 1);
+    assert_eq!(count(&t, &cmp(&t, "age", CmpOp::Eq, num(30.0))), 1);
+    // zip: text as written, leading zeros and all; one missing.
+    assert_eq!(count(&t, &cmp(&t, "zip", CmpOp::Eq, text("007"))), 1);
+    assert_eq!(present(&t, "zip", text("")), 4);
+    // ok: maybe and the empty cell missing.
+    assert_eq!(present(&t, "ok", Value::Bool(true)), 3);
+    // region: mars is outside the listed values.
+    assert_eq!(present(&t, "region", text("north")), 4);
+    assert!(t.column_index("secret").is_none());
+    let missing = LoadOptions {
+        columns: Some(vec![Declared::new("income", ColumnType::Integer)]),
+        ..LoadOptions::default()
+    };
+    match load_csv(&path, &missing) {
+        Err(e @ DataError::DeclaredColumnMissing { .. }) => {
+            assert!(e.to_string().contains("income"), "{e}")
+        }
+        other => panic!("expected a missing declared column, got {other:?}"),
+    }
+}

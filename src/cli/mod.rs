@@ -1,9 +1,11 @@
 //! Command-line arguments and the script and `-c` modes; the REPL is in `repl`.
 
+mod remote;
 mod repl;
+mod serve;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use dpq::driver::{run_source, Emitted};
+use dpq::driver::{run_source_from, Emitted};
 use dpq::eval::{Progress, Randomness, Session};
 use dpq::output::Format;
 use dpq::privacy::Store;
@@ -27,7 +29,12 @@ pub const EXIT_USAGE: u8 = 2;
 #[command(name = "dpq", version, about, long_about = None)]
 pub struct Args {
     /// Run these statements and exit, e.g. -c "LOAD 'people.csv'; SHOW TABLES;"
-    #[arg(short = 'c', value_name = "STATEMENTS", allow_hyphen_values = true)]
+    #[arg(
+        short = 'c',
+        value_name = "STATEMENTS",
+        allow_hyphen_values = true,
+        global = true
+    )]
     pub statements: Option<String>,
     /// How results are shown: tables, or one JSON object per line.
     #[arg(long, value_enum, default_value_t = FormatArg::Table, global = true)]
@@ -55,7 +62,74 @@ pub enum Command {
         /// The scripts.
         #[arg(required = true, value_name = "FILE.dpq")]
         files: Vec<PathBuf>,
+        /// Run them on a dpq server, in the analyst's session there.
+        #[arg(long, value_name = "URL")]
+        server: Option<String>,
+        /// The analyst's token for --server [default: $DPQ_TOKEN]
+        #[arg(long, value_name = "FILE", requires = "server")]
+        token_file: Option<PathBuf>,
     },
+    /// Serve the datasets of a curator's policy to its analysts over HTTP.
+    Serve {
+        /// The policy (TOML).
+        #[arg(long, value_name = "FILE")]
+        policy: PathBuf,
+        /// The address to listen on.
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7878")]
+        listen: std::net::SocketAddr,
+    },
+    /// The prompt, on a dpq server, as one of its analysts.
+    Connect {
+        /// The server, e.g. http://127.0.0.1:7878
+        #[arg(value_name = "URL")]
+        url: String,
+        /// The analyst's token [default: $DPQ_TOKEN]
+        #[arg(long, value_name = "FILE")]
+        token_file: Option<PathBuf>,
+    },
+    /// Check a policy and say what each analyst may do.
+    CheckPolicy {
+        /// The policy (TOML).
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+    /// Make a new analyst token and the hash a policy records.
+    Token,
+}
+
+/// What runs statements: a local session, or a dpq server.
+pub trait Backend {
+    /// Runs every statement of `source` (which starts at line `first_line` of `origin`) in
+    /// order, handing each rendered result to `emit`; stops at the first error. Returns whether
+    /// all ran.
+    fn run(
+        &mut self,
+        origin: &str,
+        source: &str,
+        first_line: usize,
+        format: Format,
+        emit: &mut dyn FnMut(Emitted),
+    ) -> bool;
+
+    /// The tables and their columns, for completion.
+    fn names(&self) -> Vec<(String, Vec<String>)>;
+}
+
+impl Backend for Session {
+    fn run(
+        &mut self,
+        origin: &str,
+        source: &str,
+        first_line: usize,
+        format: Format,
+        emit: &mut dyn FnMut(Emitted),
+    ) -> bool {
+        run_source_from(self, origin, source, first_line, format, emit)
+    }
+
+    fn names(&self) -> Vec<(String, Vec<String>)> {
+        Session::names(self)
+    }
 }
 
 /// The output formats.
@@ -79,6 +153,24 @@ impl From<FormatArg> for Format {
 /// Runs the command line; the exit code says whether every statement ran.
 pub fn main(args: Args) -> ExitCode {
     let format = Format::from(args.format);
+    match &args.command {
+        Some(Command::Serve { policy, listen }) => {
+            return serve::serve(&args, policy, *listen);
+        }
+        Some(Command::CheckPolicy { file }) => return serve::check_policy(file),
+        Some(Command::Token) => return serve::token(),
+        Some(Command::Connect { url, token_file }) => {
+            return serve::connect(&args, url, token_file.as_deref(), format, None);
+        }
+        Some(Command::Run {
+            files,
+            server: Some(url),
+            token_file,
+        }) => {
+            return serve::connect(&args, url, token_file.as_deref(), format, Some(files));
+        }
+        _ => {}
+    }
     let state_dir = match state_dir(args.state_dir.clone()) {
         Ok(dir) => dir,
         Err(message) => {
@@ -122,13 +214,15 @@ pub fn main(args: Args) -> ExitCode {
         session.set_progress(Some(Box::new(Bar::default())));
     }
     let ok = match (&args.command, &args.statements) {
-        (Some(Command::Run { .. }), Some(_)) => {
+        (Some(_), Some(_)) => {
             eprintln!("dpq: -c and run cannot be used together");
             return ExitCode::from(EXIT_USAGE);
         }
-        (Some(Command::Run { files }), None) => run_files(&mut session, files, format),
+        (Some(Command::Run { files, .. }), None) => run_files(&mut session, files, format),
         (None, Some(statements)) => run_text(&mut session, "-c", statements, format),
         (None, None) => repl::run(&mut session, format),
+        // The other commands returned above.
+        (Some(_), None) => true,
     };
     ExitCode::from(if ok { EXIT_OK } else { EXIT_STATEMENT_FAILED })
 }
@@ -174,7 +268,7 @@ impl Progress for Bar {
 /// The state directory: `--state-dir`, else `DPQ_STATE_DIR`, else `dpq` in the user's data
 /// directory. A relative `DPQ_STATE_DIR` is refused: set once in a shell's profile, it would
 /// give every working directory a budget of its own.
-fn state_dir(flag: Option<PathBuf>) -> Result<Option<PathBuf>, String> {
+pub(crate) fn state_dir(flag: Option<PathBuf>) -> Result<Option<PathBuf>, String> {
     if flag.is_some() {
         return Ok(flag);
     }
@@ -191,7 +285,7 @@ fn state_dir(flag: Option<PathBuf>) -> Result<Option<PathBuf>, String> {
     Ok(dirs::data_dir().map(|d| d.join("dpq")))
 }
 
-fn run_files(session: &mut Session, files: &[PathBuf], format: Format) -> bool {
+pub(crate) fn run_files(session: &mut dyn Backend, files: &[PathBuf], format: Format) -> bool {
     for file in files {
         let origin = file.display().to_string();
         let source = match std::fs::read_to_string(file) {
@@ -210,9 +304,9 @@ fn run_files(session: &mut Session, files: &[PathBuf], format: Format) -> bool {
 }
 
 /// Runs `source`, printing results to stdout and errors to stderr (table) or stdout (JSON).
-pub fn run_text(session: &mut Session, origin: &str, source: &str, format: Format) -> bool {
+pub fn run_text(session: &mut dyn Backend, origin: &str, source: &str, format: Format) -> bool {
     let mut printer = Printer::new(format);
-    run_source(session, origin, source, format, &mut |e| printer.emit(e))
+    session.run(origin, source, 1, format, &mut |e| printer.emit(e))
 }
 
 /// Prints emitted results, a blank line between tables.

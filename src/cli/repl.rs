@@ -1,9 +1,8 @@
 //! The interactive prompt: rustyline with history, multi-line statements, completion and help.
 
-use super::Printer;
+use super::{Backend, Printer};
 use dpq::data::{escape_controls, escape_name};
-use dpq::driver::{run_source_from, Emitted};
-use dpq::eval::Session;
+use dpq::driver::Emitted;
 use dpq::output::Format;
 use dpq::{help, syntax};
 use rustyline::completion::{Completer, Pair};
@@ -134,7 +133,7 @@ fn history_path() -> Option<PathBuf> {
 
 /// Runs the prompt until Ctrl-D (or end of input). Returns false when input was not a terminal
 /// and a statement failed, so piped sessions report failure.
-pub fn run(session: &mut Session, format: Format) -> bool {
+pub fn run(session: &mut dyn Backend, format: Format) -> bool {
     let interactive = std::io::stdin().is_terminal();
     let mut editor: Editor<DpqHelper, DefaultHistory> = match Editor::new() {
         Ok(e) => e,
@@ -143,7 +142,9 @@ pub fn run(session: &mut Session, format: Format) -> bool {
             return false;
         }
     };
-    editor.set_helper(Some(DpqHelper { names: Vec::new() }));
+    editor.set_helper(Some(DpqHelper {
+        names: flat_names(session),
+    }));
     let history = history_path().filter(|_| interactive);
     if let Some(h) = &history {
         let _ = editor.load_history(h);
@@ -190,17 +191,13 @@ pub fn run(session: &mut Session, format: Format) -> bool {
                 let _ = editor.add_history_entry(source.trim_end());
                 let mut printer = Printer::new(format);
                 let mut failed = false;
-                run_source_from(session, "<repl>", &source, buffer_line, format, &mut |e| {
+                session.run("<repl>", &source, buffer_line, format, &mut |e| {
                     failed |= matches!(e, Emitted::Error(_));
                     printer.emit(e)
                 });
                 all_ok &= !failed;
                 if let Some(h) = editor.helper_mut() {
-                    h.names = session
-                        .names()
-                        .into_iter()
-                        .flat_map(|(t, cols)| std::iter::once(t).chain(cols))
-                        .collect();
+                    h.names = flat_names(session);
                 }
             }
             Err(ReadlineError::Interrupted) => {
@@ -226,7 +223,7 @@ pub fn run(session: &mut Session, format: Format) -> bool {
         // Piped input ended inside a statement: run what there is, as a script would (its
         // last statement may omit the `;`). At a terminal the statement was abandoned above.
         let mut printer = Printer::new(format);
-        all_ok &= run_source_from(session, "<repl>", &buffer, buffer_line, format, &mut |e| {
+        all_ok &= session.run("<repl>", &buffer, buffer_line, format, &mut |e| {
             printer.emit(e)
         });
     }
@@ -241,6 +238,15 @@ pub fn run(session: &mut Session, format: Format) -> bool {
         let _ = editor.save_history(h);
     }
     interactive || all_ok
+}
+
+/// Table and column names, for completion.
+fn flat_names(session: &dyn Backend) -> Vec<String> {
+    session
+        .names()
+        .into_iter()
+        .flat_map(|(t, cols)| std::iter::once(t).chain(cols))
+        .collect()
 }
 
 /// The text for `help` or `help TOPIC`, if the line asks for help.

@@ -50,6 +50,13 @@ pub enum DataError {
     /// of which fields, or of what they hold.
     #[error("the first row does not read as a header row: column names must be distinct, not empty, free of control characters, and not values (numbers, dates, times, amounts, addresses, or values of their column's type)")]
     NotAHeader,
+    /// A declared column is not in the file's header (or is declared twice). Declared names
+    /// are public: the error may name them.
+    #[error("the declared column {} is not in the file's header, or is declared twice", escape_name(.column))]
+    DeclaredColumnMissing {
+        /// The declared name.
+        column: String,
+    },
     /// A record has a different number of fields than the header. The record's own count is
     /// left out: it would tell how many unquoted commas its values hold.
     #[error("the number of fields on line {line} differs from the header's {expected}")]

@@ -23,6 +23,7 @@ use super::error::DataError;
 use super::intern::{InternError, Interner};
 use super::open::{open, Opened};
 use super::parse::{is_missing, looks_like_value, parse_bool, parse_f64, parse_i64};
+use super::schema::{self, Declared};
 use super::source::{line_of, next_line_start, record_io, RecordError, Records, Source};
 use super::table::{ColumnData, ColumnType, Dictionary, Segment, SegmentColumn, Table};
 
@@ -39,6 +40,10 @@ pub struct LoadOptions {
     pub header: bool,
     /// How long a pipe may give no data before the load gives up (default 10 seconds).
     pub pipe_idle: Duration,
+    /// A declared schema (`None`: types are inferred). The header must name every declared
+    /// column; each is read as its declared type, a cell that does not parse as it or lies
+    /// outside its domain is missing, and the file's other columns are not kept.
+    pub columns: Option<Vec<Declared>>,
 }
 
 impl Default for LoadOptions {
@@ -48,6 +53,7 @@ impl Default for LoadOptions {
             max_fields: 4096,
             header: true,
             pipe_idle: Duration::from_secs(10),
+            columns: None,
         }
     }
 }
@@ -162,13 +168,50 @@ pub(crate) fn parse_table<S: Source + ?Sized>(
     }
     let (names, body) = parse_header(src, start, path, opts)?;
     let ncols = names.len();
-    let outs = parse_body(src, body, ncols, opts.max_fields, chunks)
+    let plan = match &opts.columns {
+        Some(declared) => Some(declared_plan(&names, declared)?),
+        None => None,
+    };
+    let kinds = plan.as_ref().map(|(kinds, _)| kinds.as_slice());
+    let outs = parse_body(src, body, ncols, opts.max_fields, chunks, kinds)
         .map_err(|e| e.into_data_error(src, path, &names, opts.max_fields, ncols))?;
-    let table = assemble(src, path, names, outs, opts.max_fields)?;
-    if opts.header && header_of_values(&table) {
-        return Err(DataError::NotAHeader);
+    let table = assemble(src, path, names, outs, opts.max_fields, kinds)?;
+    match (&opts.columns, plan) {
+        (Some(declared), Some((_, order))) => Ok(schema::conform(table, declared, &order)),
+        _ if opts.header && header_of_values(&table) => Err(DataError::NotAHeader),
+        _ => Ok(table),
     }
-    Ok(table)
+}
+
+/// For a declared schema: each file column's declared kind (`Kind::Missing` for a column
+/// that is not kept), and the file column of each declared one. Every declared name must be
+/// in the header, once.
+fn declared_plan(
+    names: &[String],
+    declared: &[Declared],
+) -> Result<(Vec<Kind>, Vec<usize>), DataError> {
+    let mut kinds = vec![Kind::Missing; names.len()];
+    let mut order = Vec::with_capacity(declared.len());
+    for d in declared {
+        let c = names.iter().position(|n| *n == d.name).ok_or_else(|| {
+            DataError::DeclaredColumnMissing {
+                column: d.name.clone(),
+            }
+        })?;
+        if order.contains(&c) {
+            return Err(DataError::DeclaredColumnMissing {
+                column: d.name.clone(),
+            });
+        }
+        kinds[c] = match d.ty {
+            ColumnType::Integer => Kind::Integer,
+            ColumnType::Float => Kind::Float,
+            ColumnType::Boolean => Kind::Boolean,
+            ColumnType::Text => Kind::Text,
+        };
+        order.push(c);
+    }
+    Ok((kinds, order))
 }
 
 /// Whether some header field has the type of its column's values: `true` over booleans,
@@ -467,6 +510,48 @@ impl ColumnBuilder {
         }
     }
 
+    /// An empty column of a declared kind (`Kind::Missing`: a column that is not kept).
+    fn declared(kind: Kind) -> Self {
+        ColumnBuilder {
+            valid: BitBuilder::default(),
+            values: match kind {
+                Kind::Integer => Values::Integer(Vec::new()),
+                Kind::Float => Values::Float(Vec::new()),
+                Kind::Boolean => Values::Boolean(BitBuilder::default()),
+                Kind::Text => Values::Text(Vec::new(), Interner::default()),
+                Kind::Missing => Values::Missing,
+            },
+        }
+    }
+
+    /// Adds one cell to a column of a declared type: a cell that does not parse as it is
+    /// missing. The type never changes.
+    #[inline]
+    fn push_declared(&mut self, bytes: &[u8], quoted: bool) -> Result<(), PushError> {
+        let t = bytes.trim_ascii();
+        let valid = match &mut self.values {
+            Values::Integer(v) => {
+                let x = parse_i64(t);
+                v.push(x.unwrap_or(0));
+                x.is_some()
+            }
+            Values::Float(v) => {
+                let x = parse_f64(t);
+                v.push(x.unwrap_or(0.0));
+                x.is_some()
+            }
+            Values::Boolean(bits) => {
+                let x = parse_bool(t);
+                bits.push(x.unwrap_or(false));
+                x.is_some()
+            }
+            Values::Text(..) => return self.push(bytes, quoted),
+            Values::Missing => false,
+        };
+        self.valid.push(valid);
+        Ok(())
+    }
+
     /// An empty text column.
     fn text(capacity: usize) -> Self {
         ColumnBuilder {
@@ -525,7 +610,11 @@ fn parse_chunk<S: Source + ?Sized>(
     until: u64,
     ncols: usize,
     max_fields: usize,
+    declared: Option<&[Kind]>,
 ) -> ChunkOut {
+    if let Some(kinds) = declared {
+        return parse_chunk_declared(src, from, until, kinds, max_fields);
+    }
     let mut records = Records::new(src, from, until, max_fields);
     let mut columns: Vec<ColumnBuilder> = (0..ncols).map(|_| ColumnBuilder::new()).collect();
     let mut rows = 0usize;
@@ -589,6 +678,55 @@ fn parse_chunk<S: Source + ?Sized>(
     }
 }
 
+/// [`parse_chunk`] for a declared schema: every column keeps its declared kind.
+fn parse_chunk_declared<S: Source + ?Sized>(
+    src: &S,
+    from: u64,
+    until: u64,
+    kinds: &[Kind],
+    max_fields: usize,
+) -> ChunkOut {
+    let mut records = Records::new(src, from, until, max_fields);
+    let mut columns: Vec<ColumnBuilder> =
+        kinds.iter().map(|&k| ColumnBuilder::declared(k)).collect();
+    let mut rows = 0usize;
+    let mut start = None;
+    let error = loop {
+        let rec = match records.next() {
+            Ok(Some(rec)) => rec,
+            Ok(None) => break None,
+            Err(e) => break Some(ChunkError::Record(e)),
+        };
+        start.get_or_insert(rec.offset);
+        if rec.fields.len() != kinds.len() {
+            break Some(ChunkError::Ragged { record: rec.offset });
+        }
+        let failed = rec
+            .fields
+            .iter()
+            .zip(columns.iter_mut())
+            .enumerate()
+            .find_map(|(i, (f, column))| {
+                column
+                    .push_declared(rec.bytes(f), f.quoted)
+                    .err()
+                    .map(|why| cell_error(why, rec.offset, i))
+            });
+        if failed.is_some() {
+            break failed;
+        }
+        rows += 1;
+    };
+    let end = records.position();
+    ChunkOut {
+        start: start.unwrap_or(end),
+        end,
+        rows,
+        columns,
+        error,
+    }
+}
+
 /// Cuts `[body, len)` into about `chunks` pieces at line breaks and parses them in parallel.
 fn parse_body<S: Source + ?Sized>(
     src: &S,
@@ -596,6 +734,7 @@ fn parse_body<S: Source + ?Sized>(
     ncols: usize,
     max_fields: usize,
     chunks: usize,
+    declared: Option<&[Kind]>,
 ) -> Result<Vec<ChunkOut>, ChunkError> {
     let len = src.len();
     let chunks = chunks.max(1) as u64;
@@ -614,7 +753,7 @@ fn parse_body<S: Source + ?Sized>(
     let ranges: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
     let parsed: Vec<ChunkOut> = ranges
         .par_iter()
-        .map(|&(from, until)| parse_chunk(src, from, until, ncols, max_fields))
+        .map(|&(from, until)| parse_chunk(src, from, until, ncols, max_fields, declared))
         .collect();
     let mut outs = Vec::with_capacity(parsed.len());
     let mut parsed = parsed.into_iter().peekable();
@@ -628,7 +767,7 @@ fn parse_body<S: Source + ?Sized>(
         if let Some(next) = parsed.peek() {
             if next.start != end {
                 // The cut fell inside a quoted field: parse the rest in one piece.
-                let rest = parse_chunk(src, end, len, ncols, max_fields);
+                let rest = parse_chunk(src, end, len, ncols, max_fields, declared);
                 if let Some(e) = rest.error {
                     return Err(e);
                 }
@@ -647,14 +786,18 @@ fn assemble<S: Source + ?Sized>(
     names: Vec<String>,
     mut outs: Vec<ChunkOut>,
     max_fields: usize,
+    declared: Option<&[Kind]>,
 ) -> Result<Table, DataError> {
     let ncols = names.len();
-    let kinds: Vec<Kind> = (0..ncols)
-        .map(|c| {
-            outs.iter()
-                .fold(Kind::Missing, |k, o| k.join(o.columns[c].kind()))
-        })
-        .collect();
+    let kinds: Vec<Kind> = match declared {
+        Some(kinds) => kinds.to_vec(),
+        None => (0..ncols)
+            .map(|c| {
+                outs.iter()
+                    .fold(Kind::Missing, |k, o| k.join(o.columns[c].kind()))
+            })
+            .collect(),
+    };
     // Text columns whose chunk saw only numbers or booleans: collect them as text again.
     outs.par_iter_mut()
         .try_for_each(|out| {

@@ -19,6 +19,7 @@ mod load;
 mod open;
 mod parse;
 mod predicate;
+mod schema;
 mod source;
 mod table;
 
@@ -27,4 +28,5 @@ pub use count::count;
 pub use error::{escape_controls, escape_json_format, escape_name, DataError};
 pub use load::{load_csv, load_csv_bytes, LoadOptions, Loaded};
 pub use predicate::{CmpOp, Predicate, Value};
+pub use schema::{Declared, Domain};
 pub use table::{ColumnType, Table};

@@ -74,7 +74,11 @@ impl Session {
             total: history.total(),
             spent: history.spent(),
             remaining: history.remaining(),
-            ledger: ledger.path().map(|p| p.display().to_string()),
+            // An analyst is not shown where the server keeps its state.
+            ledger: ledger
+                .path()
+                .filter(|_| !self.analyst)
+                .map(|p| p.display().to_string()),
             lines: history
                 .releases()
                 .iter()
@@ -99,6 +103,7 @@ impl Session {
                 cubes::pair_report(history, &|j| format!("[{}]", cube.cell_name(j)))
             }),
             exposed: history.exposed(),
+            dataset: self.dataset_budget(i),
         }
     }
 

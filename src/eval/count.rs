@@ -111,6 +111,7 @@ impl Session {
         dry: bool,
         span: Span,
     ) -> Result<Decision, EvalError> {
+        let max_eps = self.max_eps(&plan.table);
         let entry = &self.entries[i];
         // In a seeded session the release goes to a practice copy, and the data's own ledger is
         // marked exposed first (see `expose`).
@@ -132,6 +133,7 @@ impl Session {
                 Within::Release { eps, explain } => (eps, Some(explain)),
             },
         };
+        super::served::permit_eps(max_eps, &plan.table, eps.exact, span)?;
         let (request, noise_key) = request(entry, plan, eps, self.seed, (self.clock)());
         let public_rows = public_rows(txn.history(), entry);
         let time = (self.clock)();
@@ -151,7 +153,7 @@ impl Session {
                     reason: None,
                 })
             }
-            Err(refusal) => return Err(refused(refusal, entry, plan, txn.history(), eps, span)),
+            Err(refusal) => return Err(refused(refusal, entry, plan, txn.ledger(), eps, span)),
         };
         let noise = noise_for(plan, public_rows, eps, span);
         if dry {
@@ -403,13 +405,20 @@ fn refused(
     refusal: Refusal,
     entry: &Entry,
     plan: &CountPlan,
-    history: &History,
+    ledger: &crate::privacy::Ledger,
     eps: Eps,
     span: Span,
 ) -> EvalError {
+    let history = ledger.history();
     match refusal {
         Refusal::CubeChanged => EvalError::CubeChanged {
             table: plan.table.clone(),
+            span,
+        },
+        Refusal::DatasetExceeded(Overspend { after, .. }) => EvalError::DatasetBudgetExceeded {
+            table: plan.table.clone(),
+            after,
+            total: ledger.whole().total(),
             span,
         },
         Refusal::Exceeded(Overspend { at, after }) => {

@@ -186,7 +186,8 @@ impl Session {
             Ok(Prepared::Recorded(_)) | Err(Refusal::CubeChanged) => {
                 return Err(EvalError::CubeInUse { span })
             }
-            Err(Refusal::Exceeded(over)) => {
+            // A teaching cube is never a served dataset's view: both are its own budget.
+            Err(Refusal::Exceeded(over) | Refusal::DatasetExceeded(over)) => {
                 let total = txn.history().total();
                 return Err(match over.at {
                     Where::Pair(j, k) => EvalError::PairExceeded {

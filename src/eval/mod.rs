@@ -17,7 +17,10 @@ mod count;
 mod cubes;
 mod explain;
 mod lab;
+mod served;
 mod tables;
+
+pub use served::{Family, Rules, ServedTable};
 
 use crate::ast::Statement;
 use crate::check::{self, Catalog};
@@ -59,7 +62,8 @@ struct Entry {
     /// The file, resolved, and its device and inode: a chart may never be written over it.
     data_file: PathBuf,
     file_id: Option<(u64, u64)>,
-    table: Table,
+    /// The data: shared by the sessions of every analyst of a served dataset.
+    table: std::sync::Arc<Table>,
     /// Where its releases are recorded: the data's ledger, or in a seeded session a practice
     /// copy of it.
     ledger: LedgerId,
@@ -75,6 +79,8 @@ struct Entry {
     changed: bool,
     /// The ledger's cube, built over this table's own columns.
     cube: Option<Cube>,
+    /// On a served dataset, what its analyst may do.
+    rules: Option<Rules>,
 }
 
 /// Progress of a long statement (`SIMULATE`), reported as work is done. The library never
@@ -107,6 +113,8 @@ pub struct Session {
     teaching_focus: bool,
     /// Where the progress of long statements is reported, if anywhere.
     progress: Option<Box<dyn Progress>>,
+    /// Whether this is an analyst's session of served datasets (`dpq serve`).
+    analyst: bool,
 }
 
 impl Default for Session {
@@ -141,6 +149,7 @@ impl Session {
             cube: None,
             teaching_focus: false,
             progress: None,
+            analyst: false,
         }
     }
 
@@ -158,6 +167,11 @@ impl Session {
     /// The seed in force, if any (then results are not private).
     pub fn seed(&self) -> Option<u64> {
         self.seed
+    }
+
+    /// The name of the current table, if any.
+    pub fn current_table_name(&self) -> Option<String> {
+        self.current.map(|i| self.entries[i].name.clone())
     }
 
     /// Whether spending is kept in memory only (practice): nothing outlives the session.
@@ -180,6 +194,7 @@ impl Session {
     /// row, no table.
     pub fn execute(&mut self, stmt: &Statement) -> Result<Response, Error> {
         let plan = check::check(stmt, self)?;
+        self.permit(&plan, stmt.span)?;
         let output = self.run(plan, stmt.span)?;
         Ok(Response {
             output,
@@ -279,7 +294,7 @@ impl Catalog for Session {
         self.entries
             .iter()
             .find(|e| e.name == name)
-            .map(|e| &e.table)
+            .map(|e| e.table.as_ref())
     }
 
     fn table_names(&self) -> Vec<String> {

@@ -75,13 +75,14 @@ impl Session {
             path: shown,
             data_file,
             file_id,
-            table,
+            table: std::sync::Arc::new(table),
             ledger,
             private,
             fingerprint: opened.fingerprint,
             content: hex(&content),
             changed: opened.changed,
             cube,
+            rules: None,
         });
         let i = self.entries.len() - 1;
         self.current = Some(i);
@@ -156,7 +157,7 @@ fn read_table(path: &Path, options: &LoadOptions) -> Result<(Table, [u8; 32]), D
 /// Judges a table against its ledger as read, before anything is written: the cube the
 /// ledger declares must fit the table, and a neighbour model asked for must be the ledger's,
 /// or the ledger must have no release yet.
-fn accept(
+pub(super) fn accept(
     history: &History,
     table: &Table,
     name: &str,
@@ -180,6 +181,6 @@ fn accept(
     Ok(())
 }
 
-fn hex(bytes: &[u8; 32]) -> String {
+pub(super) fn hex(bytes: &[u8; 32]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -243,6 +243,9 @@ fn budget(b: &BudgetReport) -> Value {
         "neighbours": b.neighbours.to_string(),
         "pair": b.pair.as_ref().map(pair),
         "exposed": b.exposed,
+        "dataset": b.dataset.as_ref().map(|d| json!({
+            "total": dec(d.total), "spent": dec(d.spent), "remaining": dec(d.remaining),
+        })),
     })
 }
 

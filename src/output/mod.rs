@@ -233,6 +233,9 @@ pub struct BudgetReport {
     pub pair: Option<PairReport>,
     /// Whether a seeded release exposed the data (its budget is then used up for good).
     pub exposed: bool,
+    /// On a served dataset, when its policy shows it: the budget all its analysts share (the
+    /// lines above are the analyst's own).
+    pub dataset: Option<Budget>,
 }
 
 /// The costliest pair of cells under `replace`: a row moving between them.

@@ -202,6 +202,15 @@ fn budget(b: &BudgetReport) -> String {
             _ => "\nNEIGHBOURS add_remove: each cell spends B = (alpha ./ S)' |H| (Xiao and Xiong, Theorem 5.5): answers over disjoint cells compose in parallel, and spent is the largest cell's.".to_string(),
         });
     }
+    if let Some(d) = &b.dataset {
+        let _ = write!(
+            out,
+            "\nThe budget above and its lines are this analyst's own. The dataset's budget, shared by all its analysts: {} spent of {}, {} remaining.",
+            dec(d.spent),
+            dec(d.total),
+            dec(d.remaining)
+        );
+    }
     if b.exposed {
         out.push_str("\nExposed: a seeded release (SET SEED, --seed) was made on this data; whoever knows the seed can recover its true counts, so its budget is used up for good.");
     }

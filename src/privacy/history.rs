@@ -286,12 +286,13 @@ impl History {
         }
     }
 
-    /// `total - spent`; nothing once the data was exposed.
+    /// `total - spent`, never below nothing (an analyst's cap lowered by a new policy below
+    /// what they spent); nothing once the data was exposed.
     pub fn remaining(&self) -> Decimal {
         if self.exposed {
             return Decimal::ZERO;
         }
-        self.total.saturating_sub(self.spent())
+        self.total.saturating_sub(self.spent()).max(Decimal::ZERO)
     }
 
     /// Whether a release of `eps` with `row` over the cube (or without a row) fits the budget;

@@ -121,6 +121,30 @@ pub struct Ledger {
     paths: HashSet<String>,
     /// What opening the ledger had to say (a torn line dropped, a mark remade).
     warnings: Vec<String>,
+    /// For an analyst of a served dataset: their own releases, apart from everyone's.
+    view: Option<View>,
+}
+
+/// One analyst's view of a served dataset's ledger: the releases made for them, as a history
+/// of its own (their identical queries, their inference, their cap), while the ledger's whole
+/// history (every analyst's releases, the dataset's total) bounds them all.
+#[derive(Debug, Clone)]
+struct View {
+    analyst: String,
+    own: History,
+    /// The number of each of the analyst's releases in their own history, by its number in
+    /// the whole.
+    local: std::collections::HashMap<u64, u64>,
+}
+
+impl View {
+    fn new(analyst: &str, cap: Decimal) -> Self {
+        View {
+            analyst: analyst.to_string(),
+            own: History::new(cap, Neighbours::default()),
+            local: std::collections::HashMap::new(),
+        }
+    }
 }
 
 /// Where a persisted ledger is, and how far it has been read and verified.
@@ -250,6 +274,9 @@ enum Entry<'a> {
         eps: String,
         sensitivity: f64,
         mechanism: String,
+        /// The analyst it was released to, on a served dataset.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        analyst: Option<&'a str>,
         time: u64,
     },
     Release {
@@ -294,6 +321,8 @@ struct Raw<'a> {
     #[serde(borrow)]
     path: Option<Cow<'a, str>>,
     noisy: Option<f64>,
+    #[serde(borrow)]
+    analyst: Option<Cow<'a, str>>,
     time: Option<u64>,
     #[serde(borrow)]
     sum: Cow<'a, str>,
@@ -316,7 +345,8 @@ enum Action {
         path: String,
     },
     Cube(CubeDecl),
-    Spend(Release),
+    /// A spending, and the analyst it was released to on a served dataset.
+    Spend(Release, Option<String>),
     Answer {
         seq: u64,
         noisy: f64,
@@ -345,6 +375,7 @@ impl Ledger {
             last_path: self.last_path.clone(),
             paths: self.paths.clone(),
             warnings: Vec::new(),
+            view: None,
         }
     }
 
@@ -357,6 +388,7 @@ impl Ledger {
             last_path: String::new(),
             paths: HashSet::new(),
             warnings: Vec::new(),
+            view: None,
         }
     }
 
@@ -426,6 +458,16 @@ impl Ledger {
     /// holds is a last line without its line feed mended (see [`Ledger::mend`]): a refused
     /// ledger is left exactly as it was found.
     pub(super) fn open(path: &Path, name: &str, sync: bool) -> Result<Self, LedgerError> {
+        Self::open_as(path, name, sync, None)
+    }
+
+    /// [`Ledger::open`], as the view of the analyst `view` names, with their cap.
+    pub(super) fn open_as(
+        path: &Path,
+        name: &str,
+        sync: bool,
+        view: Option<(&str, Decimal)>,
+    ) -> Result<Self, LedgerError> {
         let io = |e| io_error(path, e);
         let file = OpenOptions::new()
             .read(true)
@@ -436,6 +478,7 @@ impl Ledger {
         let lock = Lock { file: Some(file) };
         let disk = OnDisk::unread(path, name, sync);
         let mut ledger = Self::blank(Some(disk), Decimal::ONE);
+        ledger.view = view.map(|(analyst, cap)| View::new(analyst, cap));
         let mark = read_mark(&mark_path(path))?;
         let want = match &mark {
             Some(Mark::Of(m)) => Some(m.lines),
@@ -483,9 +526,33 @@ impl Ledger {
         self.file.as_ref().map(|d| d.path.as_path())
     }
 
-    /// The budget and releases as last read.
+    /// The budget and releases as last read: for an analyst of a served dataset, their own
+    /// (their cap, their releases).
     pub fn history(&self) -> &History {
+        self.view.as_ref().map_or(&self.history, |v| &v.own)
+    }
+
+    /// Every release of the ledger and its total, whoever they were made for.
+    pub fn whole(&self) -> &History {
         &self.history
+    }
+
+    /// Whether this is one analyst's view of a served dataset's ledger.
+    pub fn is_view(&self) -> bool {
+        self.view.is_some()
+    }
+
+    /// The number the next release gets in the ledger.
+    pub fn next_seq(&self) -> u64 {
+        self.history.next_seq()
+    }
+
+    /// Sets the cap of the analyst whose view this is (from the curator's policy: it is not
+    /// recorded, and changing it never changes what was spent).
+    pub fn set_cap(&mut self, cap: Decimal) {
+        if let Some(v) = &mut self.view {
+            v.own.set_total(cap);
+        }
     }
 
     /// The keyed fingerprint of the content the ledger saw last.
@@ -612,6 +679,10 @@ impl Ledger {
             ..OnDisk::unread(&disk.path, &disk.name, disk.sync)
         };
         let mut fresh = Self::blank(Some(unread), self.history.total());
+        fresh.view = self
+            .view
+            .as_ref()
+            .map(|v| View::new(&v.analyst, v.own.total()));
         let (at, tail) = fresh.read_new(lock, Some(disk.lines))?;
         if fresh.lines() < disk.lines || at.as_deref() != Some(disk.last_sum.as_str()) {
             return Err(self.damaged(
@@ -820,18 +891,21 @@ impl Ledger {
                     .map(|(j, c)| Some((usize::try_from(j).ok()?, Decimal::from_str(&c).ok()?)))
                     .collect::<Option<Vec<_>>>()
                     .ok_or("a row is malformed")?;
-                Action::Spend(Release {
-                    seq: e.seq.ok_or(missing)?,
-                    statement: e.statement.ok_or(missing)?.into_owned(),
-                    key: e.key.ok_or(missing)?.into_owned(),
-                    row,
-                    eps: decimal(e.eps)?,
-                    sensitivity: e.sensitivity.ok_or(missing)?,
-                    mechanism: Mechanism::from_name(&e.mechanism.ok_or(missing)?)
-                        .ok_or("an unknown mechanism")?,
-                    noisy: None,
-                    time: e.time.ok_or(missing)?,
-                })
+                Action::Spend(
+                    Release {
+                        seq: e.seq.ok_or(missing)?,
+                        statement: e.statement.ok_or(missing)?.into_owned(),
+                        key: e.key.ok_or(missing)?.into_owned(),
+                        row,
+                        eps: decimal(e.eps)?,
+                        sensitivity: e.sensitivity.ok_or(missing)?,
+                        mechanism: Mechanism::from_name(&e.mechanism.ok_or(missing)?)
+                            .ok_or("an unknown mechanism")?,
+                        noisy: None,
+                        time: e.time.ok_or(missing)?,
+                    },
+                    e.analyst.map(Cow::into_owned),
+                )
             }
             "release" => Action::Answer {
                 seq: e.seq.ok_or(missing)?,
@@ -877,7 +951,7 @@ impl Ledger {
                     return Err("the cube changes after releases over it");
                 }
             }
-            Action::Spend(r) => {
+            Action::Spend(r, _) => {
                 if r.seq != h.next_seq() {
                     return Err("a release is out of order");
                 }
@@ -925,16 +999,50 @@ impl Ledger {
             } => {
                 self.history.set_total(total);
                 self.history.set_neighbours(neighbours);
+                if let Some(v) = &mut self.view {
+                    v.own.set_neighbours(neighbours);
+                }
                 self.note(&fingerprint, Some(&path));
             }
             Action::Budget(total) => self.history.set_total(total),
-            Action::Model(m) => self.history.set_neighbours(m),
-            Action::Exposed => self.history.expose(),
+            Action::Model(m) => {
+                self.history.set_neighbours(m);
+                if let Some(v) = &mut self.view {
+                    v.own.set_neighbours(m);
+                }
+            }
+            Action::Exposed => {
+                self.history.expose();
+                if let Some(v) = &mut self.view {
+                    v.own.expose();
+                }
+            }
             Action::Data { fingerprint, path } => self.note(&fingerprint, Some(&path)),
-            Action::Cube(c) => self.history.set_cube(c),
-            Action::Spend(r) => self.history.record(r),
+            Action::Cube(c) => {
+                if let Some(v) = &mut self.view {
+                    v.own.set_cube(c.clone());
+                }
+                self.history.set_cube(c);
+            }
+            Action::Spend(r, analyst) => {
+                if let Some(v) = self
+                    .view
+                    .as_mut()
+                    .filter(|v| Some(&v.analyst) == analyst.as_ref())
+                {
+                    let seq = v.own.next_seq();
+                    v.local.insert(r.seq, seq);
+                    v.own.record(Release { seq, ..r.clone() });
+                }
+                self.history.record(r);
+            }
             Action::Answer { seq, noisy } => {
                 self.history.set_noisy(seq, noisy);
+                if let Some(v) = &mut self.view {
+                    if let Some(&own) = v.local.get(&seq) {
+                        v.own.set_noisy(own, noisy);
+                    }
+                }
             }
         }
     }
@@ -1071,6 +1179,7 @@ impl Ledger {
 
     /// Records a spending before its noise is drawn. `release.noisy` is ignored.
     pub(super) fn spend(&mut self, lock: &Lock, release: &Release) -> Result<(), LedgerError> {
+        let analyst = self.view.as_ref().map(|v| v.analyst.clone());
         let entry = Entry::Spend {
             seq: release.seq,
             statement: &release.statement,
@@ -1083,11 +1192,12 @@ impl Ledger {
             eps: release.eps.normalize().to_string(),
             sensitivity: release.sensitivity,
             mechanism: release.mechanism.to_string(),
+            analyst: analyst.as_deref(),
             time: release.time,
         };
         let mut recorded = release.clone();
         recorded.noisy = None;
-        self.append(lock, &entry, Action::Spend(recorded))
+        self.append(lock, &entry, Action::Spend(recorded, analyst.clone()))
     }
 
     /// Records the noisy answer of spending `seq`, before it is shown.
@@ -1227,17 +1337,20 @@ mod tests {
     use super::*;
 
     fn spend(seq: u64, eps: &str) -> Action {
-        Action::Spend(Release {
-            seq,
-            statement: "s".into(),
-            key: "k".into(),
-            row: Vec::new(),
-            eps: Decimal::from_str(eps).expect("decimal"),
-            sensitivity: 1.0,
-            mechanism: Mechanism::Laplace,
-            noisy: None,
-            time: 0,
-        })
+        Action::Spend(
+            Release {
+                seq,
+                statement: "s".into(),
+                key: "k".into(),
+                row: Vec::new(),
+                eps: Decimal::from_str(eps).expect("decimal"),
+                sensitivity: 1.0,
+                mechanism: Mechanism::Laplace,
+                noisy: None,
+                time: 0,
+            },
+            None,
+        )
     }
 
     fn apply(l: &mut Ledger, a: Action) -> Result<(), &'static str> {

@@ -82,6 +82,9 @@ pub enum Refusal {
     CubeChanged,
     /// The release would take a cell, or the table, past the total.
     Exceeded(Overspend),
+    /// On a served dataset: the release fits the analyst's cap, but would take the dataset,
+    /// which all its analysts share, past its total.
+    DatasetExceeded(Overspend),
 }
 
 /// Why a release failed.
@@ -137,10 +140,17 @@ impl Txn<'_> {
         history
             .check_row(request.eps, &request.row)
             .map_err(Refusal::Exceeded)?;
+        // An analyst's view: the dataset's total, shared by all its analysts, bounds them all.
+        if self.ledger.is_view() {
+            self.ledger
+                .whole()
+                .check_row(request.eps, &request.row)
+                .map_err(Refusal::DatasetExceeded)?;
+        }
         let spent_after = history.spent_after(request.eps, &request.row);
         Ok(Prepared::Fits(Ticket {
             release: Release {
-                seq: history.next_seq(),
+                seq: self.ledger.next_seq(),
                 statement: request.statement,
                 key: request.key,
                 row: request.row,

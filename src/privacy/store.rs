@@ -323,6 +323,69 @@ impl Ledgers {
         Ok((changed, ledger.take_warnings()))
     }
 
+    /// Opens the ledger of a served dataset, named by its curator's `label` (the dataset's
+    /// identity, not its content: a re-exported file keeps its budget), for its data of plain
+    /// hash `content`, as a whole (the curator) or as the `view` of one analyst with their
+    /// cap. A new ledger starts as `fresh` says; `accept` judges the ledger as read before
+    /// anything is written, as [`Ledgers::open`]'s does. Served ledgers are not in the content
+    /// index: data loaded by path in the same state directory keeps ledgers of its own.
+    pub fn open_served<E>(
+        &mut self,
+        label: &str,
+        view: Option<(&str, Decimal)>,
+        content: &[u8; 32],
+        fresh: Fresh,
+        accept: impl FnOnce(&History) -> Result<(), E>,
+    ) -> Result<Opened, OpenError<E>> {
+        let Some(dir) = self.store.dir.clone() else {
+            return Err(OpenError::Ledger(LedgerError::Io {
+                path: label.to_string(),
+                message: "a served dataset needs a state directory".into(),
+            }));
+        };
+        let secret = self.secret(&dir)?;
+        let fingerprint = fingerprint(&secret, content);
+        let name = path_name(&secret, Path::new(label));
+        let key = match view {
+            Some((analyst, _)) => format!("{name}/{analyst}"),
+            None => name.clone(),
+        };
+        let guard = lock_file(&dir.join("index.lock"))?;
+        let id = match self.by_name.get(&key) {
+            Some(&i) => i,
+            None => {
+                let path = dir.join("ledgers").join(format!("{name}.ledger"));
+                if std::fs::metadata(&path).is_err() {
+                    let new = New {
+                        data_file: Path::new(label),
+                        fingerprint: &fingerprint,
+                        path: &name,
+                        fresh: &fresh,
+                    };
+                    let made = self.created(&dir, &name, &new)?;
+                    // Made for its header only: read again as the view asked for.
+                    self.by_name.remove(&name);
+                    if made + 1 == self.open.len() {
+                        self.open.pop();
+                    }
+                }
+                let ledger = Ledger::open_as(&path, &name, self.store.sync, view)?;
+                self.open.push(ledger);
+                self.by_name.insert(key, self.open.len() - 1);
+                self.open.len() - 1
+            }
+        };
+        let (changed, warnings) =
+            self.record_load(id, &fingerprint, &name, &fresh, accept, |_| Ok(()))?;
+        drop(guard);
+        Ok(Opened {
+            ledger: LedgerId(id),
+            fingerprint,
+            changed,
+            warnings,
+        })
+    }
+
     /// The ledger file's path, for messages.
     fn shown(&self, id: usize) -> String {
         self.open[id]

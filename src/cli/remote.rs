@@ -1,0 +1,161 @@
+//! `dpq connect URL` and `dpq run --server URL`: the same prompt and scripts, run by a dpq
+//! server in the analyst's session there. Results arrive in both forms and are printed as
+//! local dpq prints them; errors are placed in the source the user wrote.
+
+use super::Backend;
+use dpq::driver::{render_diagnostic, Emitted};
+use dpq::error::Diagnostic;
+use dpq::output::Format;
+use dpq::server::api::{Catalog, Problem, RunRequest, RunResponse};
+use dpq::span::Span;
+use std::path::Path;
+use std::time::Duration;
+
+/// A dpq server and the analyst's token.
+pub struct Remote {
+    agent: ureq::Agent,
+    base: String,
+    token: String,
+    names: Vec<(String, Vec<String>)>,
+}
+
+/// The token: from `--token-file`, else `DPQ_TOKEN`.
+pub fn token(file: Option<&Path>) -> Result<String, String> {
+    let token = match file {
+        Some(f) => std::fs::read_to_string(f)
+            .map_err(|e| format!("cannot read the token file {}: {e}", f.display()))?,
+        None => std::env::var("DPQ_TOKEN").map_err(|_| {
+            "no token: give --token-file FILE or set DPQ_TOKEN (the curator hands it out)"
+                .to_string()
+        })?,
+    };
+    let token = token.trim().to_string();
+    if token.is_empty() {
+        return Err("the token is empty".into());
+    }
+    Ok(token)
+}
+
+impl Remote {
+    /// Connects to the server at `url` with `token`: checks the token and reads the
+    /// analyst's catalog (for completion).
+    pub fn connect(url: &str, token: String) -> Result<Remote, String> {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(600)))
+            .build()
+            .into();
+        let mut remote = Remote {
+            agent,
+            base: url.trim_end_matches('/').to_string(),
+            token,
+            names: Vec::new(),
+        };
+        let catalog: Catalog = remote.get("/v1/catalog")?;
+        remote.names = catalog
+            .datasets
+            .into_iter()
+            .map(|d| (d.name, d.columns.into_iter().map(|(n, _)| n).collect()))
+            .collect();
+        Ok(remote)
+    }
+
+    fn get<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T, String> {
+        let response = self
+            .agent
+            .get(format!("{}{path}", self.base))
+            .header("Authorization", format!("Bearer {}", self.token))
+            .call();
+        read(response, &self.base)
+    }
+
+    fn post(&self, source: &str) -> Result<RunResponse, String> {
+        let body = serde_json::to_string(&RunRequest {
+            source: source.to_string(),
+        })
+        .map_err(|e| e.to_string())?;
+        let response = self
+            .agent
+            .post(format!("{}/v1/run", self.base))
+            .header("Authorization", format!("Bearer {}", self.token))
+            .content_type("application/json")
+            .send(body);
+        read(response, &self.base)
+    }
+}
+
+/// A server's answer: the body when it is a success, the server's problem otherwise.
+fn read<T: serde::de::DeserializeOwned>(
+    response: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+    base: &str,
+) -> Result<T, String> {
+    let mut response = response.map_err(|e| format!("cannot reach the server {base}: {e}"))?;
+    let status = response.status();
+    let text = response
+        .body_mut()
+        .read_to_string()
+        .map_err(|e| format!("the server {base} sent an unreadable answer: {e}"))?;
+    if status.is_success() {
+        serde_json::from_str(&text)
+            .map_err(|_| format!("the server {base} sent an answer dpq does not read"))
+    } else {
+        let why = serde_json::from_str::<Problem>(&text)
+            .map(|p| p.problem)
+            .unwrap_or_else(|_| text.trim().to_string());
+        Err(format!(
+            "the server {base} refused the request ({status}): {why}"
+        ))
+    }
+}
+
+impl Backend for Remote {
+    fn run(
+        &mut self,
+        origin: &str,
+        source: &str,
+        first_line: usize,
+        format: Format,
+        emit: &mut dyn FnMut(Emitted),
+    ) -> bool {
+        let response = match self.post(source) {
+            Ok(r) => r,
+            Err(message) => {
+                let d = Diagnostic {
+                    message,
+                    span: None,
+                    help: None,
+                };
+                emit(render_diagnostic(origin, source, first_line, &d, format));
+                return false;
+            }
+        };
+        for r in response.results {
+            emit(Emitted::Result(match format {
+                Format::Json => dpq::data::escape_json_format(&r.json.to_string()).into_owned(),
+                Format::Table => dpq::data::escape_controls(&r.table).into_owned(),
+            }));
+        }
+        match response.error {
+            None => true,
+            Some(e) => {
+                let span = match (e.start, e.end) {
+                    (Some(start), Some(end)) if start <= end && end <= source.len() => {
+                        Some(Span::new(start, end))
+                    }
+                    _ => None,
+                };
+                let d = Diagnostic {
+                    message: e.message,
+                    span,
+                    help: e.help,
+                };
+                emit(render_diagnostic(origin, source, first_line, &d, format));
+                false
+            }
+        }
+    }
+
+    fn names(&self) -> Vec<(String, Vec<String>)> {
+        self.names.clone()
+    }
+}

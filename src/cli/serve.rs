@@ -1,0 +1,147 @@
+//! `dpq serve`, `dpq connect`, `dpq run --server`, `dpq check-policy` and `dpq token`.
+
+use super::remote::{self, Remote};
+use super::{repl, run_files, state_dir, Args, EXIT_OK, EXIT_STATEMENT_FAILED, EXIT_USAGE};
+use dpq::output::Format;
+use dpq::server::policy::Policy;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Seeded noise and practice are a local curator's tools: a served dataset never has them.
+fn refuse_local_flags(args: &Args, what: &str) -> Option<ExitCode> {
+    if args.seed.is_some() || args.practice {
+        eprintln!("dpq: {what} takes neither --seed nor --practice: a served dataset is never seeded, and its budget is the server's");
+        return Some(ExitCode::from(EXIT_USAGE));
+    }
+    None
+}
+
+/// `dpq serve --policy FILE [--listen ADDR]`.
+pub fn serve(args: &Args, policy: &Path, listen: SocketAddr) -> ExitCode {
+    if let Some(code) = refuse_local_flags(args, "serve") {
+        return code;
+    }
+    let policy = match Policy::read(policy) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("dpq: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    // The command line's --state-dir, else the policy's, else DPQ_STATE_DIR or the default.
+    let dir = match (&args.state_dir, &policy.state_dir) {
+        (Some(d), _) | (None, Some(d)) => Some(d.clone()),
+        (None, None) => match state_dir(None) {
+            Ok(d) => d,
+            Err(message) => {
+                eprintln!("dpq: {message}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        },
+    };
+    let Some(state_dir) = dir else {
+        eprintln!("dpq: no state directory: give --state-dir DIR or state_dir in the policy");
+        return ExitCode::from(EXIT_USAGE);
+    };
+    let options = dpq::server::Options { listen, state_dir };
+    let served = dpq::server::serve(&policy, options, |started| {
+        for note in &started.notes {
+            eprintln!("dpq serve: {note}");
+        }
+        println!("dpq serve: listening on http://{}", started.addr);
+        let _ = std::io::stdout().flush();
+    });
+    match served {
+        Ok(()) => {
+            eprintln!("dpq serve: stopped");
+            ExitCode::from(EXIT_OK)
+        }
+        Err(e) => {
+            eprintln!("dpq serve: {e}");
+            ExitCode::from(EXIT_STATEMENT_FAILED)
+        }
+    }
+}
+
+/// `dpq connect URL` (the prompt) and `dpq run --server URL FILE...` (scripts).
+pub fn connect(
+    args: &Args,
+    url: &str,
+    token_file: Option<&Path>,
+    format: Format,
+    files: Option<&Vec<PathBuf>>,
+) -> ExitCode {
+    if let Some(code) = refuse_local_flags(args, "a server") {
+        return code;
+    }
+    if args.statements.is_some() && files.is_some() {
+        eprintln!("dpq: -c and run cannot be used together");
+        return ExitCode::from(EXIT_USAGE);
+    }
+    let token = match remote::token(token_file) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("dpq: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let mut server = match Remote::connect(url, token) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("dpq: {e}");
+            return ExitCode::from(EXIT_STATEMENT_FAILED);
+        }
+    };
+    let ok = match (files, &args.statements) {
+        (Some(files), _) => run_files(&mut server, files, format),
+        (None, Some(statements)) => super::run_text(&mut server, "-c", statements, format),
+        (None, None) => repl::run(&mut server, format),
+    };
+    ExitCode::from(if ok { EXIT_OK } else { EXIT_STATEMENT_FAILED })
+}
+
+/// `dpq check-policy FILE`: the policy valid, its files readable as declared, and what each
+/// analyst may do.
+pub fn check_policy(file: &Path) -> ExitCode {
+    let policy = match Policy::read(file) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("dpq: {e}");
+            return ExitCode::from(EXIT_STATEMENT_FAILED);
+        }
+    };
+    let mut ok = true;
+    for d in &policy.datasets {
+        let options = dpq::data::LoadOptions {
+            header: d.header,
+            columns: d.columns.clone(),
+            ..dpq::data::LoadOptions::default()
+        };
+        if let Err(e) = dpq::data::load_csv(&d.source, &options) {
+            eprintln!(
+                "dpq: {}: dataset `{}`: cannot load {}: {e}",
+                file.display(),
+                d.name,
+                d.source.display()
+            );
+            ok = false;
+        }
+    }
+    println!("{}", policy.describe());
+    if ok {
+        println!("The policy is valid.");
+        ExitCode::from(EXIT_OK)
+    } else {
+        ExitCode::from(EXIT_STATEMENT_FAILED)
+    }
+}
+
+/// `dpq token`: a new token for an analyst, and the hash for the policy.
+pub fn token() -> ExitCode {
+    let (token, hash) = dpq::server::token::new_token();
+    println!("token = \"{token}\"        # give this to the analyst; dpq keeps no copy");
+    println!("token_hash = \"{hash}\"   # put this in the policy's [[analyst]]");
+    ExitCode::from(EXIT_OK)
+}

@@ -1,0 +1,380 @@
+//! Served datasets: tables a curator's policy attaches to a session, and the rules that an
+//! analyst's session runs under (`dpq serve`).
+//!
+//! An analyst holds neither the data nor the state: their session cannot `LOAD`, `SET
+//! BUDGET`, `SET SEED`, declare a cube or write a chart, and each dataset allows the statement
+//! families, mechanisms and epsilon per query its policy names. The analyst's releases are
+//! charged to their own view of the dataset's ledger (their cap, their history, their
+//! identical queries) and to the dataset's total, which bounds all its analysts together.
+
+use super::{tables, Entry, Session};
+use crate::data::Table;
+use crate::error::EvalError;
+use crate::output::Output;
+use crate::plan::{CubeRef, Plan, Spend};
+use crate::privacy::{Fresh, History, Mechanism, Neighbours, OpenError};
+use crate::span::Span;
+use rust_decimal::Decimal;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The families of statements a policy may allow on a dataset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// `COUNT WHERE ... WITH EPS e`: one count.
+    Count,
+    /// Linear queries: sums and differences of counts.
+    Linear,
+    /// `COUNT ... WITHIN w AT c`: answers from the history or at the least epsilon.
+    Within,
+    /// `ESTIMATE` from the history (free).
+    Estimate,
+    /// `PROB` from the history (free).
+    Prob,
+    /// `EXPLAIN` (free; only of allowed statements).
+    Explain,
+    /// `SHOW HISTORY` (the analyst's own).
+    History,
+    /// The estimator lab and teaching cubes, which touch no data.
+    Lab,
+}
+
+impl Family {
+    /// Every family, as policies name them.
+    pub const ALL: [(&'static str, Family); 8] = [
+        ("count", Family::Count),
+        ("linear", Family::Linear),
+        ("within", Family::Within),
+        ("estimate", Family::Estimate),
+        ("prob", Family::Prob),
+        ("explain", Family::Explain),
+        ("history", Family::History),
+        ("lab", Family::Lab),
+    ];
+
+    /// The family named `name` in a policy.
+    pub fn from_name(name: &str) -> Option<Family> {
+        Self::ALL
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, f)| *f)
+    }
+
+    /// Its name in a policy.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, f)| *f == self)
+            .map_or("", |(n, _)| n)
+    }
+}
+
+/// What an analyst may do with one dataset.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rules {
+    /// The statement families allowed.
+    pub families: Vec<Family>,
+    /// The mechanisms allowed.
+    pub mechanisms: Vec<Mechanism>,
+    /// The largest epsilon one statement may spend.
+    pub max_eps: Option<Decimal>,
+    /// Whether the analyst sees the dataset's budget (shared by all analysts) as well as their
+    /// own.
+    pub show_dataset_budget: bool,
+}
+
+/// A dataset of a curator's policy, as a session attaches it.
+pub struct ServedTable {
+    /// The name analysts `USE`.
+    pub name: String,
+    /// Its identity, as the curator assigned it: it names the ledger.
+    pub id: String,
+    /// The data, loaded once and shared by every analyst's session.
+    pub table: Arc<Table>,
+    /// The plain hash of the bytes the data was read from (never stored or shown).
+    pub content: [u8; 32],
+    /// How neighbouring tables differ.
+    pub neighbours: Neighbours,
+    /// The dataset's total budget, for a new ledger.
+    pub total: Decimal,
+    /// The analyst whose view this is, and their cap; `None` for the curator.
+    pub analyst: Option<(String, Decimal)>,
+    /// What the analyst may do; `None` for the curator.
+    pub rules: Option<Rules>,
+}
+
+impl ServedTable {
+    /// The label that names the dataset's ledger.
+    pub fn label(id: &str) -> String {
+        format!("dpq-dataset:{id}")
+    }
+}
+
+impl Session {
+    /// Attaches a served dataset: opens its ledger by the dataset's identity (as the analyst's
+    /// view when one is named), checks the data against what the ledger declares, restores
+    /// the cube, and makes it current. The curator's session attaches every dataset first.
+    pub fn attach(&mut self, served: ServedTable) -> Result<Output, EvalError> {
+        let span = Span::new(0, 0);
+        let name = served.name.clone();
+        if self.entries.iter().any(|e| e.name == name) {
+            return Err(EvalError::TableExists { name, span });
+        }
+        let fresh = Fresh {
+            total: served.total,
+            neighbours: Some(served.neighbours),
+            time: (self.clock)(),
+        };
+        let table = served.table;
+        let mut cube = None;
+        let view = served.analyst.as_ref().map(|(a, cap)| (a.as_str(), *cap));
+        let accept = |h: &History| {
+            tables::accept(h, &table, &name, Some(served.neighbours), &mut cube, span)
+        };
+        let opened = self
+            .ledgers
+            .open_served(
+                &ServedTable::label(&served.id),
+                view,
+                &served.content,
+                fresh,
+                accept,
+            )
+            .map_err(|e| match e {
+                OpenError::Ledger(error) => EvalError::Ledger { error, span },
+                OpenError::Refused(e) => e,
+            })?;
+        self.entries.push(Entry {
+            name,
+            path: format!("dataset {}", served.id),
+            data_file: PathBuf::new(),
+            file_id: None,
+            table,
+            ledger: opened.ledger,
+            private: None,
+            fingerprint: opened.fingerprint,
+            content: tables::hex(&served.content),
+            changed: opened.changed,
+            cube,
+            rules: served.rules,
+        });
+        let i = self.entries.len() - 1;
+        self.current = Some(i);
+        let mut info = self.info(i);
+        info.warnings = opened.warnings;
+        Ok(Output::Loaded(info))
+    }
+
+    /// Makes this an analyst's session: nothing but served datasets, under their rules.
+    pub fn serve_analyst(&mut self) {
+        self.analyst = true;
+    }
+
+    /// Whether this is an analyst's session of a served dataset.
+    pub fn is_analyst(&self) -> bool {
+        self.analyst
+    }
+
+    /// Refuses, before anything is done, what an analyst's session may not do.
+    pub(super) fn permit(&self, plan: &Plan, span: Span) -> Result<(), EvalError> {
+        if !self.analyst {
+            return Ok(());
+        }
+        let refuse = |what: &str| {
+            Err(EvalError::NotPermitted {
+                what: what.to_string(),
+                span,
+            })
+        };
+        match plan {
+            Plan::Load { .. } => refuse("LOAD: the curator's policy names the datasets"),
+            Plan::SetBudget { .. } => refuse("SET BUDGET: the curator's policy sets the budgets"),
+            Plan::SetSeed { .. } => refuse("SET SEED: a seeded answer is as good as a true count"),
+            Plan::CubeBy { .. } => refuse("CUBE BY: the curator's policy declares the cubes"),
+            Plan::Use { .. }
+            | Plan::ShowTables
+            | Plan::Describe { .. }
+            | Plan::ShowBudget { .. }
+            | Plan::ChooseEps(_) => Ok(()),
+            Plan::ShowHistory { table } => self.allowed(table, Family::History, span),
+            Plan::Count(c) => {
+                let family = match c.spend {
+                    Spend::Within { .. } => Family::Within,
+                    Spend::Eps(_) if c.single().is_some() => Family::Count,
+                    Spend::Eps(_) => Family::Linear,
+                };
+                self.allowed(&c.table, family, span)?;
+                if c.plot.is_some() {
+                    return refuse("PLOT: charts are not written on the server");
+                }
+                let rules = self.rules(&c.table);
+                if rules.is_some_and(|r| !r.mechanisms.contains(&c.mechanism)) {
+                    return refuse(&format!(
+                        "MECHANISM {}: the policy of `{}` does not allow it",
+                        c.mechanism, c.table
+                    ));
+                }
+                Ok(())
+            }
+            Plan::Explain { plan, .. } => {
+                if let Some(table) = plan_table(plan) {
+                    self.allowed(table, Family::Explain, span)?;
+                }
+                self.permit(plan, span)
+            }
+            Plan::Estimate { target, .. } => self.allowed_on(target, Family::Estimate, span),
+            Plan::Prob { target, .. } => self.allowed_on(target, Family::Prob, span),
+            Plan::ShowCube { target } => self.allowed_on(target, Family::Estimate, span),
+            Plan::Simulate(p) if p.plot.is_some() => {
+                refuse("PLOT: charts are not written on the server")
+            }
+            Plan::Simulate(_)
+            | Plan::OutOfRange { .. }
+            | Plan::CompareNoise { .. }
+            | Plan::Cube { .. }
+            | Plan::Observe { .. } => self.allowed_anywhere(Family::Lab, span),
+        }
+    }
+
+    /// The largest epsilon one statement of an analyst may spend on `table`, if capped.
+    pub(super) fn max_eps(&self, table: &str) -> Option<Decimal> {
+        self.rules(table)
+            .and_then(|r| r.max_eps)
+            .filter(|_| self.analyst)
+    }
+
+    fn rules(&self, table: &str) -> Option<&Rules> {
+        self.entries
+            .iter()
+            .find(|e| e.name == table)
+            .and_then(|e| e.rules.as_ref())
+    }
+
+    fn allowed(&self, table: &str, family: Family, span: Span) -> Result<(), EvalError> {
+        match self.rules(table) {
+            Some(r) if !r.families.contains(&family) => Err(EvalError::NotPermitted {
+                what: format!(
+                    "{} statements: the policy of `{table}` does not allow them",
+                    family.name()
+                ),
+                span,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    fn allowed_on(&self, target: &CubeRef, family: Family, span: Span) -> Result<(), EvalError> {
+        match target {
+            CubeRef::Table(t) => self.allowed(t, family, span),
+            CubeRef::Teaching => self.allowed_anywhere(Family::Lab, span),
+        }
+    }
+
+    /// A family that touches no dataset: allowed when some dataset of the analyst allows it.
+    fn allowed_anywhere(&self, family: Family, span: Span) -> Result<(), EvalError> {
+        let any = self.entries.iter().any(|e| {
+            e.rules
+                .as_ref()
+                .is_none_or(|r| r.families.contains(&family))
+        });
+        if any {
+            Ok(())
+        } else {
+            Err(EvalError::NotPermitted {
+                what: format!("{} statements: no policy allows them", family.name()),
+                span,
+            })
+        }
+    }
+
+    /// The budget a served dataset's analysts share: total, spent and remaining, when the
+    /// policy shows it.
+    pub(super) fn dataset_budget(&self, i: usize) -> Option<crate::output::Budget> {
+        let e = &self.entries[i];
+        let ledger = self.ledgers.get(e.ledger);
+        let shown = e.rules.as_ref().is_some_and(|r| r.show_dataset_budget);
+        (ledger.is_view() && shown).then(|| {
+            let whole = ledger.whole();
+            crate::output::Budget {
+                total: whole.total(),
+                spent: whole.spent(),
+                remaining: whole.remaining(),
+            }
+        })
+    }
+
+    /// Sets a served dataset's total as its policy says, never below what is spent (the
+    /// curator's session, at start). Returns the total in force.
+    pub fn set_dataset_total(&mut self, name: &str, total: Decimal) -> Result<Decimal, EvalError> {
+        let span = Span::new(0, 0);
+        let Some(i) = self.entries.iter().position(|e| e.name == name) else {
+            return Err(EvalError::NotPermitted {
+                what: format!("no dataset `{name}`"),
+                span,
+            });
+        };
+        let time = (self.clock)();
+        let mut txn = self
+            .ledgers
+            .get_mut(self.entries[i].ledger)
+            .begin()
+            .map_err(super::ledger_error(span))?;
+        let total = total.max(txn.history().spent());
+        if txn.history().total() != total {
+            txn.set_total(total, time)
+                .map_err(super::ledger_error(span))?;
+        }
+        Ok(total)
+    }
+
+    /// Declares a served dataset's cube as its policy says (`BY age (30, 65)`), through the
+    /// same statement as at the prompt; nothing when the ledger already declares it.
+    pub fn declare_dataset_cube(
+        &mut self,
+        name: &str,
+        spec: &str,
+    ) -> Result<(), crate::error::Error> {
+        let i = self.index(name);
+        self.current = Some(i);
+        let source = format!("CUBE {spec}");
+        let stmt = crate::syntax::parse_statement_at(&source, Span::new(0, source.len()))?;
+        self.execute(&stmt).map(|_| ())
+    }
+}
+
+/// Refuses an epsilon above a dataset's cap per statement (checked once the epsilon is
+/// known, `WITHIN` included, before anything is spent).
+pub(super) fn permit_eps(
+    max: Option<Decimal>,
+    table: &str,
+    eps: Decimal,
+    span: Span,
+) -> Result<(), EvalError> {
+    match max {
+        Some(max) if eps > max => Err(EvalError::NotPermitted {
+            what: format!(
+                "epsilon {} in one statement: the policy of `{table}` allows at most {} per query",
+                eps.normalize(),
+                max.normalize()
+            ),
+            span,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The table a plan speaks of, if it speaks of one.
+fn plan_table(plan: &Plan) -> Option<&str> {
+    match plan {
+        Plan::Count(c) => Some(&c.table),
+        Plan::Estimate {
+            target: CubeRef::Table(t),
+            ..
+        }
+        | Plan::Prob {
+            target: CubeRef::Table(t),
+            ..
+        } => Some(t),
+        _ => None,
+    }
+}

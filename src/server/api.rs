@@ -1,0 +1,78 @@
+//! What travels between `dpq connect` (or any client) and `dpq serve`: JSON bodies over HTTP.
+//!
+//! | method and path | body | answer |
+//! |---|---|---|
+//! | `POST /v1/run` | [`RunRequest`] | [`RunResponse`] (200), or [`Problem`] (400, 401, 413) |
+//! | `GET /v1/catalog` | | [`Catalog`] (200), or [`Problem`] (401) |
+//! | `GET /v1/health` | | `{"status": "ok"}`, without a token |
+//!
+//! Every request but `health` carries `Authorization: Bearer TOKEN`.
+
+use serde::{Deserialize, Serialize};
+
+/// Statements to run, in order, in the analyst's session on the server.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RunRequest {
+    /// The statements, as a script: `;`-separated, `--` comments.
+    pub source: String,
+}
+
+/// What running them gave: a result per statement run, and the error that stopped them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunResponse {
+    /// The results, in order, each in both forms.
+    pub results: Vec<StatementResult>,
+    /// The error that stopped the run, if one did; statements after it were not run.
+    pub error: Option<ErrorBody>,
+}
+
+/// One statement's result: the JSON object of `--format json`, and the table text.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StatementResult {
+    /// As `--format json` prints it.
+    pub json: serde_json::Value,
+    /// As `--format table` prints it.
+    pub table: String,
+}
+
+/// An error in a statement, placed in the source sent, so a client can show it as local dpq
+/// does (`FILE:LINE:COL: message`, the line, a caret, `help:`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ErrorBody {
+    /// What is wrong.
+    pub message: String,
+    /// A fix, if known.
+    pub help: Option<String>,
+    /// Where, as byte offsets in the source sent.
+    pub start: Option<usize>,
+    /// The end of that span.
+    pub end: Option<usize>,
+}
+
+/// A request refused as a whole: a wrong token, a malformed or oversized body.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Problem {
+    /// What is wrong.
+    pub problem: String,
+}
+
+/// What an analyst may query: the datasets of their policy, for completion and `help`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Catalog {
+    /// The analyst.
+    pub analyst: String,
+    /// Their datasets.
+    pub datasets: Vec<DatasetInfo>,
+}
+
+/// One dataset as an analyst sees it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DatasetInfo {
+    /// The name to `USE`.
+    pub name: String,
+    /// Its columns and their types.
+    pub columns: Vec<(String, String)>,
+    /// The statement families allowed.
+    pub statements: Vec<String>,
+}

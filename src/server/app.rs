@@ -1,0 +1,491 @@
+//! The HTTP server: one session per analyst over the datasets of the curator's policy, each
+//! request run in it, every statement written to the audit log.
+//!
+//! Every dataset is read once, at start, and shared by the analysts' sessions. A request runs
+//! on a blocking thread while the server goes on serving others; one analyst's requests run
+//! one at a time in their own session, and the datasets' ledgers (locked per statement) keep
+//! analysts racing for the last of a budget from both getting it.
+
+use super::api::StatementResult;
+use super::api::{Catalog, DatasetInfo, ErrorBody, Problem, RunRequest, RunResponse};
+use super::policy::{Dataset, Limits, Policy};
+use crate::data::{load_csv, LoadOptions, Table};
+use crate::error::Error;
+use crate::eval::{Randomness, ServedTable, Session};
+use crate::output::{render_json, render_table, Output};
+use crate::privacy::Store;
+use crate::syntax;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// Where and how to serve.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The address to listen on (port 0: any free port).
+    pub listen: SocketAddr,
+    /// Where the ledgers and the audit log live.
+    pub state_dir: PathBuf,
+}
+
+/// What the server says once it listens.
+#[derive(Debug, Clone)]
+pub struct Started {
+    /// The address it listens on.
+    pub addr: SocketAddr,
+    /// What the start found worth telling the curator (a dataset's file changed under its
+    /// ledger, a policy budget below what is spent).
+    pub notes: Vec<String>,
+}
+
+/// An analyst's side of the server.
+struct Analyst {
+    name: String,
+    session: Mutex<Session>,
+    catalog: Catalog,
+}
+
+/// The analysts, by the hash of their token.
+type Analysts = HashMap<[u8; 32], Arc<Analyst>>;
+
+/// What every request sees.
+struct App {
+    analysts: Analysts,
+    limits: Limits,
+    audit: Mutex<File>,
+}
+
+/// Serves `policy` until SIGTERM or SIGINT; `started` is told where, once listening.
+pub fn serve(
+    policy: &Policy,
+    options: Options,
+    started: impl FnOnce(&Started),
+) -> Result<(), String> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&options.state_dir)
+        .map_err(|e| {
+            format!(
+                "cannot make the state directory {}: {e}",
+                options.state_dir.display()
+            )
+        })?;
+    let (analysts, notes) = prepare(policy, &options.state_dir)?;
+    let audit_path = options.state_dir.join("audit.log");
+    let audit = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(&audit_path)
+        .map_err(|e| format!("cannot open the audit log {}: {e}", audit_path.display()))?;
+    let app = Arc::new(App {
+        analysts,
+        limits: policy.limits,
+        audit: Mutex::new(audit),
+    });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the server's runtime: {e}"))?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(options.listen)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
+        started(&Started { addr, notes });
+        axum::serve(listener, router(app))
+            .with_graceful_shutdown(shutdown())
+            .await
+            .map_err(|e| format!("the server stopped: {e}"))
+    })
+}
+
+/// The routes, with the limits on bodies.
+fn router(app: Arc<App>) -> Router {
+    let limits = app.limits;
+    Router::new()
+        .route("/v1/run", post(run))
+        .route("/v1/catalog", get(catalog))
+        .route(
+            "/v1/health",
+            get(|| async { Json(serde_json::json!({ "status": "ok" })) }),
+        )
+        .layer(DefaultBodyLimit::max(limits.max_request_bytes))
+        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
+            Duration::from_millis(limits.body_millis),
+        ))
+        .with_state(app)
+}
+
+/// Resolves on SIGTERM or SIGINT: requests under way finish, new ones are refused.
+async fn shutdown() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let term = async {
+        match signal(SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = term => {},
+        _ = tokio::signal::ctrl_c() => {},
+    }
+}
+
+/// Reads every dataset once, records its policy in its ledger through a curator's session,
+/// and opens each analyst's session over their datasets.
+fn prepare(policy: &Policy, state_dir: &Path) -> Result<(Analysts, Vec<String>), String> {
+    let mut notes = Vec::new();
+    let mut curator = Session::with_store(Randomness::Os, Store::dir(state_dir));
+    let mut data: HashMap<String, (Arc<Table>, [u8; 32])> = HashMap::new();
+    for d in &policy.datasets {
+        let (table, content) = read(d)?;
+        let served = served(d, &table, content, None);
+        let out = curator
+            .attach(served)
+            .map_err(|e| format!("dataset `{}`: {}", d.name, Error::from(e)))?;
+        if let Output::Loaded(info) = out {
+            if info.data_changed {
+                notes.push(format!(
+                    "dataset `{}`: its file's content differs from what its ledger saw last; its spending still counts",
+                    d.name
+                ));
+            }
+            notes.extend(info.warnings);
+        }
+        let total = curator
+            .set_dataset_total(&d.name, d.budget)
+            .map_err(|e| format!("dataset `{}`: {}", d.name, Error::from(e)))?;
+        if total > d.budget {
+            notes.push(format!(
+                "dataset `{}`: {} is already spent, above the policy's budget of {}: nothing remains",
+                d.name,
+                total.normalize(),
+                d.budget.normalize()
+            ));
+        }
+        if let Some(cube) = &d.cube {
+            curator
+                .declare_dataset_cube(&d.name, cube)
+                .map_err(|e| format!("dataset `{}`: CUBE {cube}: {e}", d.name))?;
+        }
+        data.insert(d.name.clone(), (table, content));
+    }
+    drop(curator);
+    let mut analysts = HashMap::new();
+    for a in &policy.analysts {
+        let mut session = Session::with_store(Randomness::Os, Store::dir(state_dir));
+        session.serve_analyst();
+        let mut datasets = Vec::new();
+        for (name, cap) in &a.budgets {
+            let d = policy
+                .datasets
+                .iter()
+                .find(|d| d.name == *name)
+                .ok_or_else(|| format!("analyst {}: no dataset `{name}`", a.name))?;
+            let (table, content) = &data[name];
+            let analyst = Some((a.name.clone(), *cap));
+            session
+                .attach(served(d, table, *content, analyst))
+                .map_err(|e| format!("analyst {} on `{name}`: {}", a.name, Error::from(e)))?;
+            datasets.push(DatasetInfo {
+                name: name.clone(),
+                columns: table
+                    .schema()
+                    .into_iter()
+                    .map(|(n, t)| (n, t.to_string()))
+                    .collect(),
+                statements: d
+                    .rules
+                    .families
+                    .iter()
+                    .map(|f| f.name().to_string())
+                    .collect(),
+            });
+        }
+        let catalog = Catalog {
+            analyst: a.name.clone(),
+            datasets,
+        };
+        let analyst = Analyst {
+            name: a.name.clone(),
+            session: Mutex::new(session),
+            catalog,
+        };
+        analysts.insert(a.token_hash, Arc::new(analyst));
+    }
+    Ok((analysts, notes))
+}
+
+/// Reads a dataset's file as its policy declares it.
+fn read(d: &Dataset) -> Result<(Arc<Table>, [u8; 32]), String> {
+    let options = LoadOptions {
+        header: d.header,
+        columns: d.columns.clone(),
+        ..LoadOptions::default()
+    };
+    let loaded = load_csv(&d.source, &options).map_err(|e| {
+        format!(
+            "dataset `{}`: cannot load {}: {e}",
+            d.name,
+            d.source.display()
+        )
+    })?;
+    Ok((Arc::new(loaded.table), loaded.content.bytes()))
+}
+
+fn served(
+    d: &Dataset,
+    table: &Arc<Table>,
+    content: [u8; 32],
+    analyst: Option<(String, rust_decimal::Decimal)>,
+) -> ServedTable {
+    ServedTable {
+        name: d.name.clone(),
+        id: d.id.clone(),
+        table: Arc::clone(table),
+        content,
+        neighbours: d.neighbours,
+        total: d.budget,
+        rules: analyst.as_ref().map(|_| d.rules.clone()),
+        analyst,
+    }
+}
+
+/// A refusal of a whole request.
+fn problem(status: StatusCode, text: impl Into<String>) -> Response {
+    (
+        status,
+        Json(Problem {
+            problem: text.into(),
+        }),
+    )
+        .into_response()
+}
+
+/// The analyst whose token the request carries.
+fn analyst(app: &App, headers: &HeaderMap) -> Result<Arc<Analyst>, Box<Response>> {
+    let unauthorized = || {
+        let mut r = Box::new(problem(
+            StatusCode::UNAUTHORIZED,
+            "a valid token is needed: Authorization: Bearer TOKEN",
+        ));
+        r.headers_mut().insert(
+            axum::http::header::WWW_AUTHENTICATE,
+            axum::http::HeaderValue::from_static("Bearer"),
+        );
+        r
+    };
+    let token = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .ok_or_else(unauthorized)?;
+    let hash = *super::token::hash(token).as_bytes();
+    app.analysts.get(&hash).cloned().ok_or_else(unauthorized)
+}
+
+async fn catalog(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    match analyst(&app, &headers) {
+        Ok(a) => Json(a.catalog.clone()).into_response(),
+        Err(r) => *r,
+    }
+}
+
+async fn run(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let who = match analyst(&app, &headers) {
+        Ok(a) => a,
+        Err(r) => return *r,
+    };
+    let body = match body {
+        Ok(b) => b,
+        Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return problem(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "the request is larger than this server's limit of {} bytes",
+                    app.limits.max_request_bytes
+                ),
+            )
+        }
+        Err(_) => {
+            return problem(
+                StatusCode::REQUEST_TIMEOUT,
+                "the request's body did not arrive whole in time",
+            )
+        }
+    };
+    let request: RunRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(_) => {
+            return problem(
+                StatusCode::BAD_REQUEST,
+                "the body must be JSON: {\"source\": \"STATEMENTS\"}",
+            )
+        }
+    };
+    let (pieces, _) = syntax::split::split(&request.source);
+    if pieces.len() > app.limits.max_statements {
+        return problem(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "at most {} statements per request",
+                app.limits.max_statements
+            ),
+        );
+    }
+    let deadline = Instant::now() + Duration::from_millis(app.limits.request_millis);
+    let worker = Arc::clone(&app);
+    let done = tokio::task::spawn_blocking(move || {
+        let mut session = who.session.lock().unwrap_or_else(PoisonError::into_inner);
+        let (response, audit) = run_statements(&mut session, &request.source, deadline);
+        drop(session);
+        worker.write_audit(&who.name, &audit);
+        response
+    })
+    .await;
+    match done {
+        Ok(response) => Json(response).into_response(),
+        Err(_) => problem(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the request failed inside the server; nothing after its last recorded statement was run",
+        ),
+    }
+}
+
+/// One statement as the audit log records it: who asked what, and what it cost; never an
+/// answer.
+struct Audited {
+    statement: String,
+    table: Option<String>,
+    outcome: serde_json::Value,
+}
+
+impl App {
+    fn write_audit(&self, analyst: &str, lines: &[Audited]) {
+        let time = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let mut text = String::new();
+        for l in lines {
+            let line = serde_json::json!({
+                "time": time,
+                "analyst": analyst,
+                "dataset": l.table,
+                "statement": l.statement,
+                "outcome": l.outcome,
+            });
+            text.push_str(&line.to_string());
+            text.push('\n');
+        }
+        let mut file = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
+        // The ledger is the record of spending; an audit line that cannot be written is lost
+        // without undoing what the ledger holds.
+        let _ = file.write_all(text.as_bytes());
+    }
+}
+
+/// Runs the statements of `source` in order until one fails or the deadline passes.
+fn run_statements(
+    session: &mut Session,
+    source: &str,
+    deadline: Instant,
+) -> (RunResponse, Vec<Audited>) {
+    let (pieces, split_error) = syntax::split::split(source);
+    let mut results = Vec::new();
+    let mut audit = Vec::new();
+    let mut error = None;
+    for (k, piece) in pieces.iter().enumerate() {
+        let text = source
+            .get(piece.span.start..piece.span.end)
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        if k > 0 && Instant::now() > deadline {
+            error = Some(ErrorBody {
+                message: "the request's time limit was reached: this statement and those after it were not run".into(),
+                help: Some("send fewer statements at a time".into()),
+                start: Some(piece.span.start),
+                end: Some(piece.span.end),
+            });
+            break;
+        }
+        let result = syntax::parse_statement_at(source, piece.span)
+            .map_err(Error::from)
+            .and_then(|stmt| session.execute(&stmt));
+        let table = session.current_table_name();
+        match result {
+            Ok(response) => {
+                let json: serde_json::Value = serde_json::from_str(&render_json(&response))
+                    .unwrap_or(serde_json::Value::Null);
+                audit.push(Audited {
+                    statement: text,
+                    table,
+                    outcome: cost(&json),
+                });
+                results.push(StatementResult {
+                    json,
+                    table: render_table(&response),
+                });
+            }
+            Err(e) => {
+                let body = error_body(&e);
+                audit.push(Audited {
+                    statement: text,
+                    table,
+                    outcome: serde_json::json!({ "error": body.message }),
+                });
+                error = Some(body);
+                break;
+            }
+        }
+    }
+    if error.is_none() {
+        if let Some(e) = split_error {
+            error = Some(error_body(&Error::from(e)));
+        }
+    }
+    (RunResponse { results, error }, audit)
+}
+
+/// What the audit log says a result cost: its kind, the epsilon it spent and whether it came
+/// from the history. Never its answer.
+fn cost(json: &serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "kind": json.get("kind"),
+        "eps_spent": json.get("eps_spent"),
+        "from_history": json.get("from_history"),
+    })
+}
+
+fn error_body(e: &Error) -> ErrorBody {
+    let d = e.diagnostic();
+    ErrorBody {
+        message: d.message,
+        help: d.help,
+        start: d.span.map(|s| s.start),
+        end: d.span.map(|s| s.end),
+    }
+}

@@ -1,0 +1,14 @@
+//! `dpq serve`: a curator's policy served to analysts over HTTP, with the same statements and
+//! JSON results as local dpq. The analysts hold neither the data nor the state; the policy
+//! fixes the datasets, their schemas, budgets and rules, and who may use them.
+//!
+//! It sits above the evaluator, as the prompt does: `policy` reads the curator's TOML,
+//! `token` makes and checks bearer tokens, `api` is what travels over the wire, and `app` is
+//! the server itself.
+
+pub mod api;
+mod app;
+pub mod policy;
+pub mod token;
+
+pub use app::{serve, Options, Started};

@@ -1,0 +1,682 @@
+//! The curator's policy: which datasets are served, from where, with what declared schema,
+//! neighbour model, budget and rules, and which analysts may use them with what caps. A TOML
+//! file; `dpq check-policy FILE` validates one and says what each analyst may do.
+//!
+//! Every key is documented in the README and shown in `examples/classroom/policy.toml`.
+//! Seeded noise has no key: a served dataset is never seeded.
+
+use crate::data::{ColumnType, Declared, Domain};
+use crate::eval::{Family, Rules};
+use crate::privacy::{Mechanism, Neighbours};
+use rust_decimal::Decimal;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use toml::Value;
+
+/// A policy that is not valid: what and where, in the policy's own words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: {message}")]
+pub struct PolicyError {
+    /// The policy file.
+    pub file: String,
+    /// What is wrong, naming the dataset, analyst or key.
+    pub message: String,
+}
+
+/// A validated policy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    /// Where the ledgers and the audit log live, if the policy says.
+    pub state_dir: Option<PathBuf>,
+    /// The datasets served.
+    pub datasets: Vec<Dataset>,
+    /// The analysts and their tokens' hashes.
+    pub analysts: Vec<Analyst>,
+    /// Limits on requests.
+    pub limits: Limits,
+}
+
+/// One served dataset.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dataset {
+    /// The public name analysts `USE`.
+    pub name: String,
+    /// The curator's identity for it: keys its ledger, whatever the file.
+    pub id: String,
+    /// The CSV file (relative paths are read from the policy's directory).
+    pub source: PathBuf,
+    /// Whether the file's first row names its columns.
+    pub header: bool,
+    /// The declared schema, if any (else types are inferred from the data).
+    pub columns: Option<Vec<Declared>>,
+    /// How neighbouring tables differ.
+    pub neighbours: Neighbours,
+    /// The total budget, shared by all analysts.
+    pub budget: Decimal,
+    /// The cube, as `CUBE` would declare it without the keyword (`BY age (30, 65)`).
+    pub cube: Option<String>,
+    /// What analysts may do.
+    pub rules: Rules,
+}
+
+/// One analyst.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Analyst {
+    /// Their name, as the audit log and the ledger record it.
+    pub name: String,
+    /// BLAKE3 of their token.
+    pub token_hash: [u8; 32],
+    /// Their cap on each dataset they may use, by dataset name.
+    pub budgets: Vec<(String, Decimal)>,
+}
+
+/// Limits that keep one client from stalling the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The largest request body, in bytes.
+    pub max_request_bytes: usize,
+    /// The most statements in one request.
+    pub max_statements: usize,
+    /// How long one request may run statements, in milliseconds; statements after it are not
+    /// run.
+    pub request_millis: u64,
+    /// How long a client may take to send its request body, in milliseconds.
+    pub body_millis: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_request_bytes: 64 * 1024,
+            max_statements: 100,
+            request_millis: 30_000,
+            body_millis: 10_000,
+        }
+    }
+}
+
+/// The families an analyst may use when a dataset's policy names none.
+const DEFAULT_FAMILIES: [Family; 8] = [
+    Family::Count,
+    Family::Linear,
+    Family::Within,
+    Family::Estimate,
+    Family::Prob,
+    Family::Explain,
+    Family::History,
+    Family::Lab,
+];
+
+impl Policy {
+    /// Reads and validates the policy file `path`.
+    pub fn read(path: &Path) -> Result<Policy, PolicyError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| PolicyError {
+            file: shown.clone(),
+            message: format!("cannot read it: {e}"),
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        Policy::parse(&text, base).map_err(|message| PolicyError {
+            file: shown,
+            message,
+        })
+    }
+
+    /// Validates the policy `text`, resolving relative paths against `base`.
+    pub fn parse(text: &str, base: &Path) -> Result<Policy, String> {
+        let doc: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| format!("not valid TOML: {}", e.message()))?;
+        let mut t = Keys::new("the policy", &doc);
+        let state_dir = t.string("state_dir")?.map(|d| base.join(d));
+        let limits = match t.table("limits")? {
+            Some(l) => limits(l)?,
+            None => Limits::default(),
+        };
+        let datasets = t
+            .array("dataset")?
+            .iter()
+            .map(|d| dataset(d, base))
+            .collect::<Result<Vec<_>, _>>()?;
+        let analysts = t
+            .array("analyst")?
+            .iter()
+            .map(|a| analyst(a, &datasets))
+            .collect::<Result<Vec<_>, _>>()?;
+        t.done()?;
+        unique(datasets.iter().map(|d| d.name.as_str()), "dataset name")?;
+        unique(datasets.iter().map(|d| d.id.as_str()), "dataset id")?;
+        unique(analysts.iter().map(|a| a.name.as_str()), "analyst name")?;
+        let hashes: Vec<String> = analysts.iter().map(|a| hex(&a.token_hash)).collect();
+        unique(hashes.iter().map(String::as_str), "token hash")?;
+        if datasets.is_empty() {
+            return Err("it serves no dataset: add a [[dataset]]".into());
+        }
+        Ok(Policy {
+            state_dir,
+            datasets,
+            analysts,
+            limits,
+        })
+    }
+
+    /// What the policy allows, in words: `dpq check-policy`'s report.
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        for d in &self.datasets {
+            out.push_str(&format!(
+                "dataset `{}` (id {}): {} from {}\n  NEIGHBOURS {}, budget {} shared by all its analysts{}\n  statements: {}; mechanisms: {}\n",
+                d.name,
+                d.id,
+                match &d.columns {
+                    Some(c) => format!("{} declared columns", c.len()),
+                    None => "columns inferred from the data".to_string(),
+                },
+                d.source.display(),
+                d.neighbours,
+                d.budget.normalize(),
+                d.rules
+                    .max_eps
+                    .map(|m| format!(", at most {} per query", m.normalize()))
+                    .unwrap_or_default(),
+                d.rules.families.iter().map(|f| f.name()).collect::<Vec<_>>().join(", "),
+                d.rules.mechanisms.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+            ));
+            if let Some(cube) = &d.cube {
+                out.push_str(&format!("  cube: CUBE {cube}\n"));
+            }
+        }
+        for a in &self.analysts {
+            let caps: Vec<String> = a
+                .budgets
+                .iter()
+                .map(|(d, cap)| format!("`{d}` up to {}", cap.normalize()))
+                .collect();
+            out.push_str(&format!(
+                "analyst {}: {}\n",
+                a.name,
+                if caps.is_empty() {
+                    "no dataset".to_string()
+                } else {
+                    caps.join(", ")
+                }
+            ));
+        }
+        out.push_str("No analyst may LOAD, SET BUDGET, SET SEED, declare a cube or write a chart; the dataset's budget bounds all its analysts together.");
+        out
+    }
+}
+
+/// The keys of one TOML table, taken one by one; any key left over is an error.
+struct Keys<'a> {
+    what: String,
+    table: &'a toml::Table,
+    taken: Vec<&'static str>,
+}
+
+impl<'a> Keys<'a> {
+    fn new(what: impl Into<String>, table: &'a toml::Table) -> Self {
+        Keys {
+            what: what.into(),
+            table,
+            taken: Vec::new(),
+        }
+    }
+
+    fn get(&mut self, key: &'static str) -> Option<&'a Value> {
+        self.taken.push(key);
+        self.table.get(key)
+    }
+
+    fn wrong(&self, key: &str, expected: &str) -> String {
+        format!("{}: `{key}` must be {expected}", self.what)
+    }
+
+    fn string(&mut self, key: &'static str) -> Result<Option<String>, String> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(self.wrong(key, "a string")),
+        }
+    }
+
+    fn required(&mut self, key: &'static str) -> Result<String, String> {
+        self.string(key)?
+            .ok_or_else(|| format!("{}: `{key}` is missing", self.what))
+    }
+
+    fn boolean(&mut self, key: &'static str) -> Result<Option<bool>, String> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Boolean(b)) => Ok(Some(*b)),
+            Some(_) => Err(self.wrong(key, "true or false")),
+        }
+    }
+
+    fn number(&mut self, key: &'static str) -> Result<Option<Decimal>, String> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => decimal(v)
+                .map(Some)
+                .ok_or_else(|| self.wrong(key, "a number")),
+        }
+    }
+
+    fn integer(&mut self, key: &'static str) -> Result<Option<u64>, String> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Integer(i)) if *i > 0 => Ok(Some(*i as u64)),
+            Some(_) => Err(self.wrong(key, "a positive whole number")),
+        }
+    }
+
+    fn strings(&mut self, key: &'static str) -> Result<Option<Vec<String>>, String> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| v.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()
+                .map(Some)
+                .ok_or_else(|| self.wrong(key, "a list of strings")),
+            Some(_) => Err(self.wrong(key, "a list of strings")),
+        }
+    }
+
+    fn table(&mut self, key: &'static str) -> Result<Option<&'a toml::Table>, String> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Table(t)) => Ok(Some(t)),
+            Some(_) => Err(self.wrong(key, "a table")),
+        }
+    }
+
+    fn array(&mut self, key: &'static str) -> Result<Vec<&'a toml::Table>, String> {
+        match self.get(key) {
+            None => Ok(Vec::new()),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(Value::as_table)
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| self.wrong(key, &format!("written [[{key}]]"))),
+            Some(_) => Err(self.wrong(key, &format!("written [[{key}]]"))),
+        }
+    }
+
+    /// Refuses keys the policy does not know (a misspelt key would silently do nothing).
+    fn done(&self) -> Result<(), String> {
+        match self
+            .table
+            .keys()
+            .find(|k| !self.taken.contains(&k.as_str()))
+        {
+            Some(k) => Err(format!("{}: unknown key `{k}`", self.what)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A TOML number (or a string holding one) as an exact decimal: `0.1` is one tenth.
+fn decimal(v: &Value) -> Option<Decimal> {
+    match v {
+        // The shortest text that reads back as the float: what the curator wrote.
+        Value::Float(f) if f.is_finite() => Decimal::from_str(&f.to_string()).ok(),
+        Value::Integer(i) => Some(Decimal::from(*i)),
+        Value::String(s) => Decimal::from_str(s.trim()).ok(),
+        _ => None,
+    }
+}
+
+fn limits(t: &toml::Table) -> Result<Limits, String> {
+    let mut k = Keys::new("[limits]", t);
+    let d = Limits::default();
+    let size = |v: Option<u64>, default: usize| v.map_or(default, |v| v as usize);
+    let l = Limits {
+        max_request_bytes: size(k.integer("max_request_bytes")?, d.max_request_bytes),
+        max_statements: size(k.integer("max_statements")?, d.max_statements),
+        request_millis: k.integer("request_millis")?.unwrap_or(d.request_millis),
+        body_millis: k.integer("body_millis")?.unwrap_or(d.body_millis),
+    };
+    k.done()?;
+    Ok(l)
+}
+
+/// Whether `s` is a name a statement can write without quotes: a letter or `_`, then letters,
+/// digits or `_`.
+fn plain_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && s.len() <= 64
+}
+
+fn dataset(t: &toml::Table, base: &Path) -> Result<Dataset, String> {
+    let mut k = Keys::new("a [[dataset]]", t);
+    let name = k.required("name")?;
+    if !plain_name(&name) {
+        return Err(format!(
+            "dataset `{name}`: its name must be a plain word (letters, digits and _, at most 64)"
+        ));
+    }
+    k.what = format!("dataset `{name}`");
+    let id = k.required("id")?;
+    let id_ok = !id.is_empty()
+        && id.len() <= 100
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if !id_ok {
+        return Err(format!(
+            "dataset `{name}`: its id must be 1 to 100 of letters, digits, '-', '_' and '.'"
+        ));
+    }
+    let source = base.join(k.required("source")?);
+    let header = k.boolean("header")?.unwrap_or(true);
+    let neighbours = match k.string("neighbours")? {
+        None => Neighbours::Replace,
+        Some(n) => Neighbours::from_name(&n).ok_or_else(|| {
+            format!("dataset `{name}`: `neighbours` must be \"replace\" or \"add_remove\"")
+        })?,
+    };
+    if let Some(public) = k.boolean("n_public")? {
+        if public != (neighbours == Neighbours::Replace) {
+            return Err(format!(
+                "dataset `{name}`: n is public exactly when neighbouring tables have the same size: `n_public = {public}` needs `neighbours = \"{}\"`",
+                if public { "replace" } else { "add_remove" }
+            ));
+        }
+    }
+    let budget = positive(k.number("budget")?, &name, "budget")?
+        .ok_or_else(|| format!("dataset `{name}`: `budget` is missing"))?;
+    let max_eps = positive(k.number("max_eps_per_query")?, &name, "max_eps_per_query")?;
+    if max_eps.is_some_and(|m| m > budget) {
+        return Err(format!(
+            "dataset `{name}`: `max_eps_per_query` is above its `budget`"
+        ));
+    }
+    let families = match k.strings("statements")? {
+        None => DEFAULT_FAMILIES.to_vec(),
+        Some(names) => names
+            .iter()
+            .map(|n| {
+                Family::from_name(n).ok_or_else(|| {
+                    format!(
+                        "dataset `{name}`: unknown statement family `{n}` (known: {})",
+                        Family::ALL.map(|(n, _)| n).join(", ")
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    let mechanisms = match k.strings("mechanisms")? {
+        None => vec![Mechanism::Laplace, Mechanism::Geometric, Mechanism::Staircase],
+        Some(names) => names
+            .iter()
+            .map(|n| {
+                Mechanism::from_name(n).ok_or_else(|| {
+                    format!("dataset `{name}`: unknown mechanism `{n}` (known: laplace, geometric, staircase)")
+                })
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    let show_dataset_budget = k.boolean("show_dataset_budget")?.unwrap_or(true);
+    let cube = k.string("cube")?;
+    let columns = match k.table("columns")? {
+        None => None,
+        Some(c) => Some(columns(c, &name)?),
+    };
+    k.done()?;
+    Ok(Dataset {
+        name,
+        id,
+        source,
+        header,
+        columns,
+        neighbours,
+        budget,
+        cube,
+        rules: Rules {
+            families,
+            mechanisms,
+            max_eps,
+            show_dataset_budget,
+        },
+    })
+}
+
+fn positive(v: Option<Decimal>, dataset: &str, key: &str) -> Result<Option<Decimal>, String> {
+    match v {
+        Some(d) if d <= Decimal::ZERO => Err(format!(
+            "dataset `{dataset}`: `{key}` must be a positive number"
+        )),
+        other => Ok(other),
+    }
+}
+
+/// The declared columns, in the order written: `name = "type"` or `name = { type = "...",
+/// min = .., max = .. }` or `{ type = "text", values = [...] }`.
+fn columns(t: &toml::Table, dataset: &str) -> Result<Vec<Declared>, String> {
+    t.iter()
+        .map(|(name, v)| {
+            let what = format!("dataset `{dataset}`, column `{name}`");
+            if name.is_empty() || name.chars().any(char::is_control) {
+                return Err(format!("{what}: a column name must be plain text"));
+            }
+            let ty = |s: &str| match s {
+                "integer" => Ok(ColumnType::Integer),
+                "float" => Ok(ColumnType::Float),
+                "text" => Ok(ColumnType::Text),
+                "boolean" => Ok(ColumnType::Boolean),
+                _ => Err(format!(
+                    "{what}: the type must be integer, float, text or boolean"
+                )),
+            };
+            match v {
+                Value::String(s) => Ok(Declared::new(name.clone(), ty(s)?)),
+                Value::Table(spec) => {
+                    let mut k = Keys::new(what.clone(), spec);
+                    let ty = ty(&k.required("type")?)?;
+                    let min = k.number("min")?;
+                    let max = k.number("max")?;
+                    let values = k.strings("values")?;
+                    k.done()?;
+                    let domain = match (min, max, values, ty) {
+                        (None, None, None, _) => Domain::Any,
+                        (Some(min), Some(max), None, ColumnType::Integer | ColumnType::Float)
+                            if min <= max =>
+                        {
+                            Domain::Range { min, max }
+                        }
+                        (None, None, Some(v), ColumnType::Text) if !v.is_empty() => {
+                            Domain::Values(v)
+                        }
+                        _ => {
+                            return Err(format!(
+                                "{what}: a domain is `min` and `max` (min <= max) on a number column, or a non-empty `values` list on a text column"
+                            ))
+                        }
+                    };
+                    Ok(Declared {
+                        name: name.clone(),
+                        ty,
+                        domain,
+                    })
+                }
+                _ => Err(format!(
+                    "{what}: write `{name} = \"integer\"` or `{name} = {{ type = \"integer\", min = 0, max = 120 }}`"
+                )),
+            }
+        })
+        .collect()
+}
+
+fn analyst(t: &toml::Table, datasets: &[Dataset]) -> Result<Analyst, String> {
+    let mut k = Keys::new("an [[analyst]]", t);
+    let name = k.required("name")?;
+    if !plain_name(&name) {
+        return Err(format!(
+            "analyst `{name}`: the name must be a plain word (letters, digits and _, at most 64)"
+        ));
+    }
+    k.what = format!("analyst `{name}`");
+    let hash = k.required("token_hash")?;
+    let token_hash = super::token::parse_hash(&hash).ok_or_else(|| {
+        format!("analyst `{name}`: `token_hash` must be what `dpq token` prints (blake3:...)")
+    })?;
+    let mut budgets = Vec::new();
+    if let Some(b) = k.table("budgets")? {
+        for (dataset, cap) in b {
+            let Some(d) = datasets.iter().find(|d| d.name == *dataset) else {
+                return Err(format!(
+                    "analyst `{name}`: no dataset `{dataset}` in `budgets`"
+                ));
+            };
+            let cap = decimal(cap).filter(|c| *c > Decimal::ZERO).ok_or_else(|| {
+                format!("analyst `{name}`: the cap on `{dataset}` must be a positive number")
+            })?;
+            if cap > d.budget {
+                return Err(format!(
+                    "analyst `{name}`: the cap on `{dataset}` ({}) is above the dataset's budget ({})",
+                    cap.normalize(),
+                    d.budget.normalize()
+                ));
+            }
+            budgets.push((dataset.clone(), cap));
+        }
+    }
+    k.done()?;
+    Ok(Analyst {
+        name,
+        token_hash,
+        budgets,
+    })
+}
+
+fn unique<'a>(items: impl Iterator<Item = &'a str>, what: &str) -> Result<(), String> {
+    let mut seen: Vec<&str> = Vec::new();
+    for i in items {
+        if seen.contains(&i) {
+            return Err(format!("two entries share the {what} `{i}`"));
+        }
+        seen.push(i);
+    }
+    Ok(())
+}
+
+fn hex(bytes: &[u8; 32]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HASH: &str = "blake3:0000000000000000000000000000000000000000000000000000000000000001";
+
+    fn parse(text: &str) -> Result<Policy, String> {
+        Policy::parse(text, Path::new("/srv"))
+    }
+
+    #[test]
+    fn a_full_policy_reads_as_written() {
+        let p = parse(&format!(
+            r#"
+state_dir = "state"
+[limits]
+max_statements = 10
+
+[[dataset]]
+name = "survey"
+id = "survey-2026.v1"
+source = "survey.csv"
+neighbours = "add_remove"
+budget = 1.0
+max_eps_per_query = 0.25
+statements = ["count", "estimate"]
+mechanisms = ["laplace"]
+cube = "BY age (30, 65)"
+[dataset.columns]
+age = {{ type = "integer", min = 0, max = 120 }}
+sex = {{ type = "text", values = ["F", "M"] }}
+income = "float"
+
+[[analyst]]
+name = "ana"
+token_hash = "{HASH}"
+budgets = {{ survey = 0.5 }}
+"#
+        ))
+        .expect("valid");
+        assert_eq!(p.state_dir, Some(PathBuf::from("/srv/state")));
+        assert_eq!(p.limits.max_statements, 10);
+        let d = &p.datasets[0];
+        assert_eq!(d.source, PathBuf::from("/srv/survey.csv"));
+        assert_eq!(d.neighbours, Neighbours::AddRemove);
+        assert_eq!(d.budget, Decimal::ONE);
+        assert_eq!(
+            d.rules.max_eps,
+            Some(Decimal::from_str("0.25").expect("decimal"))
+        );
+        assert_eq!(d.rules.families, vec![Family::Count, Family::Estimate]);
+        let names: Vec<&str> = d
+            .columns
+            .as_ref()
+            .expect("declared")
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(names, ["age", "sex", "income"], "the order written");
+        assert_eq!(
+            p.analysts[0].budgets,
+            vec![(
+                "survey".to_string(),
+                Decimal::from_str("0.5").expect("decimal")
+            )]
+        );
+    }
+
+    #[test]
+    fn mistakes_are_named() {
+        let base = |extra: &str, analyst: &str| {
+            format!(
+                "[[dataset]]\nname = \"s\"\nid = \"s1\"\nsource = \"s.csv\"\nbudget = 1\n{extra}\n[[analyst]]\nname = \"ana\"\ntoken_hash = \"{HASH}\"\n{analyst}\n"
+            )
+        };
+        for (extra, analyst, says) in [
+            ("budgt = 2", "", "unknown key `budgt`"),
+            ("neighbours = \"swap\"", "", "`neighbours` must be"),
+            ("max_eps_per_query = 2", "", "above its `budget`"),
+            ("n_public = false", "", "n_public = false"),
+            (
+                "statements = [\"load\"]",
+                "",
+                "unknown statement family `load`",
+            ),
+            ("mechanisms = [\"gauss\"]", "", "unknown mechanism `gauss`"),
+            ("", "budgets = { s = 2 }", "above the dataset's budget"),
+            ("", "budgets = { t = 0.5 }", "no dataset `t`"),
+            ("", "budgets = { s = -1 }", "positive number"),
+            ("[dataset.columns]\nage = \"date\"", "", "column `age`"),
+            (
+                "[dataset.columns]\nage = { type = \"text\", min = 0, max = 3 }",
+                "",
+                "a domain is",
+            ),
+        ] {
+            let err = parse(&base(extra, analyst)).expect_err(says);
+            assert!(err.contains(says), "{extra} {analyst}: {err}");
+        }
+        let err = parse("[[dataset]]\nname = \"a b\"\nid = \"x\"\nsource = \"s\"\nbudget = 1\n")
+            .expect_err("name");
+        assert!(err.contains("plain word"), "{err}");
+        let err = parse("x = 1").expect_err("unknown");
+        assert!(err.contains("unknown key `x`"), "{err}");
+        let two = format!(
+            "{}\n[[analyst]]\nname = \"bob\"\ntoken_hash = \"{HASH}\"\n",
+            base("", "")
+        );
+        assert!(parse(&two).expect_err("shared").contains("token hash"));
+    }
+}

@@ -1,0 +1,624 @@
+//! `dpq serve` tested as analysts meet it: the real binary on loopback, real HTTP clients,
+//! racing analysts, caps, tokens, refused statements, malformed and slow clients, kill -9 and
+//! restarts, policy changes, graceful shutdown, and `dpq connect` / `dpq run --server`.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A token and the hash its policy entry holds, made by `dpq token`.
+fn token() -> (String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_dpq"))
+        .arg("token")
+        .output()
+        .expect("dpq token");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let field = |key: &str| {
+        text.lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| l.split('"').nth(1))
+            .expect("a quoted value")
+            .to_string()
+    };
+    (field("token ="), field("token_hash ="))
+}
+
+/// A directory with the example data, a state directory and analysts' tokens.
+struct Setup {
+    dir: tempfile::TempDir,
+    tokens: Vec<(String, String)>,
+}
+
+impl Setup {
+    fn new(analysts: usize) -> Setup {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::copy("examples/data/people.csv", dir.path().join("people.csv"))
+            .expect("copy the example data");
+        Setup {
+            dir,
+            tokens: (0..analysts).map(|_| token()).collect(),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn state(&self) -> PathBuf {
+        self.path("state")
+    }
+
+    /// Writes the policy: one dataset `people` (extra keys `dataset`), analysts `a0`, `a1`,
+    /// ... with the caps `caps` on it.
+    fn policy(&self, dataset: &str, caps: &[&str]) -> PathBuf {
+        let mut p = format!(
+            "[[dataset]]\nname = \"people\"\nid = \"people-v1\"\nsource = \"people.csv\"\n{dataset}\n"
+        );
+        for (i, cap) in caps.iter().enumerate() {
+            p.push_str(&format!(
+                "\n[[analyst]]\nname = \"a{i}\"\ntoken_hash = \"{}\"\nbudgets = {{ people = {cap} }}\n",
+                self.tokens[i].1
+            ));
+        }
+        let path = self.path("policy.toml");
+        std::fs::write(&path, p).expect("write the policy");
+        path
+    }
+
+    fn token(&self, i: usize) -> &str {
+        &self.tokens[i].0
+    }
+}
+
+/// A running `dpq serve`, killed when dropped.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Server {
+    fn start(setup: &Setup, policy: &Path) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_dpq"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--policy"])
+            .arg(policy)
+            .arg("--state-dir")
+            .arg(setup.state())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn dpq serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("the server's first line");
+        let Some(addr) = line.trim().strip_prefix("dpq serve: listening on http://") else {
+            let mut err = String::new();
+            child.stderr.take().map(|mut e| e.read_to_string(&mut err));
+            panic!("the server did not start: {line} {err}");
+        };
+        Server {
+            addr: addr.parse().expect("an address"),
+            child,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Runs `source` as the analyst of `token`: the HTTP status and the body.
+    fn run(&self, token: &str, source: &str) -> (u16, Value) {
+        let body = serde_json::json!({ "source": source }).to_string();
+        self.post(Some(token), body.as_bytes())
+    }
+
+    fn post(&self, token: Option<&str>, body: &[u8]) -> (u16, Value) {
+        let mut request = agent()
+            .post(format!("{}/v1/run", self.url()))
+            .content_type("application/json");
+        if let Some(t) = token {
+            request = request.header("Authorization", format!("Bearer {t}"));
+        }
+        answer(request.send(body))
+    }
+
+    fn get(&self, token: Option<&str>, path: &str) -> (u16, Value) {
+        let mut request = agent().get(format!("{}{path}", self.url()));
+        if let Some(t) = token {
+            request = request.header("Authorization", format!("Bearer {t}"));
+        }
+        answer(request.call())
+    }
+
+    /// The analyst's own budget and, as the policy shows it, the dataset's.
+    fn budget(&self, token: &str) -> Value {
+        let (status, body) = self.run(token, "SHOW BUDGET;");
+        assert_eq!(status, 200, "{body}");
+        body["results"][0]["json"].clone()
+    }
+
+    fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(60)))
+        .build()
+        .into()
+}
+
+fn answer(r: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> (u16, Value) {
+    let mut r = r.expect("the server answers");
+    let status = r.status().as_u16();
+    let text = r.body_mut().read_to_string().expect("a body");
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// The results' kinds and the error of a run.
+fn kinds(body: &Value) -> Vec<String> {
+    body["results"]
+        .as_array()
+        .map(|rs| {
+            rs.iter()
+                .map(|r| r["json"]["kind"].as_str().unwrap_or("?").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn error(body: &Value) -> String {
+    body["error"]["message"].as_str().unwrap_or("").to_string()
+}
+
+/// Five analysts race, each with ten different counts of 0.1, for a dataset budget of 1:
+/// exactly ten answers in all, whoever gets them, and the dataset's ledger holds exactly 1.
+#[test]
+fn analysts_racing_for_the_last_of_a_dataset_get_exactly_what_it_allows() {
+    let setup = Setup::new(5);
+    let policy = setup.policy("budget = 1", &["1", "1", "1", "1", "1"]);
+    let server = Server::start(&setup, &policy);
+    let answered: usize = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..5)
+            .map(|i| {
+                let server = &server;
+                let token = setup.token(i).to_string();
+                s.spawn(move || {
+                    (0..10)
+                        .filter(|k| {
+                            let q = format!("COUNT WHERE age < {} WITH EPS 0.1;", 20 + 10 * i + k);
+                            let (status, body) = server.run(&token, &q);
+                            assert_eq!(status, 200, "{body}");
+                            kinds(&body) == ["count"]
+                        })
+                        .count()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a client"))
+            .sum()
+    });
+    assert_eq!(answered, 10);
+    let budget = server.budget(setup.token(0));
+    assert_eq!(budget["dataset"]["spent"], 1.0, "{budget}");
+    assert_eq!(budget["dataset"]["remaining"], 0.0, "{budget}");
+}
+
+/// An analyst's cap holds on their own spending; another analyst goes on under the dataset's
+/// total; and the dataset's total stops both.
+#[test]
+fn caps_hold_per_analyst_and_the_dataset_total_bounds_them_all() {
+    let setup = Setup::new(2);
+    let policy = setup.policy("budget = 0.5", &["0.3", "0.4"]);
+    let server = Server::start(&setup, &policy);
+    let (a, b) = (setup.token(0), setup.token(1));
+    for k in 0..3 {
+        let (_, body) = server.run(a, &format!("COUNT WHERE age < {} WITH EPS 0.1;", 30 + k));
+        assert_eq!(kinds(&body), ["count"], "{body}");
+    }
+    let (_, body) = server.run(a, "COUNT WHERE age < 50 WITH EPS 0.1;");
+    assert!(error(&body).contains("budget exceeded"), "{body}");
+    let (_, body) = server.run(b, "COUNT WHERE age < 60 WITH EPS 0.2;");
+    assert_eq!(kinds(&body), ["count"], "{body}");
+    // b has 0.2 of a cap left, but the dataset only 0.
+    let (_, body) = server.run(b, "COUNT WHERE age < 61 WITH EPS 0.1;");
+    assert!(
+        error(&body).contains("too little budget left for all its analysts"),
+        "{body}"
+    );
+    let budget = server.budget(b);
+    assert_eq!(budget["spent"], 0.2, "{budget}");
+    assert_eq!(budget["dataset"]["spent"], 0.5, "{budget}");
+    // The analyst is not told where the server keeps its ledgers.
+    assert_eq!(budget["ledger"], Value::Null, "{budget}");
+}
+
+/// No token, a wrong token, or another analyst's dataset: refused, and nothing changes.
+#[test]
+fn tokens_are_checked_and_analysts_see_only_their_datasets() {
+    let setup = Setup::new(2);
+    std::fs::copy(setup.path("people.csv"), setup.path("other.csv")).expect("copy");
+    let policy = setup.policy("budget = 1", &["0.5", "0.5"]);
+    let mut text = std::fs::read_to_string(&policy).expect("read");
+    text = text.replace(
+        "[[analyst]]\nname = \"a0\"",
+        "[[dataset]]\nname = \"other\"\nid = \"other-v1\"\nsource = \"other.csv\"\nbudget = 1\n\n[[analyst]]\nname = \"a0\"",
+    );
+    text = text.replace(
+        "budgets = { people = 0.5 }\n\n[[analyst]]\nname = \"a1\"",
+        "budgets = { people = 0.5, other = 0.5 }\n\n[[analyst]]\nname = \"a1\"",
+    );
+    std::fs::write(&policy, text).expect("write");
+    let server = Server::start(&setup, &policy);
+    let (status, body) = server.post(None, br#"{"source": "SHOW TABLES;"}"#);
+    assert_eq!(status, 401, "{body}");
+    let (status, _) = server.run("dpq_not-a-token", "COUNT WHERE age < 30 WITH EPS 0.1;");
+    assert_eq!(status, 401);
+    let (status, _) = server.get(Some("dpq_wrong"), "/v1/catalog");
+    assert_eq!(status, 401);
+    let (_, catalog) = server.get(Some(setup.token(1)), "/v1/catalog");
+    assert_eq!(catalog["analyst"], "a1");
+    assert_eq!(
+        catalog["datasets"].as_array().map(Vec::len),
+        Some(1),
+        "{catalog}"
+    );
+    let (_, body) = server.run(setup.token(1), "USE other;");
+    assert!(error(&body).contains("other"), "{body}");
+    let (_, body) = server.run(setup.token(0), "USE other; SHOW TABLES;");
+    assert_eq!(kinds(&body), ["using", "tables"], "{body}");
+    // Nothing was spent by any of it.
+    assert_eq!(server.budget(setup.token(1))["dataset"]["spent"], 0.0);
+}
+
+/// What an analyst may not do is refused with a clear error and changes nothing: the
+/// dataset's ledger is the same byte for byte.
+#[test]
+fn statements_the_policy_forbids_change_nothing() {
+    let setup = Setup::new(1);
+    let policy = setup.policy(
+        "budget = 1\nmax_eps_per_query = 0.2\nmechanisms = [\"laplace\"]\nstatements = [\"count\", \"within\"]",
+        &["1"],
+    );
+    let server = Server::start(&setup, &policy);
+    let a = setup.token(0);
+    let (_, body) = server.run(a, "COUNT WHERE age < 30 WITH EPS 0.1;");
+    assert_eq!(kinds(&body), ["count"], "{body}");
+    let ledgers = setup.state().join("ledgers");
+    let snapshot = || {
+        let mut files: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(&ledgers)
+            .expect("ledgers")
+            .map(|e| {
+                let p = e.expect("entry").path();
+                let bytes = std::fs::read(&p).expect("read");
+                (p, bytes)
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    let before = snapshot();
+    for (statement, says) in [
+        ("LOAD 'people.csv' AS mine;", "LOAD"),
+        ("SET BUDGET 100;", "SET BUDGET"),
+        ("SET SEED 7;", "SET SEED"),
+        ("CUBE BY age (30);", "CUBE BY"),
+        (
+            "COUNT WHERE age < 31 WITH EPS 0.5;",
+            "at most 0.2 per query",
+        ),
+        (
+            "COUNT WHERE age < 32 WITH EPS 0.1 MECHANISM geometric;",
+            "MECHANISM geometric",
+        ),
+        (
+            "COUNT WHERE age < 33 WITH EPS 0.1 PRIOR p=0.3 PLOT 'x.svg';",
+            "PLOT",
+        ),
+        (
+            "COUNT WHERE age < 34 WITHIN 1 AT 0.95;",
+            "at most 0.2 per query",
+        ),
+        ("SHOW HISTORY;", "history statements"),
+        (
+            "EXPLAIN COUNT WHERE age < 35 WITH EPS 0.1;",
+            "explain statements",
+        ),
+        ("SIMULATE N 100 P 0.3 EPS (0.1) RUNS 100;", "lab statements"),
+    ] {
+        let (status, body) = server.run(a, statement);
+        assert_eq!(status, 200, "{statement}: {body}");
+        assert!(error(&body).contains(says), "{statement}: {body}");
+        assert_eq!(snapshot(), before, "{statement} changed a ledger");
+    }
+    assert!(!setup.path("x.svg").exists());
+    assert_eq!(server.budget(a)["spent"], 0.1);
+}
+
+/// Malformed, random and oversized bodies, and too many statements: refused with a status
+/// and a reason, and the server goes on answering.
+#[test]
+fn malformed_and_oversized_requests_are_refused() {
+    let setup = Setup::new(1);
+    let mut policy = setup.policy("budget = 1", &["1"]);
+    let mut text = std::fs::read_to_string(&policy).expect("read");
+    text.push_str("\n[limits]\nmax_request_bytes = 4096\nmax_statements = 5\n");
+    policy = setup.path("limits.toml");
+    std::fs::write(&policy, text).expect("write");
+    let server = Server::start(&setup, &policy);
+    let a = setup.token(0);
+    // A simple, seeded generator: the same bodies every run.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..200 {
+        let len = (x % 300) as usize;
+        let body: Vec<u8> = (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 24) as u8
+            })
+            .collect();
+        let (status, reply) = server.post(Some(a), &body);
+        assert_eq!(status, 400, "{reply}");
+        assert!(reply["problem"].is_string(), "{reply}");
+    }
+    let big = serde_json::json!({ "source": "-- x\n".repeat(2000) }).to_string();
+    let (status, reply) = server.post(Some(a), big.as_bytes());
+    assert_eq!(status, 413, "{reply}");
+    let (status, reply) = server.run(a, &"SHOW TABLES;".repeat(6));
+    assert_eq!(status, 400, "{reply}");
+    assert!(reply["problem"]
+        .as_str()
+        .is_some_and(|p| p.contains("at most 5")));
+    let (status, reply) = server.run(a, "COUNT WHERE age < 30 WITH EPS 0.1;");
+    assert_eq!((status, kinds(&reply)), (200, vec!["count".to_string()]));
+}
+
+/// A client that sends half a request and then nothing does not stall anyone: others are
+/// answered meanwhile, and the slow one is cut off after the body's time limit.
+#[test]
+fn a_slow_client_does_not_stall_the_others() {
+    let setup = Setup::new(2);
+    let mut text =
+        std::fs::read_to_string(setup.policy("budget = 1", &["0.5", "0.5"])).expect("read");
+    text.push_str("\n[limits]\nbody_millis = 1500\n");
+    let policy = setup.path("slow.toml");
+    std::fs::write(&policy, text).expect("write");
+    let server = Server::start(&setup, &policy);
+    let mut slow = TcpStream::connect(server.addr).expect("connect");
+    write!(
+        slow,
+        "POST /v1/run HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"source\": \"SHOW",
+        setup.token(0)
+    )
+    .expect("write half a request");
+    let started = Instant::now();
+    for k in 0..5 {
+        let (status, body) = server.run(
+            setup.token(1),
+            &format!("COUNT WHERE age < {} WITH EPS 0.01;", 30 + k),
+        );
+        assert_eq!((status, kinds(&body)), (200, vec!["count".to_string()]));
+    }
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "others waited for the slow client"
+    );
+    slow.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut reply = String::new();
+    let _ = slow.read_to_string(&mut reply);
+    assert!(reply.starts_with("HTTP/1.1 408"), "{reply}");
+}
+
+/// kill -9 of the server during a burst of requests, then a restart: the dataset's recorded
+/// spending is never below what the clients were shown, and each analyst's own neither.
+#[test]
+fn kill_9_during_a_burst_loses_no_spending_that_was_shown() {
+    let setup = Setup::new(3);
+    let policy = setup.policy("budget = 1000", &["300", "300", "300"]);
+    let server = Server::start(&setup, &policy);
+    let url = server.url();
+    let shown: Vec<usize> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..3)
+            .map(|i| {
+                let token = setup.token(i).to_string();
+                let url = url.clone();
+                s.spawn(move || {
+                    let mut answered = 0;
+                    for k in 0..100_000 {
+                        let body = serde_json::json!({
+                            "source": format!("COUNT WHERE age < {k} OR income < {} WITH EPS 0.01;", i * 1_000_000 + k)
+                        })
+                        .to_string();
+                        let r = agent()
+                            .post(format!("{url}/v1/run"))
+                            .header("Authorization", format!("Bearer {token}"))
+                            .content_type("application/json")
+                            .send(body.as_bytes());
+                        let Ok(mut r) = r else { break };
+                        let Ok(text) = r.body_mut().read_to_string() else { break };
+                        if text.contains("\"kind\":\"count\"") {
+                            answered += 1;
+                        }
+                    }
+                    answered
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(1500));
+        server.kill();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a client"))
+            .collect()
+    });
+    assert!(shown.iter().sum::<usize>() > 10, "the burst ran: {shown:?}");
+    let server = Server::start(&setup, &policy);
+    let mut dataset_spent = 0.0;
+    for (i, &n) in shown.iter().enumerate() {
+        let budget = server.budget(setup.token(i));
+        let own = budget["spent"].as_f64().expect("spent");
+        assert!(
+            own >= 0.01 * n as f64 - 1e-9,
+            "analyst {i}: {own} < {n} answers: {budget}"
+        );
+        dataset_spent = budget["dataset"]["spent"].as_f64().expect("spent");
+    }
+    let total_shown = 0.01 * shown.iter().sum::<usize>() as f64;
+    assert!(
+        dataset_spent >= total_shown - 1e-9,
+        "{dataset_spent} < {total_shown}"
+    );
+}
+
+/// A new policy (another budget, other caps, the file moved and re-exported with a trailing
+/// newline) never resets what was spent: the ledger is the dataset's identity's.
+#[test]
+fn policy_changes_never_reset_spending() {
+    let setup = Setup::new(1);
+    let policy = setup.policy("budget = 1", &["0.5"]);
+    let server = Server::start(&setup, &policy);
+    let (_, body) = server.run(setup.token(0), "COUNT WHERE age < 30 WITH EPS 0.3;");
+    assert_eq!(kinds(&body), ["count"], "{body}");
+    drop(server);
+    let mut data = std::fs::read(setup.path("people.csv")).expect("read");
+    data.extend_from_slice(b"\n");
+    std::fs::create_dir(setup.path("export")).expect("mkdir");
+    std::fs::write(setup.path("export/people-2.csv"), data).expect("write");
+    let text = std::fs::read_to_string(&policy)
+        .expect("read")
+        .replace(
+            "source = \"people.csv\"",
+            "source = \"export/people-2.csv\"",
+        )
+        .replace("budget = 1\n", "budget = 0.2\n")
+        .replace("people = 0.5", "people = 0.2");
+    std::fs::write(&policy, text).expect("write");
+    let server = Server::start(&setup, &policy);
+    let budget = server.budget(setup.token(0));
+    assert_eq!(budget["spent"], 0.3, "{budget}");
+    assert_eq!(budget["remaining"], 0.0, "{budget}");
+    assert_eq!(budget["dataset"]["spent"], 0.3, "{budget}");
+    let (_, body) = server.run(setup.token(0), "COUNT WHERE age < 40 WITH EPS 0.01;");
+    assert!(error(&body).contains("budget exceeded"), "{body}");
+}
+
+/// An analyst's history, identical queries and inference are their own: another analyst's
+/// answers are neither shown to them nor used in their estimates.
+#[test]
+fn each_analyst_sees_only_their_own_history() {
+    let setup = Setup::new(2);
+    let policy = setup.policy("budget = 1\ncube = \"BY age (30)\"", &["0.5", "0.5"]);
+    let server = Server::start(&setup, &policy);
+    let (a, b) = (setup.token(0), setup.token(1));
+    let (_, body) = server.run(a, "COUNT WHERE age < 30 WITH EPS 0.2;");
+    let noisy = body["results"][0]["json"]["noisy"].as_f64().expect("noisy");
+    let (_, body) = server.run(b, "SHOW HISTORY; ESTIMATE COUNT WHERE age < 30;");
+    assert_eq!(kinds(&body), ["history"], "{body}");
+    assert!(body["results"][0]["json"]["releases"]
+        .as_array()
+        .is_some_and(Vec::is_empty));
+    assert!(
+        error(&body).contains("not estimable") || error(&body).contains("evidence"),
+        "{body}"
+    );
+    let (_, body) = server.run(b, "COUNT WHERE age < 30 WITH EPS 0.2;");
+    let json = &body["results"][0]["json"];
+    assert_eq!(json["from_history"], false, "{body}");
+    assert_ne!(json["noisy"].as_f64(), Some(noisy));
+    // The audit log says who asked what and what it cost, never an answer.
+    let audit = std::fs::read_to_string(setup.state().join("audit.log")).expect("audit");
+    assert!(audit.contains("\"analyst\":\"a0\"") && audit.contains("\"analyst\":\"a1\""));
+    assert!(!audit.contains(&noisy.to_string()), "{audit}");
+    assert!(!audit.contains("noisy"), "{audit}");
+}
+
+/// SIGTERM stops the server once its requests are answered, with exit status 0.
+#[test]
+fn sigterm_stops_the_server_gracefully() {
+    let setup = Setup::new(1);
+    let policy = setup.policy("budget = 1", &["1"]);
+    let mut server = Server::start(&setup, &policy);
+    let (status, _) = server.get(None, "/v1/health");
+    assert_eq!(status, 200);
+    let pid = server.child.id();
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let status = server.child.wait().expect("the server ends");
+    assert!(status.success(), "{status:?}");
+}
+
+/// `dpq run --server` and `dpq connect`: results as local dpq prints them, errors placed in
+/// the user's own file, and the token from `--token-file` or `DPQ_TOKEN`.
+#[test]
+fn scripts_and_the_prompt_run_on_the_server() {
+    let setup = Setup::new(1);
+    let policy = setup.policy("budget = 1", &["1"]);
+    let server = Server::start(&setup, &policy);
+    let script = setup.path("ask.dpq");
+    std::fs::write(
+        &script,
+        "USE people;\nCOUNT WHERE age < 30 WITH EPS 0.1;\nCOUNT WHERE agee < 30 WITH EPS 0.1;\n",
+    )
+    .expect("write");
+    let token_file = setup.path("token");
+    std::fs::write(&token_file, format!("{}\n", setup.token(0))).expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_dpq"))
+        .args(["run", "--server", &server.url(), "--token-file"])
+        .arg(&token_file)
+        .arg(&script)
+        .output()
+        .expect("dpq run --server");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("noisy count"), "{stdout}");
+    assert!(
+        stderr.starts_with(&format!("{}:3:13: unknown column", script.display())),
+        "{stderr}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_dpq"))
+        .args(["--format", "json", "connect", &server.url()])
+        .env("DPQ_TOKEN", setup.token(0))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin
+                .take()
+                .expect("stdin")
+                .write_all(b"SHOW BUDGET;\n")?;
+            c.wait_with_output()
+        })
+        .expect("dpq connect");
+    let line = String::from_utf8_lossy(&out.stdout);
+    let budget: Value = serde_json::from_str(line.trim()).expect("one JSON object");
+    assert_eq!(budget["spent"], 0.1, "{budget}");
+    let out = Command::new(env!("CARGO_BIN_EXE_dpq"))
+        .args(["--seed", "3", "connect", &server.url()])
+        .env("DPQ_TOKEN", setup.token(0))
+        .output()
+        .expect("dpq connect --seed");
+    assert_eq!(out.status.code(), Some(2));
+}
