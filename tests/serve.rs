@@ -622,3 +622,96 @@ fn scripts_and_the_prompt_run_on_the_server() {
         .expect("dpq connect --seed");
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// The classroom of `examples/classroom`, as the README's guide runs it: the teacher serves
+/// the policy, a student runs the questions script, and the class's budget runs out for
+/// everyone.
+#[test]
+fn the_classroom_example_runs_as_its_guide_says() {
+    let state = tempfile::tempdir().expect("tempdir");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dpq"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--policy",
+            "examples/classroom/policy.toml",
+            "--state-dir",
+        ])
+        .arg(state.path())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("dpq serve");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("listening");
+    let url = line
+        .trim()
+        .strip_prefix("dpq serve: listening on ")
+        .expect("an address")
+        .to_string();
+    let server = Server {
+        child,
+        addr: url
+            .trim_start_matches("http://")
+            .parse()
+            .expect("an address"),
+    };
+    let student = |name: &str, args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_dpq"))
+            .args(["--format", "json", "run", "--server", &url, "--token-file"])
+            .arg(format!("examples/classroom/tokens/{name}.token"))
+            .args(args)
+            .output()
+            .expect("dpq run --server")
+    };
+    let out = student("alice", &["examples/classroom/questions.dpq"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let results: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    assert_eq!(results[4]["kind"], "estimate", "{text}");
+    assert_eq!(results[5]["spent"], 0.2, "{text}");
+    // bob and carol ask until the class's budget is gone: 1.0 in all, 0.25 at a time.
+    let token = |name: &str| {
+        std::fs::read_to_string(format!("examples/classroom/tokens/{name}.token"))
+            .expect("a token")
+            .trim()
+            .to_string()
+    };
+    let (bob, carol) = (token("bob"), token("carol"));
+    // Under NEIGHBOURS replace answers over disjoint cells add up pairwise, so the class's
+    // cost grows more slowly than the sum of the epsilons: ask until the class is refused.
+    let mut refusals = Vec::new();
+    for (k, q) in [
+        "sex = 'F'",
+        "sex = 'M'",
+        "age >= 65",
+        "age < 30",
+        "age >= 30 AND age < 65",
+        "age >= 65 AND sex = 'F'",
+        "age < 30 AND sex = 'M'",
+        "age >= 30",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let who = if k % 2 == 0 { &bob } else { &carol };
+        let (_, body) = server.run(who, &format!("COUNT WHERE {q} WITH EPS 0.25;"));
+        if !error(&body).is_empty() {
+            refusals.push(error(&body));
+        }
+    }
+    assert!(
+        refusals
+            .iter()
+            .any(|e| e.contains("too little budget left for all its analysts")),
+        "{refusals:?}"
+    );
+    let class = server.budget(&carol)["dataset"].clone();
+    let spent = class["spent"].as_f64().expect("spent");
+    assert!(spent > 0.75 && spent <= 1.0, "{class}");
+}
