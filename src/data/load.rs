@@ -1137,6 +1137,48 @@ mod tests {
         ) {
             prop_assert_eq!(outcome(&bytes, chunks), outcome(&bytes, 1));
         }
+
+        /// With a declared schema too: the table is the same however the body is cut, its
+        /// schema is the declared one whatever the cells, and a declared column's cell holds
+        /// a value exactly when it parses as the declared type.
+        #[test]
+        fn declared_schemas_do_not_depend_on_chunks_or_cells(
+            (rows, text) in csv_table(),
+            chunks in 1usize..9,
+            types in proptest::collection::vec(0usize..4, 1..4),
+        ) {
+            let ncols = rows.first().map_or(0, Vec::len);
+            prop_assume!(ncols > 0);
+            let all = [ColumnType::Integer, ColumnType::Float, ColumnType::Boolean, ColumnType::Text];
+            // Declare the columns backwards, one type each, leaving out any beyond `types`.
+            let declared: Vec<Declared> = (0..ncols)
+                .rev()
+                .zip(&types)
+                .map(|(c, t)| Declared::new(format!("c{c}"), all[*t]))
+                .collect();
+            let opts = LoadOptions { columns: Some(declared.clone()), ..LoadOptions::default() };
+            let one = parse_table(text.as_bytes(), "mem.csv", &opts, 1).expect("valid CSV");
+            let many = parse_table(text.as_bytes(), "mem.csv", &opts, chunks).expect("valid CSV");
+            let schema: Vec<(String, ColumnType)> =
+                declared.iter().map(|d| (d.name.clone(), d.ty)).collect();
+            prop_assert_eq!(one.schema(), schema.clone());
+            prop_assert_eq!(many.schema(), schema);
+            prop_assert_eq!(one.cells(), many.cells());
+            for (i, d) in declared.iter().enumerate() {
+                let c: usize = d.name[1..].parse().expect("c<k>");
+                for (r, row) in rows.iter().enumerate() {
+                    let t = row[c].0.trim_ascii();
+                    let parses = match d.ty {
+                        ColumnType::Integer => parse_i64(t.as_bytes()).is_some(),
+                        ColumnType::Float => parse_f64(t.as_bytes()).is_some(),
+                        ColumnType::Boolean => parse_bool(t.as_bytes()).is_some(),
+                        // As inference reads text: missing when empty or NA after trimming.
+                        ColumnType::Text => !is_missing(t.as_bytes()),
+                    };
+                    prop_assert_eq!(one.cells()[r][i].is_some(), parses, "row {} column {}", r, d.name);
+                }
+            }
+        }
     }
 
     #[test]
