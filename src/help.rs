@@ -122,7 +122,9 @@ sum of Laplace noises, by FFT). Spends nothing. An error names the cells that la
         synopsis: "PROB query > x; | PROB query < x; | PROB query BETWEEN a AND b;",
         about: "The posterior probability of an event about a linear query, given the recorded \
 answers (flat prior). The query is a list of coefficients or counts, as for ESTIMATE. Spends \
-nothing.",
+nothing. Accurate far into the tails, with a bound on its relative error and only the digits \
+it vouches for; where no accurate value is reached (or below 1e-300) a bound is printed \
+instead, such as P(...) < 1e-300.",
         example: "PROB (1, 0, 1, 0) > 0;",
     },
     Topic {

@@ -6,7 +6,7 @@ use crate::ast::StatementKind;
 use crate::check;
 use crate::cube::Cube;
 use crate::error::EvalError;
-use crate::output::{CubeReport, EstimateResult, Output, PairReport, ProbResult};
+use crate::output::{Bound, CubeReport, EstimateResult, Output, PairReport, ProbResult};
 use crate::plan::{CubeRef, Event};
 use crate::privacy::{
     CubeDecl, History, Ledger, Mechanism, Neighbours, Prepared, Refusal, ReleaseError, Request,
@@ -255,17 +255,24 @@ impl Session {
         span: Span,
     ) -> Result<Output, EvalError> {
         let (_, posterior) = self.posterior_of(&target, &query, span)?;
-        let (probability, event) = match event {
-            Event::Greater(x) => (posterior.prob_greater(x), format!("> {x}")),
-            Event::Less(x) => (posterior.prob_less(x), format!("< {x}")),
-            Event::Between(a, b) => (posterior.prob_between(a, b), format!("between {a} and {b}")),
+        // Every distance into the tail: to a stated relative error, or a bound (stats::tail).
+        let (reported, event) = match event {
+            Event::Greater(x) => (posterior.greater(x), format!("> {x}")),
+            Event::Less(x) => (posterior.less(x), format!("< {x}")),
+            Event::Between(a, b) => (posterior.between(a, b), format!("between {a} and {b}")),
         };
         Ok(Output::Prob(ProbResult {
             text,
             query,
             event,
-            probability,
-            error_bound: posterior.error_bound(),
+            probability: reported.value(),
+            error_bound: reported.absolute_error(),
+            relative_error: reported.relative_error(),
+            bound: match reported {
+                exact::Reported::Value { .. } => None,
+                exact::Reported::Below(_) => Some(Bound::Upper),
+                exact::Reported::Above(_) => Some(Bound::Lower),
+            },
         }))
     }
 

@@ -150,6 +150,11 @@ pub fn render_json(response: &Response) -> String {
             "event": p.event,
             "probability": p.probability,
             "error_bound": p.error_bound,
+            "relative_error": p.relative_error,
+            "bound": p.bound.map(|b| match b {
+                super::Bound::Upper => "upper",
+                super::Bound::Lower => "lower",
+            }),
         }),
         Output::ChooseEps(c) => {
             let (confidence, relative) = match c.requirement {

@@ -169,10 +169,23 @@ pub struct ProbResult {
     pub query: Vec<f64>,
     /// The event, in words, e.g. "> 0".
     pub event: String,
-    /// Its posterior probability.
+    /// Its posterior probability, or the bound when `bound` is set.
     pub probability: f64,
-    /// A bound on the error of the probability.
+    /// A bound on the absolute error of `probability` (for a bound, the bound itself).
     pub error_bound: f64,
+    /// A bound on the relative error of `probability`; `None` for a bound.
+    pub relative_error: Option<f64>,
+    /// Set when `probability` is only a bound on the probability.
+    pub bound: Option<Bound>,
+}
+
+/// Which side of a probability a reported bound lies on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// The probability is below the number reported.
+    Upper,
+    /// The probability is above the number reported.
+    Lower,
 }
 
 /// Public facts of a table: name, file, schema, row count, budget.

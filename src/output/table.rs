@@ -30,13 +30,7 @@ pub fn render_table(response: &Response) -> String {
         Output::OutOfRange(r) => out_of_range(r),
         Output::CompareNoise(r) => compare_noise(r),
         Output::Explained(e) => explained(e),
-        Output::Prob(p) => format!(
-            "P({} {}) = {} (error at most {})",
-            shown_query(&p.text, &p.query),
-            p.event,
-            sig(p.probability, 6),
-            sig(p.error_bound, 2)
-        ),
+        Output::Prob(p) => prob(p),
     };
     if response.practice {
         out.push_str("\nnote: practice: spending is kept in memory only and ends with the session");
@@ -509,6 +503,55 @@ fn query(q: &[f64]) -> String {
         out.push('0');
     }
     out
+}
+
+/// A posterior probability: as many digits as its relative error vouches for (at most 6), or
+/// a bound, rounded outwards.
+fn prob(p: &super::ProbResult) -> String {
+    let what = format!("P({} {})", shown_query(&p.text, &p.query), p.event);
+    match (p.bound, p.relative_error) {
+        (Some(super::Bound::Upper), _) => format!(
+            "{what} < {} (an upper bound: {})",
+            sig_up(p.probability, 2),
+            if p.probability <= crate::stats::tail::TINY {
+                "the probability is below what is carried"
+            } else {
+                "no accurate value was reached; the Chernoff bound"
+            }
+        ),
+        (Some(super::Bound::Lower), _) => format!(
+            "{what} > {} (a lower bound: no accurate value was reached)",
+            sig_down(p.probability, 2)
+        ),
+        (None, Some(rel)) if rel > 0.0 => {
+            let digits = (-rel.log10()).floor().clamp(2.0, 6.0) as i32;
+            format!(
+                "{what} = {} (relative error at most {})",
+                sig(p.probability, digits),
+                sig_up(rel, 2)
+            )
+        }
+        _ => format!("{what} = {} (exactly)", sig(p.probability, 6)),
+    }
+}
+
+/// `x > 0` to `digits` significant digits, rounded up: never below `x`.
+fn sig_up(x: f64, digits: i32) -> String {
+    let shown = sig(x, digits);
+    if shown.parse::<f64>().is_ok_and(|v| v >= x) {
+        return shown;
+    }
+    // Half a unit of the last digit more than x rounds to a number at least x.
+    sig(x * (1.0 + 0.5 * 10f64.powi(1 - digits)), digits)
+}
+
+/// `x > 0` to `digits` significant digits, rounded down: never above `x`.
+fn sig_down(x: f64, digits: i32) -> String {
+    let shown = sig(x, digits);
+    if shown.parse::<f64>().is_ok_and(|v| v <= x) {
+        return shown;
+    }
+    sig(x * (1.0 - 0.5 * 10f64.powi(1 - digits)), digits)
 }
 
 fn answered(a: &super::AnsweredResult) -> String {

@@ -9,5 +9,6 @@ pub mod noise;
 mod params;
 pub mod simulate;
 pub mod staircase;
+pub mod tail;
 
 pub use params::{Epsilon, ParamError, Positive, Probability};
