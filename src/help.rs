@@ -64,7 +64,8 @@ the noise reproducible, for teaching and tests: every result then says it is not
 1/e (on a fine grid; MECHANISM geometric: whole numbers; MECHANISM staircase: the \
 variance-optimal staircase noise, a little narrower than Laplace), sampled exactly, spending e of the \
 budget (checked before any noise is drawn and recorded in the ledger before the answer). Shows the 95% noise interval \
-noisy +- ln(20)/e. With PRIOR, also the Bayes estimate of the true count under a Binomial(n, q) \
+noisy +- ln(20)/e (geometric noise: the smallest whole half-width holding the count with \
+probability at least 0.95, and that probability exactly). With PRIOR, also the Bayes estimate of the true count under a Binomial(n, q) \
 prior and its 95% credible interval (free: post-processing), with a sparkline of the posterior; \
 PLOT 'file.svg' draws the posterior with its credible interval. An identical query (same \
 condition, epsilon and mechanism) returns its recorded answer at no cost. Conditions: = != <> < \

@@ -217,10 +217,17 @@ impl Session {
         let sensitivity = plan.sensitivity.to_f64().unwrap_or(f64::INFINITY);
         let plain = plan.single().is_some();
         let stairs = (plan.mechanism == Mechanism::Staircase).then(|| staircase_law(eps));
-        let half = match (plan.mechanism, stairs) {
-            (Mechanism::Staircase, Some(law)) => law.half_width(ninety_five()),
-            (Mechanism::Geometric, _) => accuracy::geometric_half_width(e, ninety_five()) as f64,
-            _ => sensitivity * laplace::interval_half_width(e, ninety_five()),
+        let (half, coverage95) = match (plan.mechanism, stairs) {
+            (Mechanism::Staircase, Some(law)) => (law.half_width(ninety_five()), 0.95),
+            (Mechanism::Geometric, _) => {
+                // Whole values: the smallest whole half-width holding 95% holds more.
+                let m = accuracy::geometric_half_width(e, ninety_five());
+                (m as f64, accuracy::geometric_coverage(e, m))
+            }
+            _ => (
+                sensitivity * laplace::interval_half_width(e, ninety_five()),
+                0.95,
+            ),
         };
         let posterior = plan.prior.zip(size).map(|(p, n)| {
             let post = bayes::posterior(n, p.p, e, noisy, ninety_five());
@@ -258,6 +265,7 @@ impl Session {
             size,
             neighbours: history.neighbours(),
             interval95: (noisy - half, noisy + half),
+            coverage95,
             prior: plan.prior.map(|p| p.p.get()),
             bayes: posterior.map(|p| p.mean),
             credible95: posterior.map(|p| (p.lower, p.upper)),

@@ -32,6 +32,7 @@ pub fn render_json(response: &Response) -> String {
             "neighbours": c.neighbours.to_string(),
             "size": c.size,
             "interval95": [c.interval95.0, c.interval95.1],
+            "coverage95": c.coverage95,
             "prior": c.prior,
             "bayes": c.bayes,
             "credible95": c.credible95.map(|(lo, hi)| [lo, hi]),

@@ -329,8 +329,12 @@ pub struct CountResult {
     pub n: Option<u64>,
     /// How neighbouring tables differ.
     pub neighbours: Neighbours,
-    /// `noisy +- ln(20)/eps`: holds the true count with probability 0.95 over the noise.
+    /// `noisy +- ln(20)/eps` (Laplace): holds the true count with probability 0.95 over the
+    /// noise; for geometric noise, `noisy +- m` with the smallest whole `m` holding at least 0.95.
     pub interval95: (f64, f64),
+    /// The probability that `interval95` holds the true count: 0.95, or for geometric noise
+    /// `1 - 2 a^(m+1) / (1 + a)`, `a = e^-eps`, at least 0.95.
+    pub coverage95: f64,
     /// The prior fraction, when `PRIOR p=` was given.
     pub prior: Option<f64>,
     /// The Bayes posterior mean of the true count (paper 1, eq. 11).

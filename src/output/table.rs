@@ -302,7 +302,13 @@ fn count(c: &CountResult) -> String {
             None => "n private".to_string(),
         }
     );
-    if c.plain {
+    if c.plain && c.coverage95 != 0.95 {
+        let _ = write!(
+            out,
+            "\nThe noise interval holds the true count with probability at least 0.95 over the noise ({:.6}: the noise takes whole values, so the smallest whole half-width that holds 95% holds a little more).",
+            c.coverage95
+        );
+    } else if c.plain {
         out.push_str(
             "\nThe noise interval holds the true count with probability 0.95 over the noise.",
         );
