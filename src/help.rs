@@ -76,7 +76,9 @@ linear queries such as 2*COUNT WHERE a - COUNT WHERE b: the sensitivity S is the
 coefficient over cells, the noise scale S/e, and each cell spends e/S times its |coefficient| \
 (disjoint cells compose in parallel). WITHIN w AT p asks for an answer within +-w with \
 probability p instead of an epsilon: answered from the history (free) when its credible interval \
-is narrow enough, else released with the least epsilon that meets it, S ln(1/(1-p))/w.",
+is narrow enough, else released with the least epsilon whose release, combined with the history \
+by the BLUE, meets it, and answered with that combined estimate (never more than a release \
+alone needs, S ln(1/(1-p))/w, which is shown beside it).",
         example: "COUNT WHERE age <= 30 WITH EPS 0.1 PRIOR p=0.3;",
     },
     Topic {

@@ -434,6 +434,52 @@ pub(super) fn evidence(entry: &Entry, history: &History) -> Vec<Measurement> {
         .collect()
 }
 
+/// The BLUE of `query` over a table's cube from its history, and the Laplace scales
+/// `c_i = |a_i| S_i / alpha_i` of its error, without building the distribution (for the
+/// tails of `WITHIN`).
+pub(super) fn table_error(
+    entry: &Entry,
+    history: &History,
+    query: &[f64],
+    span: Span,
+) -> Result<(blue::Estimate, Vec<f64>), EvalError> {
+    let cube = entry
+        .cube
+        .as_ref()
+        .expect("the checker found the table's cube");
+    let name = |j: usize| format!("[{}]", cube.cell_name(j));
+    let evidence = evidence(entry, history);
+    let (b, estimate) = blue_of(cube.cells(), &evidence, query, &name, span)?;
+    let scales = exact::scales_of(&b.noise_terms(&estimate.weights)).map_err(|e| {
+        EvalError::NotEstimable {
+            cells: e.to_string(),
+            span,
+        }
+    })?;
+    Ok((estimate, scales))
+}
+
+/// The BLUE of `query` from `history` over `cells` cells (Xiao and Xiong, section 3), or why
+/// the history cannot give it.
+fn blue_of(
+    cells: usize,
+    history: &[Measurement],
+    query: &[f64],
+    name: &dyn Fn(usize) -> String,
+    span: Span,
+) -> Result<(blue::Blue, blue::Estimate), EvalError> {
+    let fail = |message: String| EvalError::NotEstimable {
+        cells: message,
+        span,
+    };
+    let b = blue::Blue::new(cells, history).map_err(|e| fail(e.to_string()))?;
+    let estimate = b.estimate(query).map_err(|e| match e {
+        blue::BlueError::NotEstimable(n) => fail(lacking(&n, name)),
+        other => fail(other.to_string()),
+    })?;
+    Ok((b, estimate))
+}
+
 /// The BLUE of `query` from `history` over `cells` cells and the exact distribution of its
 /// error (Xiao and Xiong, sections 3-4). Post-processing: nothing is spent. A Monte Carlo,
 /// when chosen, uses a fixed-seed generator of its own: it is computation, not privacy noise.
@@ -448,11 +494,7 @@ fn posterior(
         cells: message,
         span,
     };
-    let b = blue::Blue::new(cells, history).map_err(|e| fail(e.to_string()))?;
-    let estimate = b.estimate(query).map_err(|e| match e {
-        blue::BlueError::NotEstimable(n) => fail(lacking(&n, name)),
-        other => fail(other.to_string()),
-    })?;
+    let (b, estimate) = blue_of(cells, history, query, name, span)?;
     let mut rng = ChaCha20Rng::seed_from_u64(0);
     let noise = exact::NoiseSum::auto(&b.noise_terms(&estimate.weights), &mut rng)
         .map_err(|e| fail(e.to_string()))?;

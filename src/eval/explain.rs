@@ -222,13 +222,13 @@ impl Session {
             }
             Decision::WouldRefuse {
                 eps: None, explain, ..
-            } => steps.extend(explain.map(|why| step("epsilon", why))),
+            } => steps.extend(explain.map(|why| step("epsilon", why.text))),
             Decision::WouldRefuse {
                 explain,
                 reason: Some(reason),
                 ..
             } => {
-                steps.extend(explain.map(|why| step("epsilon", why)));
+                steps.extend(explain.map(|why| step("epsilon", why.text)));
                 steps.push(step(
                     "refused",
                     format!("{reason}: nothing would be spent, recorded or drawn"),
@@ -239,7 +239,7 @@ impl Session {
                 explain,
                 reason: None,
             } => {
-                steps.extend(explain.map(|why| step("epsilon", why)));
+                steps.extend(explain.map(|why| step("epsilon", why.text)));
                 steps.extend(self.release_steps(plan, i, eps));
                 steps.push(step(
                     "refused",
@@ -256,7 +256,7 @@ impl Session {
                 explain,
                 spent_after,
             } => {
-                steps.extend(explain.map(|why| step("epsilon", why)));
+                steps.extend(explain.map(|why| step("epsilon", why.text)));
                 steps.extend(self.release_steps(plan, i, eps));
                 spends = eps.exact;
                 budget = Some(budget_line(spent_after));

@@ -101,6 +101,22 @@ pub struct AnsweredResult {
     pub budget_remaining: Decimal,
 }
 
+/// The answer of a `WITHIN` release combined with the history by the BLUE (the release joins
+/// the history, Xiao and Xiong, section 5).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CombinedAnswer {
+    /// The BLUE of the query from every recorded answer, this release included.
+    pub estimate: f64,
+    /// Its variance.
+    pub variance: f64,
+    /// The confidence asked for.
+    pub confidence: f64,
+    /// The certified central interval at that confidence: half-width at most the `WITHIN`.
+    pub interval: (f64, f64),
+    /// The certified central 95% interval.
+    pub credible95: (f64, f64),
+}
+
 /// A cube: its cells, measurements and per-cell spending.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CubeReport {
@@ -358,6 +374,11 @@ pub struct CountResult {
     pub plain: bool,
     /// Which path was taken and why, for `WITHIN` requirements.
     pub explain: Option<String>,
+    /// For `WITHIN`: the epsilon a release alone would need (Xiao and Xiong, Theorem 5.3).
+    pub eps_alone: Option<Decimal>,
+    /// For `WITHIN` with a history that estimates the query: the answer, the BLUE of this
+    /// release and the history.
+    pub combined: Option<CombinedAnswer>,
     /// The staircase's inner width `gamma` (a fraction of the sensitivity), for `MECHANISM staircase`.
     pub gamma: Option<f64>,
     /// The posterior's shape over the counts around its credible interval (masses of equal

@@ -240,6 +240,19 @@ fn count(c: &CountResult) -> String {
         "95% noise interval".to_string(),
         interval(c.interval95, 1),
     ]);
+    if let Some(a) = &c.combined {
+        t.add_row(vec![
+            "combined estimate".to_string(),
+            format!(
+                "{} (the BLUE of this answer and the history)",
+                fixed(a.estimate, 2)
+            ),
+        ]);
+        t.add_row(vec![
+            format!("{}% credible interval", num(a.confidence * 100.0)),
+            interval(a.interval, 2),
+        ]);
+    }
     if let (Some(b), Some((lo, hi)), Some(p)) = (c.bayes, c.credible95, c.prior) {
         t.add_row(vec![
             "Bayes estimate".to_string(),
@@ -318,6 +331,14 @@ fn count(c: &CountResult) -> String {
             "\nA linear query of sensitivity S = {} ({}): noise scale S/eps. The interval holds the true value with probability 0.95.",
             num(c.sensitivity),
             sensitivity_rule(c.neighbours)
+        );
+    }
+    if let Some(a) = &c.combined {
+        let _ = write!(
+            out,
+            "\nThe combined estimate is the best linear unbiased estimate from this answer and the history; its {}% credible interval, from the exact distribution of its error, holds the true value with probability {} (Xiao and Xiong, section 5).",
+            num(a.confidence * 100.0),
+            num(a.confidence)
         );
     }
     if let Some(e) = &c.explain {

@@ -119,6 +119,12 @@ pub struct NoiseSum {
     scales: Vec<f64>,
 }
 
+/// `c_i = |a_i| b_i`, the non-zero scales of the terms, validated: what [`super::tail`] and
+/// [`super::combine`] take.
+pub fn scales_of(terms: &[Term]) -> Result<Vec<f64>, ExactError> {
+    scales(terms)
+}
+
 /// `c_i = |a_i| b_i`, the non-zero scales, validated.
 fn scales(terms: &[Term]) -> Result<Vec<f64>, ExactError> {
     let mut out = Vec::with_capacity(terms.len());
@@ -356,6 +362,11 @@ impl NoiseSum {
     /// (for Monte Carlo, one that holds with probability `1 - 1e-6`).
     pub fn error_bound(&self) -> f64 {
         self.gamma
+    }
+
+    /// The non-zero Laplace scales `c_i = |a_i| b_i` of the terms.
+    pub fn scales(&self) -> &[f64] {
+        &self.scales
     }
 
     /// `Var(Z) = 2 sum_i c_i^2`, exact.

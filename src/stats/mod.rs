@@ -3,6 +3,7 @@
 pub mod accuracy;
 pub mod bayes;
 pub mod blue;
+pub mod combine;
 pub mod exact;
 pub mod laplace;
 pub mod noise;
