@@ -5,7 +5,7 @@ use super::cubes::table_error;
 use super::{lab, ledger_error, ninety_five, Entry, Session};
 use crate::error::EvalError;
 use crate::output::{
-    short_number, AnsweredResult, ChooseEpsResult, CombinedAnswer, CountResult, Output,
+    percent, short_number, AnsweredResult, ChooseEpsResult, CombinedAnswer, CountResult, Output,
 };
 use crate::plan::{ChoosePlan, CountPlan, Eps, Mechanism, Spend};
 use crate::privacy::{
@@ -345,7 +345,7 @@ fn within(
     span: Span,
 ) -> Result<Within, EvalError> {
     let (w, c) = (half_width.get(), confidence.get());
-    let percent = short_number(c * 100.0);
+    let percent = percent(c);
     let sensitivity = plan.sensitivity.to_f64().unwrap_or(f64::INFINITY);
     let s = Positive::new(sensitivity).map_err(|_| EvalError::UnusableEpsilon {
         eps: f64::NAN,
@@ -463,7 +463,7 @@ fn met(
     confidence: Probability,
 ) -> Met {
     let (w, c) = (short_number(half_width.get()), confidence.get());
-    let percent = short_number(c * 100.0);
+    let percent = percent(c);
     let hs = short_number(h);
     let h95 = combine::half_width(scales, ninety_five());
     Met {

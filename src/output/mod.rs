@@ -5,7 +5,7 @@ pub mod plot;
 mod table;
 
 pub use json::{error_json, render_json};
-pub use table::{num as short_number, render_table, sensitivity_rule};
+pub use table::{num as short_number, percent, render_table, sensitivity_rule};
 
 use crate::data::ColumnType;
 use crate::plan::ChoosePlan;

@@ -249,7 +249,7 @@ fn count(c: &CountResult) -> String {
             ),
         ]);
         t.add_row(vec![
-            format!("{}% credible interval", num(a.confidence * 100.0)),
+            format!("{}% credible interval", percent(a.confidence)),
             interval(a.interval, 2),
         ]);
     }
@@ -337,8 +337,8 @@ fn count(c: &CountResult) -> String {
         let _ = write!(
             out,
             "\nThe combined estimate is the best linear unbiased estimate from this answer and the history; its {}% credible interval, from the exact distribution of its error, holds the true value with probability {} (Xiao and Xiong, section 5).",
-            num(a.confidence * 100.0),
-            num(a.confidence)
+            percent(a.confidence),
+            sig(a.confidence, 12)
         );
     }
     if let Some(e) = &c.explain {
@@ -543,11 +543,11 @@ fn prob(p: &super::ProbResult) -> String {
             if p.probability <= crate::stats::tail::TINY {
                 "the probability is below what is carried"
             } else {
-                "no accurate value was reached; the Chernoff bound"
+                "no value to a relative error of 1e-3 was reached"
             }
         ),
         (Some(super::Bound::Lower), _) => format!(
-            "{what} > {} (a lower bound: no accurate value was reached)",
+            "{what} > {} (a lower bound: no value to a relative error of 1e-3 was reached)",
             sig_down(p.probability, 2)
         ),
         (None, Some(rel)) if rel > 0.0 => {
@@ -585,7 +585,7 @@ fn answered(a: &super::AnsweredResult) -> String {
     let mut t = new_table(&[]);
     t.add_row(vec!["estimate".to_string(), fixed(a.estimate, 2)]);
     t.add_row(vec![
-        format!("{}% credible interval", num(a.confidence * 100.0)),
+        format!("{}% credible interval", percent(a.confidence)),
         interval(a.interval, 2),
     ]);
     t.add_row(vec!["variance".to_string(), sig(a.variance, 6)]);
@@ -809,6 +809,11 @@ fn sig(x: f64, digits: i32) -> String {
     }
     let decimals = (digits - 1 - magnitude).max(0) as usize;
     trim(format!("{x:.decimals$}"))
+}
+
+/// A probability as a percentage, with every digit it was given (up to 12 significant).
+pub fn percent(p: f64) -> String {
+    sig(p * 100.0, 12)
 }
 
 /// A float as short as it reads well: up to 6 significant digits.
