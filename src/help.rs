@@ -64,7 +64,8 @@ the noise reproducible, for teaching and tests: every result then says it is not
 1/e (on a fine grid; MECHANISM geometric: whole numbers; MECHANISM staircase: the \
 variance-optimal staircase noise, a little narrower than Laplace), sampled exactly, spending e of the \
 budget (checked before any noise is drawn and recorded in the ledger before the answer). Shows the 95% noise interval \
-noisy +- ln(20)/e. With PRIOR, also the Bayes estimate of the true count under a Binomial(n, q) \
+noisy +- ln(20)/e (geometric noise: the smallest whole half-width holding the count with \
+probability at least 0.95, and that probability exactly). With PRIOR, also the Bayes estimate of the true count under a Binomial(n, q) \
 prior and its 95% credible interval (free: post-processing), with a sparkline of the posterior; \
 PLOT 'file.svg' draws the posterior with its credible interval. An identical query (same \
 condition, epsilon and mechanism) returns its recorded answer at no cost. Conditions: = != <> < \
@@ -75,7 +76,9 @@ linear queries such as 2*COUNT WHERE a - COUNT WHERE b: the sensitivity S is the
 coefficient over cells, the noise scale S/e, and each cell spends e/S times its |coefficient| \
 (disjoint cells compose in parallel). WITHIN w AT p asks for an answer within +-w with \
 probability p instead of an epsilon: answered from the history (free) when its credible interval \
-is narrow enough, else released with the least epsilon that meets it, S ln(1/(1-p))/w.",
+is narrow enough, else released with the least epsilon whose release, combined with the history \
+by the BLUE, meets it, and answered with that combined estimate (never more than a release \
+alone needs, S ln(1/(1-p))/w, which is shown beside it).",
         example: "COUNT WHERE age <= 30 WITH EPS 0.1 PRIOR p=0.3;",
     },
     Topic {
@@ -122,7 +125,9 @@ sum of Laplace noises, by FFT). Spends nothing. An error names the cells that la
         synopsis: "PROB query > x; | PROB query < x; | PROB query BETWEEN a AND b;",
         about: "The posterior probability of an event about a linear query, given the recorded \
 answers (flat prior). The query is a list of coefficients or counts, as for ESTIMATE. Spends \
-nothing.",
+nothing. Accurate far into the tails, with a bound on its relative error and only the digits \
+it vouches for; where no accurate value is reached (or below 1e-300) a bound is printed \
+instead, such as P(...) < 1e-300.",
         example: "PROB (1, 0, 1, 0) > 0;",
     },
     Topic {

@@ -1,17 +1,21 @@
 //! `COUNT`, linear queries and `WITHIN`: the utility-driven choice of epsilon, the request to
 //! the release protocol, the exact noise, and what is said of the answer.
 
-use super::cubes::table_posterior;
+use super::cubes::table_error;
 use super::{lab, ledger_error, ninety_five, Entry, Session};
 use crate::error::EvalError;
-use crate::output::{short_number, AnsweredResult, ChooseEpsResult, CountResult, Output};
+use crate::output::{
+    percent, short_number, AnsweredResult, ChooseEpsResult, CombinedAnswer, CountResult, Output,
+};
 use crate::plan::{ChoosePlan, CountPlan, Eps, Mechanism, Spend};
 use crate::privacy::{
     History, Neighbours, Overspend, Prepared, Refusal, ReleaseError, Request, Where,
 };
 use crate::span::Span;
 use crate::stats::noise;
-use crate::stats::{accuracy, bayes, laplace, staircase, Epsilon, Positive, Probability};
+use crate::stats::{
+    accuracy, bayes, blue, combine, laplace, staircase, Epsilon, Positive, Probability,
+};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use rust_decimal::prelude::ToPrimitive;
@@ -25,24 +29,24 @@ pub(super) enum Decision {
     Reused {
         eps: Eps,
         noisy: f64,
-        explain: Option<String>,
+        explain: Option<Why>,
     },
     /// Released now.
     Released {
         eps: Eps,
         noisy: f64,
-        explain: Option<String>,
+        explain: Option<Why>,
     },
     /// (`EXPLAIN`) would be released, the table's spending becoming `spent_after`.
     WouldRelease {
         eps: Eps,
-        explain: Option<String>,
+        explain: Option<Why>,
         spent_after: Decimal,
     },
     /// (`EXPLAIN`) would be refused: by the budget when `reason` is `None`.
     WouldRefuse {
         eps: Option<Eps>,
-        explain: Option<String>,
+        explain: Option<Why>,
         reason: Option<String>,
     },
 }
@@ -55,10 +59,21 @@ pub(super) struct Met {
     pub(super) reason: String,
 }
 
+/// Why a `WITHIN` count spends what it spends.
+#[derive(Debug, Clone)]
+pub(super) struct Why {
+    /// In words, as `why:` and `EXPLAIN` say it.
+    pub(super) text: String,
+    /// Theorem 5.3's epsilon: what a release alone would need.
+    pub(super) eps_alone: Decimal,
+    /// Set when the answer is the BLUE of the release and the history: the confidence asked.
+    pub(super) combine: Option<Probability>,
+}
+
 /// What the `WITHIN` policy chose.
 enum Within {
     Met(Box<Met>),
-    Release { eps: Eps, explain: String },
+    Release { eps: Eps, why: Why },
 }
 
 /// The noise of a release, chosen before anything is spent.
@@ -92,14 +107,37 @@ impl Session {
                 unreachable!("only a dry run stops before the release")
             }
         };
-        Ok(Output::Count(Box::new(self.count_result(
-            plan,
-            i,
-            eps,
-            noisy,
-            from_history,
-            explain,
-        ))))
+        let combine = explain.as_ref().and_then(|why| why.combine);
+        let query = dense_query(&plan, &self.entries[i]);
+        let mut result = self.count_result(plan, i, eps, noisy, from_history, explain);
+        if let (Some(confidence), Some(query)) = (combine, query) {
+            result.combined = Some(self.combined_answer(i, &query, confidence, span)?);
+        }
+        Ok(Output::Count(Box::new(result)))
+    }
+
+    /// The answer of a `WITHIN` release combined with the history: the BLUE of the query from
+    /// every answer now recorded, this release included (Xiao and Xiong, section 5: the release
+    /// joins the history), with its certified central interval at the confidence asked.
+    fn combined_answer(
+        &self,
+        i: usize,
+        query: &[f64],
+        confidence: Probability,
+        span: Span,
+    ) -> Result<CombinedAnswer, EvalError> {
+        let entry = &self.entries[i];
+        let history = self.ledgers.get(entry.ledger).history();
+        let (estimate, scales) = table_error(entry, history, query, span)?;
+        let h = combine::half_width(&scales, confidence);
+        let h95 = combine::half_width(&scales, ninety_five());
+        Ok(CombinedAnswer {
+            estimate: estimate.value,
+            variance: estimate.variance,
+            confidence: confidence.get(),
+            interval: (estimate.value - h, estimate.value + h),
+            credible95: (estimate.value - h95, estimate.value + h95),
+        })
     }
 
     /// Runs a count's transaction on its table's ledger; `dry` (EXPLAIN) stops before the
@@ -130,7 +168,7 @@ impl Session {
                 confidence,
             } => match within(entry, txn.history(), plan, half_width, confidence, span)? {
                 Within::Met(met) => return Ok(Decision::Answered(met)),
-                Within::Release { eps, explain } => (eps, Some(explain)),
+                Within::Release { eps, why } => (eps, Some(why)),
             },
         };
         super::served::permit_eps(max_eps, &plan.table, eps.exact, span)?;
@@ -207,7 +245,7 @@ impl Session {
         eps: Eps,
         noisy: f64,
         from_history: bool,
-        explain: Option<String>,
+        explain: Option<Why>,
     ) -> CountResult {
         let entry = &self.entries[i];
         let history = self.ledgers.get(entry.ledger).history();
@@ -219,10 +257,17 @@ impl Session {
         let sensitivity = plan.sensitivity.to_f64().unwrap_or(f64::INFINITY);
         let plain = plan.single().is_some();
         let stairs = (plan.mechanism == Mechanism::Staircase).then(|| staircase_law(eps));
-        let half = match (plan.mechanism, stairs) {
-            (Mechanism::Staircase, Some(law)) => law.half_width(ninety_five()),
-            (Mechanism::Geometric, _) => accuracy::geometric_half_width(e, ninety_five()) as f64,
-            _ => sensitivity * laplace::interval_half_width(e, ninety_five()),
+        let (half, coverage95) = match (plan.mechanism, stairs) {
+            (Mechanism::Staircase, Some(law)) => (law.half_width(ninety_five()), 0.95),
+            (Mechanism::Geometric, _) => {
+                // Whole values: the smallest whole half-width holding 95% holds more.
+                let m = accuracy::geometric_half_width(e, ninety_five());
+                (m as f64, accuracy::geometric_coverage(e, m))
+            }
+            _ => (
+                sensitivity * laplace::interval_half_width(e, ninety_five()),
+                0.95,
+            ),
         };
         let posterior = plan.prior.zip(size).map(|(p, n)| {
             let post = bayes::posterior(n, p.p, e, noisy, ninety_five());
@@ -260,6 +305,7 @@ impl Session {
             size,
             neighbours: history.neighbours(),
             interval95: (noisy - half, noisy + half),
+            coverage95,
             prior: plan.prior.map(|p| p.p.get()),
             bayes: posterior.map(|p| p.mean),
             credible95: posterior.map(|p| (p.lower, p.upper)),
@@ -274,7 +320,9 @@ impl Session {
             budget_remaining: history.remaining(),
             sensitivity,
             plain,
-            explain,
+            eps_alone: explain.as_ref().map(|why| why.eps_alone),
+            combined: None,
+            explain: explain.map(|why| why.text),
             gamma: stairs.map(|law| law.gamma()),
             posterior_shape,
             plot,
@@ -282,9 +330,14 @@ impl Session {
     }
 }
 
-/// `COUNT ... WITHIN w AT c`: from the history when its credible interval at `c` is within
-/// `±w` (Xiao and Xiong, section 5), else the least epsilon whose release alone meets it
-/// (Theorem 5.3).
+/// `COUNT ... WITHIN w AT c`: from the history when its certified central interval at `c` is
+/// within `±w` (Xiao and Xiong, section 5); else released with the least epsilon whose release,
+/// combined with the history by the BLUE, meets it (`stats::combine`), never more than the
+/// epsilon a release alone needs (Theorem 5.3), which is shown for comparison.
+///
+/// The choice depends only on public things: the history's design and epsilons (through the
+/// scales of its BLUE's error, never its answers), the query's sensitivity and the requirement.
+/// No noisy value and no data enter it, so it reveals nothing and needs no budget.
 fn within(
     entry: &Entry,
     history: &History,
@@ -294,66 +347,179 @@ fn within(
     span: Span,
 ) -> Result<Within, EvalError> {
     let (w, c) = (half_width.get(), confidence.get());
-    let percent = short_number(c * 100.0);
-    let why = match &entry.cube {
-        None => "no cube is declared, so earlier answers cannot be combined".to_string(),
-        Some(cube) => {
-            let mut query = vec![0.0; cube.cells()];
-            for (j, coefficient) in &plan.row {
-                query[*j] = coefficient.to_f64().unwrap_or(f64::NAN);
-            }
-            match table_posterior(entry, history, &query, span) {
-                Ok((estimate, post)) => {
-                    let interval = post.credible_interval(confidence);
-                    let h = short_number((interval.1 - interval.0) / 2.0);
-                    if (interval.1 - interval.0) / 2.0 <= w {
-                        let w = short_number(w);
-                        return Ok(Within::Met(Box::new(Met {
-                            reason: format!("its {percent}% credible interval from the history has half-width {h} <= {w}: answered from the history (Xiao and Xiong, section 5)"),
-                            answer: AnsweredResult {
-                                table: plan.table.clone(),
-                                statement: plan.statement.clone(),
-                                estimate: estimate.value,
-                                variance: estimate.variance,
-                                confidence: c,
-                                interval,
-                                credible95: post.credible_interval(ninety_five()),
-                                explain: format!("answered from the history: its {percent}% credible interval has half-width {h} <= {w}, so nothing was spent (Xiao and Xiong, section 5)"),
-                                budget_spent: history.spent(),
-                                budget_remaining: history.remaining(),
-                            },
-                        })));
-                    }
-                    format!(
-                        "the history's {percent}% credible interval has half-width {h} > {}",
-                        short_number(w)
-                    )
-                }
-                Err(EvalError::NotEstimable { cells, .. }) => {
-                    format!("the history cannot estimate it yet ({cells})")
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    };
-    // Theorem 5.3: the least epsilon whose Laplace release meets (w, delta), rounded up to six
-    // significant digits so that the budget adds exactly.
+    let percent = percent(c);
     let sensitivity = plan.sensitivity.to_f64().unwrap_or(f64::INFINITY);
     let s = Positive::new(sensitivity).map_err(|_| EvalError::UnusableEpsilon {
         eps: f64::NAN,
         span,
     })?;
+    // Theorem 5.3: the least epsilon whose Laplace release alone meets (w, delta), rounded up
+    // to six significant digits so that the budget adds exactly.
     let raw = accuracy::eps_for_half_width(s, half_width, confidence);
-    let eps = round_up_eps(raw).ok_or(EvalError::UnusableEpsilon { eps: raw, span })?;
-    let explain = format!(
-        "{why}; released with the least epsilon that meets ±{} at {percent}%: eps = S ln(1/delta) / w = {} ln(1/{}) / {} = {} (Xiao and Xiong, Theorem 5.3)",
-        short_number(w),
+    let alone = round_up_eps(raw).ok_or(EvalError::UnusableEpsilon { eps: raw, span })?;
+    let alone_text = format!(
+        "eps = S ln(1/delta) / w = {} ln(1/{}) / {} = {} (Xiao and Xiong, Theorem 5.3)",
         short_number(sensitivity),
         short_number(1.0 - c),
         short_number(w),
-        eps.exact.normalize()
+        alone.exact.normalize()
     );
-    Ok(Within::Release { eps, explain })
+    let (why, scales) = match history_error(entry, history, plan, span)? {
+        HistoryError::NoCube => (
+            "no cube is declared, so earlier answers cannot be combined".to_string(),
+            None,
+        ),
+        HistoryError::NotEstimable(cells) => (
+            format!("the history cannot estimate it yet ({cells})"),
+            None,
+        ),
+        HistoryError::Estimable(estimate, scales) => {
+            let h = combine::half_width(&scales, confidence);
+            if h <= w {
+                return Ok(Within::Met(Box::new(met(
+                    plan, history, &estimate, &scales, h, half_width, confidence,
+                ))));
+            }
+            let why = format!(
+                "the history's {percent}% credible interval has half-width {} > {}",
+                short_number(h),
+                short_number(w)
+            );
+            (why, Some(scales))
+        }
+    };
+    let requirement = format!("±{} at {percent}%", short_number(w));
+    let combined = match (&scales, plan.mechanism) {
+        // Only Laplace releases are evidence for the BLUE.
+        (Some(scales), Mechanism::Laplace) => {
+            Some(combined_eps(scales, sensitivity, w, confidence, alone))
+        }
+        _ => None,
+    };
+    let (eps, text) = match combined {
+        Some(Some(eps)) => (
+            eps,
+            format!(
+                "{why}; alone: {alone_text}; combined: eps = {} (the least whose release, combined with the history by the BLUE, meets {requirement}, found to a relative {:e} from the exact distribution of the combined error and rounded up): released with eps = {}",
+                eps.exact.normalize(),
+                combine::SEARCH_PRECISION,
+                eps.exact.normalize()
+            ),
+        ),
+        Some(None) => (
+            alone,
+            format!("{why}; alone: {alone_text}; combined with the history by the BLUE no epsilon up to that meets {requirement} (a low confidence, where the history's noise widens the combined interval): released alone with eps = {}", alone.exact.normalize()),
+        ),
+        None => (
+            alone,
+            format!("{why}; released with the least epsilon that meets {requirement}: {alone_text}"),
+        ),
+    };
+    Ok(Within::Release {
+        eps,
+        why: Why {
+            text,
+            eps_alone: alone.exact,
+            // Answered with the BLUE of the release and the history only when that meets the
+            // requirement; else the release alone does (Theorem 5.3).
+            combine: combined.flatten().map(|_| confidence),
+        },
+    })
+}
+
+/// What the history says of a `WITHIN` query.
+enum HistoryError {
+    /// No cube: answers cannot be combined.
+    NoCube,
+    /// The history cannot estimate it: which cells lack evidence.
+    NotEstimable(String),
+    /// Its BLUE and the Laplace scales of the BLUE's error.
+    Estimable(blue::Estimate, Vec<f64>),
+}
+
+/// The history's BLUE of a `WITHIN` query and the scales of its error, if it has one.
+fn history_error(
+    entry: &Entry,
+    history: &History,
+    plan: &CountPlan,
+    span: Span,
+) -> Result<HistoryError, EvalError> {
+    let Some(query) = dense_query(plan, entry) else {
+        return Ok(HistoryError::NoCube);
+    };
+    match table_error(entry, history, &query, span) {
+        Ok((estimate, scales)) => Ok(HistoryError::Estimable(estimate, scales)),
+        Err(EvalError::NotEstimable { cells, .. }) => Ok(HistoryError::NotEstimable(cells)),
+        Err(e) => Err(e),
+    }
+}
+
+/// The answer from the history, which meets the requirement: certified half-width `h <= w`.
+fn met(
+    plan: &CountPlan,
+    history: &History,
+    estimate: &blue::Estimate,
+    scales: &[f64],
+    h: f64,
+    half_width: Positive,
+    confidence: Probability,
+) -> Met {
+    let (w, c) = (short_number(half_width.get()), confidence.get());
+    let percent = percent(c);
+    let hs = short_number(h);
+    let h95 = combine::half_width(scales, ninety_five());
+    Met {
+        reason: format!("its {percent}% credible interval from the history has half-width {hs} <= {w}: answered from the history (Xiao and Xiong, section 5)"),
+        answer: AnsweredResult {
+            table: plan.table.clone(),
+            statement: plan.statement.clone(),
+            estimate: estimate.value,
+            variance: estimate.variance,
+            confidence: c,
+            interval: (estimate.value - h, estimate.value + h),
+            credible95: (estimate.value - h95, estimate.value + h95),
+            explain: format!("answered from the history: its {percent}% credible interval has half-width {hs} <= {w}, so nothing was spent (Xiao and Xiong, section 5)"),
+            budget_spent: history.spent(),
+            budget_remaining: history.remaining(),
+        },
+    }
+}
+
+/// The least epsilon, rounded up to six significant digits, whose release combined with the
+/// history meets `±w` at `confidence`, if below Theorem 5.3's `alone`. A function of public
+/// things only (see [`within`]).
+fn combined_eps(
+    scales: &[f64],
+    sensitivity: f64,
+    w: f64,
+    confidence: Probability,
+    alone: Eps,
+) -> Option<Eps> {
+    let raw = combine::least_eps(scales, sensitivity, w, confidence, alone.value.get())?;
+    let mut eps = round_up_eps(raw)?;
+    // Rounding up keeps the requirement met (the tail falls as eps grows); checked, and stepped
+    // up by a unit of the sixth digit if the check ever disagrees.
+    for _ in 0..4 {
+        if eps.exact >= alone.exact {
+            return None;
+        }
+        let scales = combine::combined_scales(scales, sensitivity, eps.value.get());
+        if combine::meets(&scales, w, confidence) {
+            return Some(eps);
+        }
+        eps = round_up_eps(eps.value.get() * (1.0 + 1e-5))?;
+    }
+    None
+}
+
+/// The query's coefficients over the cells of the entry's cube, when it has one.
+fn dense_query(plan: &CountPlan, entry: &Entry) -> Option<Vec<f64>> {
+    let cube = entry.cube.as_ref()?;
+    let mut query = vec![0.0; cube.cells()];
+    for (j, coefficient) in &plan.row {
+        query[*j] = coefficient.to_f64().unwrap_or(f64::NAN);
+    }
+    Some(query)
 }
 
 /// The request of a count released with `eps`, and the key its seeded noise derives from.

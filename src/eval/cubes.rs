@@ -6,7 +6,7 @@ use crate::ast::StatementKind;
 use crate::check;
 use crate::cube::Cube;
 use crate::error::EvalError;
-use crate::output::{CubeReport, EstimateResult, Output, PairReport, ProbResult};
+use crate::output::{Bound, CubeReport, EstimateResult, Output, PairReport, ProbResult};
 use crate::plan::{CubeRef, Event};
 use crate::privacy::{
     CubeDecl, History, Ledger, Mechanism, Neighbours, Prepared, Refusal, ReleaseError, Request,
@@ -256,17 +256,24 @@ impl Session {
         span: Span,
     ) -> Result<Output, EvalError> {
         let (_, posterior) = self.posterior_of(&target, &query, span)?;
-        let (probability, event) = match event {
-            Event::Greater(x) => (posterior.prob_greater(x), format!("> {x}")),
-            Event::Less(x) => (posterior.prob_less(x), format!("< {x}")),
-            Event::Between(a, b) => (posterior.prob_between(a, b), format!("between {a} and {b}")),
+        // Every distance into the tail: to a stated relative error, or a bound (stats::tail).
+        let (reported, event) = match event {
+            Event::Greater(x) => (posterior.greater(x), format!("> {x}")),
+            Event::Less(x) => (posterior.less(x), format!("< {x}")),
+            Event::Between(a, b) => (posterior.between(a, b), format!("between {a} and {b}")),
         };
         Ok(Output::Prob(ProbResult {
             text,
             query,
             event,
-            probability,
-            error_bound: posterior.error_bound(),
+            probability: reported.value(),
+            error_bound: reported.absolute_error(),
+            relative_error: reported.relative_error(),
+            bound: match reported {
+                exact::Reported::Value { .. } => None,
+                exact::Reported::Below(_) => Some(Bound::Upper),
+                exact::Reported::Above(_) => Some(Bound::Lower),
+            },
         }))
     }
 
@@ -428,6 +435,52 @@ pub(super) fn evidence(entry: &Entry, history: &History) -> Vec<Measurement> {
         .collect()
 }
 
+/// The BLUE of `query` over a table's cube from its history, and the Laplace scales
+/// `c_i = |a_i| S_i / alpha_i` of its error, without building the distribution (for the
+/// tails of `WITHIN`).
+pub(super) fn table_error(
+    entry: &Entry,
+    history: &History,
+    query: &[f64],
+    span: Span,
+) -> Result<(blue::Estimate, Vec<f64>), EvalError> {
+    let cube = entry
+        .cube
+        .as_ref()
+        .expect("the checker found the table's cube");
+    let name = |j: usize| format!("[{}]", cube.cell_name(j));
+    let evidence = evidence(entry, history);
+    let (b, estimate) = blue_of(cube.cells(), &evidence, query, &name, span)?;
+    let scales = exact::scales_of(&b.noise_terms(&estimate.weights)).map_err(|e| {
+        EvalError::NotEstimable {
+            cells: e.to_string(),
+            span,
+        }
+    })?;
+    Ok((estimate, scales))
+}
+
+/// The BLUE of `query` from `history` over `cells` cells (Xiao and Xiong, section 3), or why
+/// the history cannot give it.
+fn blue_of(
+    cells: usize,
+    history: &[Measurement],
+    query: &[f64],
+    name: &dyn Fn(usize) -> String,
+    span: Span,
+) -> Result<(blue::Blue, blue::Estimate), EvalError> {
+    let fail = |message: String| EvalError::NotEstimable {
+        cells: message,
+        span,
+    };
+    let b = blue::Blue::new(cells, history).map_err(|e| fail(e.to_string()))?;
+    let estimate = b.estimate(query).map_err(|e| match e {
+        blue::BlueError::NotEstimable(n) => fail(lacking(&n, name)),
+        other => fail(other.to_string()),
+    })?;
+    Ok((b, estimate))
+}
+
 /// The BLUE of `query` from `history` over `cells` cells and the exact distribution of its
 /// error (Xiao and Xiong, sections 3-4). Post-processing: nothing is spent. A Monte Carlo,
 /// when chosen, uses a fixed-seed generator of its own: it is computation, not privacy noise.
@@ -442,11 +495,7 @@ fn posterior(
         cells: message,
         span,
     };
-    let b = blue::Blue::new(cells, history).map_err(|e| fail(e.to_string()))?;
-    let estimate = b.estimate(query).map_err(|e| match e {
-        blue::BlueError::NotEstimable(n) => fail(lacking(&n, name)),
-        other => fail(other.to_string()),
-    })?;
+    let (b, estimate) = blue_of(cells, history, query, name, span)?;
     let mut rng = ChaCha20Rng::seed_from_u64(0);
     let noise = exact::NoiseSum::auto(&b.noise_terms(&estimate.weights), &mut rng)
         .map_err(|e| fail(e.to_string()))?;

@@ -9,8 +9,8 @@ use crate::output::{sensitivity_rule, short_number, ExplainedBudget, Explanation
 use crate::plan::{CountPlan, Eps, Mechanism, Plan, Spend};
 use crate::privacy::{History, Neighbours, Where};
 use crate::span::Span;
-use crate::stats::laplace;
 use crate::stats::noise;
+use crate::stats::{accuracy, laplace};
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 
@@ -222,13 +222,13 @@ impl Session {
             }
             Decision::WouldRefuse {
                 eps: None, explain, ..
-            } => steps.extend(explain.map(|why| step("epsilon", why))),
+            } => steps.extend(explain.map(|why| step("epsilon", why.text))),
             Decision::WouldRefuse {
                 explain,
                 reason: Some(reason),
                 ..
             } => {
-                steps.extend(explain.map(|why| step("epsilon", why)));
+                steps.extend(explain.map(|why| step("epsilon", why.text)));
                 steps.push(step(
                     "refused",
                     format!("{reason}: nothing would be spent, recorded or drawn"),
@@ -239,7 +239,7 @@ impl Session {
                 explain,
                 reason: None,
             } => {
-                steps.extend(explain.map(|why| step("epsilon", why)));
+                steps.extend(explain.map(|why| step("epsilon", why.text)));
                 steps.extend(self.release_steps(plan, i, eps));
                 steps.push(step(
                     "refused",
@@ -256,7 +256,7 @@ impl Session {
                 explain,
                 spent_after,
             } => {
-                steps.extend(explain.map(|why| step("epsilon", why)));
+                steps.extend(explain.map(|why| step("epsilon", why.text)));
                 steps.extend(self.release_steps(plan, i, eps));
                 spends = eps.exact;
                 budget = Some(budget_line(spent_after));
@@ -413,10 +413,14 @@ fn noise_text(plan: &CountPlan, eps: Eps) -> String {
             short_number(sf / e.get()),
             short_number(sf * laplace::interval_half_width(e, ninety_five()))
         ),
-        Mechanism::Geometric => format!(
-            "two-sided geometric, P(z) ∝ e^(-{}|z|), whole numbers",
-            eps.exact.normalize()
-        ),
+        Mechanism::Geometric => {
+            let m = accuracy::geometric_half_width(e, ninety_five());
+            format!(
+                "two-sided geometric, P(z) ∝ e^(-{}|z|), whole numbers; the 95% interval ±{m} holds the truth with probability {:.6} (at least 0.95: whole values)",
+                eps.exact.normalize(),
+                accuracy::geometric_coverage(e, m)
+            )
+        }
         Mechanism::Staircase => {
             let law = staircase_law(eps);
             format!(

@@ -32,6 +32,7 @@ pub fn render_json(response: &Response) -> String {
             "neighbours": c.neighbours.to_string(),
             "size": c.size,
             "interval95": [c.interval95.0, c.interval95.1],
+            "coverage95": c.coverage95,
             "prior": c.prior,
             "bayes": c.bayes,
             "credible95": c.credible95.map(|(lo, hi)| [lo, hi]),
@@ -42,6 +43,14 @@ pub fn render_json(response: &Response) -> String {
             "budget_remaining": dec(c.budget_remaining),
             "sensitivity": c.sensitivity,
             "explain": c.explain,
+            "eps_alone": c.eps_alone.map(dec),
+            "combined": c.combined.as_ref().map(|a| json!({
+                "estimate": a.estimate,
+                "variance": a.variance,
+                "confidence": a.confidence,
+                "interval": [a.interval.0, a.interval.1],
+                "credible95": [a.credible95.0, a.credible95.1],
+            })),
             "gamma": c.gamma,
             "plot": plot(c.plot.as_ref()),
         }),
@@ -150,6 +159,11 @@ pub fn render_json(response: &Response) -> String {
             "event": p.event,
             "probability": p.probability,
             "error_bound": p.error_bound,
+            "relative_error": p.relative_error,
+            "bound": p.bound.map(|b| match b {
+                super::Bound::Upper => "upper",
+                super::Bound::Lower => "lower",
+            }),
         }),
         Output::ChooseEps(c) => {
             let (confidence, relative) = match c.requirement {

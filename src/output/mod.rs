@@ -5,7 +5,7 @@ pub mod plot;
 mod table;
 
 pub use json::{error_json, render_json};
-pub use table::{num as short_number, render_table, sensitivity_rule};
+pub use table::{num as short_number, percent, render_table, sensitivity_rule};
 
 use crate::data::ColumnType;
 use crate::plan::ChoosePlan;
@@ -101,6 +101,22 @@ pub struct AnsweredResult {
     pub budget_remaining: Decimal,
 }
 
+/// The answer of a `WITHIN` release combined with the history by the BLUE (the release joins
+/// the history, Xiao and Xiong, section 5).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CombinedAnswer {
+    /// The BLUE of the query from every recorded answer, this release included.
+    pub estimate: f64,
+    /// Its variance.
+    pub variance: f64,
+    /// The confidence asked for.
+    pub confidence: f64,
+    /// The certified central interval at that confidence: half-width at most the `WITHIN`.
+    pub interval: (f64, f64),
+    /// The certified central 95% interval.
+    pub credible95: (f64, f64),
+}
+
 /// A cube: its cells, measurements and per-cell spending.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CubeReport {
@@ -169,10 +185,23 @@ pub struct ProbResult {
     pub query: Vec<f64>,
     /// The event, in words, e.g. "> 0".
     pub event: String,
-    /// Its posterior probability.
+    /// Its posterior probability, or the bound when `bound` is set.
     pub probability: f64,
-    /// A bound on the error of the probability.
+    /// A bound on the absolute error of `probability` (for a bound, the bound itself).
     pub error_bound: f64,
+    /// A bound on the relative error of `probability`; `None` for a bound.
+    pub relative_error: Option<f64>,
+    /// Set when `probability` is only a bound on the probability.
+    pub bound: Option<Bound>,
+}
+
+/// Which side of a probability a reported bound lies on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// The probability is below the number reported.
+    Upper,
+    /// The probability is above the number reported.
+    Lower,
 }
 
 /// Public facts of a table: name, file, schema, row count, budget.
@@ -319,8 +348,12 @@ pub struct CountResult {
     pub n: Option<u64>,
     /// How neighbouring tables differ.
     pub neighbours: Neighbours,
-    /// `noisy +- ln(20)/eps`: holds the true count with probability 0.95 over the noise.
+    /// `noisy +- ln(20)/eps` (Laplace): holds the true count with probability 0.95 over the
+    /// noise; for geometric noise, `noisy +- m` with the smallest whole `m` holding at least 0.95.
     pub interval95: (f64, f64),
+    /// The probability that `interval95` holds the true count: 0.95, or for geometric noise
+    /// `1 - 2 a^(m+1) / (1 + a)`, `a = e^-eps`, at least 0.95.
+    pub coverage95: f64,
     /// The prior fraction, when `PRIOR p=` was given.
     pub prior: Option<f64>,
     /// The Bayes posterior mean of the true count (paper 1, eq. 11).
@@ -344,6 +377,11 @@ pub struct CountResult {
     pub plain: bool,
     /// Which path was taken and why, for `WITHIN` requirements.
     pub explain: Option<String>,
+    /// For `WITHIN`: the epsilon a release alone would need (Xiao and Xiong, Theorem 5.3).
+    pub eps_alone: Option<Decimal>,
+    /// For `WITHIN` with a history that estimates the query: the answer, the BLUE of this
+    /// release and the history.
+    pub combined: Option<CombinedAnswer>,
     /// The staircase's inner width `gamma` (a fraction of the sensitivity), for `MECHANISM staircase`.
     pub gamma: Option<f64>,
     /// The posterior's shape over the counts around its credible interval (masses of equal

@@ -30,13 +30,7 @@ pub fn render_table(response: &Response) -> String {
         Output::OutOfRange(r) => out_of_range(r),
         Output::CompareNoise(r) => compare_noise(r),
         Output::Explained(e) => explained(e),
-        Output::Prob(p) => format!(
-            "P({} {}) = {} (error at most {})",
-            shown_query(&p.text, &p.query),
-            p.event,
-            sig(p.probability, 6),
-            sig(p.error_bound, 2)
-        ),
+        Output::Prob(p) => prob(p),
     };
     if response.practice {
         out.push_str("\nnote: practice: spending is kept in memory only and ends with the session");
@@ -261,6 +255,19 @@ fn count(c: &CountResult) -> String {
         "95% noise interval".to_string(),
         interval(c.interval95, 1),
     ]);
+    if let Some(a) = &c.combined {
+        t.add_row(vec![
+            "combined estimate".to_string(),
+            format!(
+                "{} (the BLUE of this answer and the history)",
+                fixed(a.estimate, 2)
+            ),
+        ]);
+        t.add_row(vec![
+            format!("{}% credible interval", percent(a.confidence)),
+            interval(a.interval, 2),
+        ]);
+    }
     if let (Some(b), Some((lo, hi)), Some(p)) = (c.bayes, c.credible95, c.prior) {
         t.add_row(vec![
             "Bayes estimate".to_string(),
@@ -323,7 +330,13 @@ fn count(c: &CountResult) -> String {
             None => "n private".to_string(),
         }
     );
-    if c.plain {
+    if c.plain && c.coverage95 != 0.95 {
+        let _ = write!(
+            out,
+            "\nThe noise interval holds the true count with probability at least 0.95 over the noise ({:.6}: the noise takes whole values, so the smallest whole half-width that holds 95% holds a little more).",
+            c.coverage95
+        );
+    } else if c.plain {
         out.push_str(
             "\nThe noise interval holds the true count with probability 0.95 over the noise.",
         );
@@ -333,6 +346,14 @@ fn count(c: &CountResult) -> String {
             "\nA linear query of sensitivity S = {} ({}): noise scale S/eps. The interval holds the true value with probability 0.95.",
             num(c.sensitivity),
             sensitivity_rule(c.neighbours)
+        );
+    }
+    if let Some(a) = &c.combined {
+        let _ = write!(
+            out,
+            "\nThe combined estimate is the best linear unbiased estimate from this answer and the history; its {}% credible interval, from the exact distribution of its error, holds the true value with probability {} (Xiao and Xiong, section 5).",
+            percent(a.confidence),
+            sig(a.confidence, 12)
         );
     }
     if let Some(e) = &c.explain {
@@ -526,11 +547,60 @@ fn query(q: &[f64]) -> String {
     out
 }
 
+/// A posterior probability: as many digits as its relative error vouches for (at most 6), or
+/// a bound, rounded outwards.
+fn prob(p: &super::ProbResult) -> String {
+    let what = format!("P({} {})", shown_query(&p.text, &p.query), p.event);
+    match (p.bound, p.relative_error) {
+        (Some(super::Bound::Upper), _) => format!(
+            "{what} < {} (an upper bound: {})",
+            sig_up(p.probability, 2),
+            if p.probability <= crate::stats::tail::TINY {
+                "the probability is below what is carried"
+            } else {
+                "no value to a relative error of 1e-3 was reached"
+            }
+        ),
+        (Some(super::Bound::Lower), _) => format!(
+            "{what} > {} (a lower bound: no value to a relative error of 1e-3 was reached)",
+            sig_down(p.probability, 2)
+        ),
+        (None, Some(rel)) if rel > 0.0 => {
+            let digits = (-rel.log10()).floor().clamp(2.0, 6.0) as i32;
+            format!(
+                "{what} = {} (relative error at most {})",
+                sig(p.probability, digits),
+                sig_up(rel, 2)
+            )
+        }
+        _ => format!("{what} = {} (exactly)", sig(p.probability, 6)),
+    }
+}
+
+/// `x > 0` to `digits` significant digits, rounded up: never below `x`.
+fn sig_up(x: f64, digits: i32) -> String {
+    let shown = sig(x, digits);
+    if shown.parse::<f64>().is_ok_and(|v| v >= x) {
+        return shown;
+    }
+    // Half a unit of the last digit more than x rounds to a number at least x.
+    sig(x * (1.0 + 0.5 * 10f64.powi(1 - digits)), digits)
+}
+
+/// `x > 0` to `digits` significant digits, rounded down: never above `x`.
+fn sig_down(x: f64, digits: i32) -> String {
+    let shown = sig(x, digits);
+    if shown.parse::<f64>().is_ok_and(|v| v <= x) {
+        return shown;
+    }
+    sig(x * (1.0 - 0.5 * 10f64.powi(1 - digits)), digits)
+}
+
 fn answered(a: &super::AnsweredResult) -> String {
     let mut t = new_table(&[]);
     t.add_row(vec!["estimate".to_string(), fixed(a.estimate, 2)]);
     t.add_row(vec![
-        format!("{}% credible interval", num(a.confidence * 100.0)),
+        format!("{}% credible interval", percent(a.confidence)),
         interval(a.interval, 2),
     ]);
     t.add_row(vec!["variance".to_string(), sig(a.variance, 6)]);
@@ -754,6 +824,11 @@ fn sig(x: f64, digits: i32) -> String {
     }
     let decimals = (digits - 1 - magnitude).max(0) as usize;
     trim(format!("{x:.decimals$}"))
+}
+
+/// A probability as a percentage, with every digit it was given (up to 12 significant).
+pub fn percent(p: f64) -> String {
+    sig(p * 100.0, 12)
 }
 
 /// A float as short as it reads well: up to 6 significant digits.

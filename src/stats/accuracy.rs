@@ -115,6 +115,18 @@ pub fn geometric_half_width(eps: Epsilon, confidence: Probability) -> u64 {
     }
 }
 
+/// `P(|Z| <= m)` for geometric noise `P(z) = (1-a)/(1+a) a^|z|`, `a = e^(-eps)`:
+/// `1 - 2 a^(m+1) / (1 + a)`, with the tail formed in logarithms. For the `m` of
+/// [`geometric_half_width`] it is at least the confidence asked for, and usually more: the
+/// noise takes whole values, so no whole half-width holds exactly that probability.
+pub fn geometric_coverage(eps: Epsilon, m: u64) -> f64 {
+    let e = eps.get();
+    // P(|Z| > m) = 2 sum_{z > m} (1-a)/(1+a) a^z = 2 a^(m+1) / (1 + a).
+    let log_tail = std::f64::consts::LN_2 - (m as f64 + 1.0) * e - (-e).exp().ln_1p();
+    // 1 - e^log_tail, without cancellation when the tail is near 1.
+    -log_tail.exp_m1()
+}
+
 /// The largest probability, over true counts, that a count with geometric noise is released
 /// outside `[0, n]`: at a true count of 0 (or n), `P(Z < 0) + P(Z > n) = (a + a^(n+1))/(1 + a)`
 /// with `a = e^(-eps)` (the discrete counterpart of paper 1's Theorem 1).
@@ -196,6 +208,26 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn geometric_coverage_matches_its_law() {
+        for (e, m) in [(0.5f64, 6u64), (1.0, 3), (0.1, 29), (3.0, 0), (0.01, 299)] {
+            let a = (-e).exp();
+            let direct: f64 = (-(m as i64)..=m as i64)
+                .map(|z| (1.0 - a) / (1.0 + a) * a.powi(z.abs() as i32))
+                .sum();
+            let got = geometric_coverage(eps(e), m);
+            assert!(
+                (got - direct).abs() < 1e-12,
+                "eps {e}, m {m}: {got} vs {direct}"
+            );
+        }
+        // eps 0.5: the smallest whole half-width for 95% is 6, and it holds 0.962407.
+        let conf = Probability::new(0.95).expect("valid");
+        let m = geometric_half_width(eps(0.5), conf);
+        assert_eq!(m, 6);
+        assert!((geometric_coverage(eps(0.5), m) - 0.962_407).abs() < 5e-7);
     }
 
     #[test]

@@ -24,6 +24,11 @@
 //! is accurate to `gamma` in absolute terms (not relative: a tail far below `gamma` is
 //! reported as about 0).
 //!
+//! Probabilities far in a tail, where `gamma` is larger than the probability itself, come from
+//! [`super::tail`] instead, to a stated relative error or as a bound: [`NoiseSum::upper_tail`]
+//! and the [`Posterior`] probabilities ([`Posterior::greater`], ...) use it at every distance,
+//! and [`NoiseSum::central_half_width`] at levels whose tail mass is not well above `gamma`.
+//!
 //! [`NoiseSum::monte_carlo`] is Algorithm 1 with the sample symmetrised (`|Z|` is sorted); its
 //! `gamma` is the DKW bound `sqrt(ln(2 / 1e-6) / (2 n))`, which holds with probability
 //! `1 - 1e-6`. [`NoiseSum::auto`] compares the two costs (section 4.4).
@@ -33,6 +38,7 @@ use rustfft::num_complex::Complex;
 use rustfft::FftPlanner;
 
 use super::laplace;
+use super::tail::{self, Enclosure};
 use super::Probability;
 
 /// Grid steps per standard deviation of `Z`.
@@ -109,6 +115,14 @@ pub struct NoiseSum {
     method: Method,
     gamma: f64,
     variance: f64,
+    /// The non-zero scales `c_i = |a_i| b_i`, for the tails of [`super::tail`].
+    scales: Vec<f64>,
+}
+
+/// `c_i = |a_i| b_i`, the non-zero scales of the terms, validated: what [`super::tail`] and
+/// [`super::combine`] take.
+pub fn scales_of(terms: &[Term]) -> Result<Vec<f64>, ExactError> {
+    scales(terms)
 }
 
 /// `c_i = |a_i| b_i`, the non-zero scales, validated.
@@ -206,6 +220,7 @@ impl NoiseSum {
             method: Method::Fft { points: len },
             gamma,
             variance,
+            scales: c,
         })
     }
 
@@ -298,6 +313,7 @@ impl NoiseSum {
             method: Method::MonteCarlo { samples },
             gamma,
             variance,
+            scales: c,
         })
     }
 
@@ -333,6 +349,7 @@ impl NoiseSum {
             method: Method::Degenerate,
             gamma: 0.0,
             variance: 0.0,
+            scales: Vec::new(),
         }
     }
 
@@ -345,6 +362,11 @@ impl NoiseSum {
     /// (for Monte Carlo, one that holds with probability `1 - 1e-6`).
     pub fn error_bound(&self) -> f64 {
         self.gamma
+    }
+
+    /// The non-zero Laplace scales `c_i = |a_i| b_i` of the terms.
+    pub fn scales(&self) -> &[f64] {
+        &self.scales
     }
 
     /// `Var(Z) = 2 sum_i c_i^2`, exact.
@@ -408,13 +430,31 @@ impl NoiseSum {
         self.cdf(-z)
     }
 
+    /// `P(Z > t)` at any `t`, as an enclosure whose relative width is at most
+    /// [`tail::TARGET`], or `[0, bound]` where only the Chernoff bound is reached
+    /// ([`super::tail::upper`]).
+    pub fn upper_tail(&self, t: f64) -> Enclosure {
+        tail::upper(&self.scales, t)
+    }
+
+    /// Whether a tail mass is too thin for the grid or the sample to place its quantile: below
+    /// 1000 times `gamma` (the quantile's tail would then be off by more than 0.1%).
+    fn too_thin(&self, target: f64) -> bool {
+        !matches!(self.repr, Repr::Degenerate) && target < 1000.0 * self.gamma
+    }
+
     /// The half-width `w` of the central interval: `P(|Z| <= w) = level` (the narrowest
     /// interval, since `Z` is symmetric and unimodal; Algorithm 3 done on the CDF, so `w` is not
-    /// rounded to the grid). For the grid, `w` is accurate to a grid step; if the level needs
-    /// more than the grid's reach, the grid's half-width is returned.
+    /// rounded to the grid). For the grid, `w` is accurate to a grid step. At a level whose tail
+    /// mass `(1 - level) / 2` is below 1000 `gamma` (always for a Monte Carlo sample of 10^6),
+    /// `w` is [`super::tail::quantile`]'s instead: the least `w` at which the tail is certified
+    /// at most that mass, to a relative `1e-12`.
     pub fn central_half_width(&self, level: Probability) -> f64 {
         // P(|Z| <= w) = 1 - 2 P(Z <= -w) = level  <=>  P(Z <= -w) = (1 - level) / 2.
         let target = (1.0 - level.get()) / 2.0;
+        if self.too_thin(target) {
+            return tail::quantile(&self.scales, target);
+        }
         match &self.repr {
             Repr::Degenerate => 0.0,
             Repr::Grid { h, left } => {
@@ -443,6 +483,88 @@ impl NoiseSum {
     }
 }
 
+/// The largest relative error with which a probability is reported as a value; a wider
+/// enclosure is reported as a bound.
+pub const MAX_REPORTED_ERROR: f64 = 1e-3;
+
+/// A probability as dpq reports it: a value with a bound on its relative error, or only a
+/// bound, never digits that are not known.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Reported {
+    /// `|value - p| <= relative_error * p` (at most [`MAX_REPORTED_ERROR`]).
+    Value {
+        /// The probability.
+        value: f64,
+        /// A bound on its relative error.
+        relative_error: f64,
+    },
+    /// `p` is below this bound (all that is known, or `p` is below [`tail::TINY`]).
+    Below(f64),
+    /// `p` is above this bound.
+    Above(f64),
+}
+
+impl Reported {
+    /// The value, or the bound.
+    pub fn value(&self) -> f64 {
+        match *self {
+            Reported::Value { value, .. } | Reported::Below(value) | Reported::Above(value) => {
+                value
+            }
+        }
+    }
+
+    /// A bound on `|value() - p|`.
+    pub fn absolute_error(&self) -> f64 {
+        match *self {
+            // |v - p| <= r p and p <= v / (1 - r).
+            Reported::Value {
+                value,
+                relative_error,
+            } => relative_error * value / (1.0 - relative_error),
+            Reported::Below(b) => b,
+            Reported::Above(b) => 1.0 - b,
+        }
+    }
+
+    /// The relative error of a value; `None` for a bound.
+    pub fn relative_error(&self) -> Option<f64> {
+        match *self {
+            Reported::Value { relative_error, .. } => Some(relative_error),
+            _ => None,
+        }
+    }
+}
+
+impl From<Enclosure> for Reported {
+    /// The midpoint of `[lo, hi]` with relative error `(hi - lo) / (2 lo)` when that is at most
+    /// [`MAX_REPORTED_ERROR`]; else `hi` as an upper bound (below 1/2) or `lo` as a lower one.
+    fn from(e: Enclosure) -> Reported {
+        let (lo, hi) = (e.lo.max(0.0), e.hi.min(1.0));
+        if hi == 0.0 {
+            // Only an exact 0 (no noise, or an empty event) is enclosed in [0, 0].
+            return Reported::Value {
+                value: 0.0,
+                relative_error: 0.0,
+            };
+        }
+        if lo > 0.0 {
+            let relative_error = (hi - lo) / (2.0 * lo);
+            if relative_error <= MAX_REPORTED_ERROR {
+                return Reported::Value {
+                    value: 0.5 * (lo + hi),
+                    relative_error,
+                };
+            }
+        }
+        if hi <= 0.5 {
+            Reported::Below(hi)
+        } else {
+            Reported::Above(lo)
+        }
+    }
+}
+
 /// The posterior of `theta` under the paper's flat prior: `theta = theta-hat - Z` (Lemma 4.1).
 #[derive(Debug, Clone)]
 pub struct Posterior {
@@ -460,32 +582,62 @@ impl Posterior {
         (self.estimate - w, self.estimate + w)
     }
 
-    /// `P(theta > x) = P(Z < theta-hat - x)`.
-    pub fn prob_greater(&self, x: f64) -> f64 {
-        self.noise.cdf(self.estimate - x)
+    /// `P(theta > x) = P(Z < theta-hat - x) = P(Z > x - theta-hat)` (`Z` is symmetric), to a
+    /// stated relative error or as a bound ([`NoiseSum::upper_tail`]).
+    pub fn greater(&self, x: f64) -> Reported {
+        self.noise.upper_tail(x - self.estimate).into()
     }
 
-    /// `P(theta < x) = P(Z > theta-hat - x)`.
-    pub fn prob_less(&self, x: f64) -> f64 {
-        self.noise.sf(self.estimate - x)
+    /// `P(theta < x) = P(Z > theta-hat - x)`, to a stated relative error or as a bound.
+    pub fn less(&self, x: f64) -> Reported {
+        self.noise.upper_tail(self.estimate - x).into()
     }
 
-    /// `P(a < theta < b) = P(theta-hat - b < Z < theta-hat - a)`; 0 when `b <= a`.
-    pub fn prob_between(&self, a: f64, b: f64) -> f64 {
+    /// `P(a < theta < b)`, to a stated relative error or as a bound; 0 when `b <= a`.
+    pub fn between(&self, a: f64, b: f64) -> Reported {
         if b <= a || a.is_nan() || b.is_nan() {
-            return 0.0;
+            return Reported::Value {
+                value: 0.0,
+                relative_error: 0.0,
+            };
         }
-        let lo = self.estimate - b;
-        let hi = self.estimate - a;
-        // From the nearer tails: 1 - P(Z <= lo) - P(Z > hi), both computed accurately.
-        let p = if lo >= 0.0 {
-            self.noise.sf(lo) - self.noise.sf(hi)
-        } else if hi <= 0.0 {
-            self.noise.cdf(hi) - self.noise.cdf(lo)
-        } else {
-            1.0 - self.noise.cdf(lo) - self.noise.sf(hi)
+        let q = |z: f64| self.noise.upper_tail(z);
+        let (za, zb) = (a - self.estimate, b - self.estimate);
+        // P(theta > a) - P(theta >= b) = Q(za) - Q(zb) with Q(z) = P(Z > z), taken from the
+        // nearer tails so that no probability near 1 is subtracted from another.
+        let difference = |p: Enclosure, q: Enclosure| Enclosure {
+            lo: (p.lo - q.hi).max(0.0),
+            hi: (p.hi - q.lo).max(0.0),
         };
-        p.clamp(0.0, 1.0)
+        let e = if za >= 0.0 {
+            difference(q(za), q(zb))
+        } else if zb <= 0.0 {
+            // P(theta < b) - P(theta <= a) = Q(-zb) - Q(-za).
+            difference(q(-zb), q(-za))
+        } else {
+            // 1 - P(theta <= a) - P(theta >= b) = 1 - Q(-za) - Q(zb).
+            let (l, u) = (q(-za), q(zb));
+            Enclosure {
+                lo: (1.0 - l.hi - u.hi - 2.0 * f64::EPSILON).max(0.0),
+                hi: (1.0 - l.lo - u.lo + 2.0 * f64::EPSILON).min(1.0),
+            }
+        };
+        e.into()
+    }
+
+    /// [`Posterior::greater`]'s value (for a bound, the bound).
+    pub fn prob_greater(&self, x: f64) -> f64 {
+        self.greater(x).value()
+    }
+
+    /// [`Posterior::less`]'s value (for a bound, the bound).
+    pub fn prob_less(&self, x: f64) -> f64 {
+        self.less(x).value()
+    }
+
+    /// [`Posterior::between`]'s value (for a bound, the bound).
+    pub fn prob_between(&self, a: f64, b: f64) -> f64 {
+        self.between(a, b).value()
     }
 
     /// The error bound of the probabilities above (see [`NoiseSum::error_bound`]).
@@ -528,6 +680,32 @@ mod tests {
         }
         let w = d.central_half_width(prob(0.95));
         assert!((w - 2.0 * 20f64.ln()).abs() < 2e-3, "{w}");
+    }
+
+    #[test]
+    fn thin_tails_take_their_quantile_from_the_tail_method() {
+        // Z ~ Laplace(2): the central interval of mass 1 - 1e-9 has half-width 2 ln(1e9), where
+        // the FFT's own tail (error about 1e-7) cannot place it; certified, to 1e-12, and never
+        // too narrow.
+        let t = Term {
+            weight: 1.0,
+            scale: 2.0,
+        };
+        let level = prob(1.0 - 1e-9);
+        // P(|Z| > w) = e^(-w/2) = 1 - level, with the level as the double holds it.
+        let exact = -2.0 * (1.0 - level.get()).ln();
+        let fft = NoiseSum::fft(&[t]).expect("ok");
+        let w = fft.central_half_width(level);
+        assert!(
+            w >= exact * (1.0 - 1e-12) && w <= exact * (1.0 + 1e-9),
+            "{w} vs {exact}"
+        );
+        // A Monte Carlo sample (DKW error 2.7e-3 at 10^6 draws) takes every quantile from it.
+        let mut rng = ChaCha20Rng::seed_from_u64(7);
+        let mc = NoiseSum::monte_carlo(&[t], 1000, &mut rng).expect("sample");
+        let w = mc.central_half_width(prob(0.95));
+        let exact = 2.0 * 20f64.ln();
+        assert!((w - exact).abs() <= 1e-9 * exact, "{w} vs {exact}");
     }
 
     #[test]

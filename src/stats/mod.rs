@@ -3,11 +3,13 @@
 pub mod accuracy;
 pub mod bayes;
 pub mod blue;
+pub mod combine;
 pub mod exact;
 pub mod laplace;
 pub mod noise;
 mod params;
 pub mod simulate;
 pub mod staircase;
+pub mod tail;
 
 pub use params::{Epsilon, ParamError, Positive, Probability};
