@@ -333,14 +333,12 @@ pub enum EvalError {
         span: Span,
     },
     /// A served dataset's total, shared by all its analysts, has too little left.
-    #[error("the dataset `{table}` has too little budget left for all its analysts: this query would bring its spending to {after} of {total}")]
+    #[error("the dataset `{table}` has too little budget left for all its analysts{}", dataset_numbers(.shown))]
     DatasetBudgetExceeded {
         /// The dataset, by the name analysts use.
         table: String,
-        /// Its spending after the query.
-        after: Decimal,
-        /// Its total.
-        total: Decimal,
+        /// Its spending after the query and its total, when its policy shows its budget.
+        shown: Option<(Decimal, Decimal)>,
         /// The statement.
         span: Span,
     },
@@ -855,6 +853,16 @@ impl Diagnostic {
             let (lc, _) = locate(source, s.start);
             (lc.line, lc.column)
         })
+    }
+}
+
+/// The numbers of a dataset's refusal, when its budget is shown to its analysts.
+fn dataset_numbers(shown: &Option<(Decimal, Decimal)>) -> String {
+    match shown {
+        Some((after, total)) => {
+            format!(": this query would bring its spending to {after} of {total}")
+        }
+        None => String::new(),
     }
 }
 

@@ -40,8 +40,11 @@ impl Remote {
     /// Connects to the server at `url` with `token`: checks the token and reads the
     /// analyst's catalog (for completion).
     pub fn connect(url: &str, token: String) -> Result<Remote, String> {
+        // A connection per request: the server closes idle connections, and a statement must
+        // never be sent twice on a connection found closed.
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
+            .max_idle_connections(0)
             .timeout_global(Some(Duration::from_secs(600)))
             .build()
             .into();

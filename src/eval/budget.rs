@@ -77,7 +77,7 @@ impl Session {
             // An analyst is not shown where the server keeps its state.
             ledger: ledger
                 .path()
-                .filter(|_| !self.analyst)
+                .filter(|_| self.analyst.is_none())
                 .map(|p| p.display().to_string()),
             lines: history
                 .releases()

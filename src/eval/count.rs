@@ -150,6 +150,7 @@ impl Session {
         span: Span,
     ) -> Result<Decision, EvalError> {
         let max_eps = self.max_eps(&plan.table);
+        let max_releases = self.max_releases();
         let entry = &self.entries[i];
         // In a seeded session the release goes to a practice copy, and the data's own ledger is
         // marked exposed first (see `expose`).
@@ -193,6 +194,18 @@ impl Session {
             }
             Err(refusal) => return Err(refused(refusal, entry, plan, txn.ledger(), eps, span)),
         };
+        // An analyst's releases are ledger lines the server keeps: their number is bounded.
+        if let Some(max) = max_releases {
+            if txn.history().releases().len() >= max {
+                return Err(EvalError::NotPermitted {
+                    what: format!(
+                        "more than {max} releases on `{}` for one analyst (the server's quota); repeated queries and ESTIMATE stay free",
+                        plan.table
+                    ),
+                    span,
+                });
+            }
+        }
         let noise = noise_for(plan, public_rows, eps, span);
         if dry {
             return Ok(match noise {
@@ -581,10 +594,14 @@ fn refused(
             table: plan.table.clone(),
             span,
         },
+        // The dataset's spending is all its analysts': said only where its policy shows it.
         Refusal::DatasetExceeded(Overspend { after, .. }) => EvalError::DatasetBudgetExceeded {
             table: plan.table.clone(),
-            after,
-            total: ledger.whole().total(),
+            shown: entry
+                .rules
+                .as_ref()
+                .is_some_and(|r| r.show_dataset_budget)
+                .then(|| (after, ledger.whole().total())),
             span,
         },
         Refusal::Exceeded(Overspend { at, after }) => {

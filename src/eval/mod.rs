@@ -20,7 +20,7 @@ mod lab;
 mod served;
 mod tables;
 
-pub use served::{Family, Rules, ServedTable};
+pub use served::{Family, Quotas, Rules, ServedTable};
 
 use crate::ast::Statement;
 use crate::check::{self, Catalog};
@@ -113,8 +113,8 @@ pub struct Session {
     teaching_focus: bool,
     /// Where the progress of long statements is reported, if anywhere.
     progress: Option<Box<dyn Progress>>,
-    /// Whether this is an analyst's session of served datasets (`dpq serve`).
-    analyst: bool,
+    /// In an analyst's session of served datasets (`dpq serve`), their quotas.
+    analyst: Option<Quotas>,
 }
 
 impl Default for Session {
@@ -149,7 +149,7 @@ impl Session {
             cube: None,
             teaching_focus: false,
             progress: None,
-            analyst: false,
+            analyst: None,
         }
     }
 

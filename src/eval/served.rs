@@ -83,6 +83,28 @@ pub struct Rules {
     pub show_dataset_budget: bool,
 }
 
+/// What bounds one analyst's work and what they make the server store, whatever the
+/// dataset: set by the server's policy (`[limits]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quotas {
+    /// The most `SIMULATE` runs one statement may ask for, over all its points.
+    pub max_simulate_runs: u64,
+    /// The most releases an analyst may make on one dataset (each is a ledger line).
+    pub max_releases: usize,
+    /// The longest statement, in bytes.
+    pub max_statement_bytes: usize,
+}
+
+impl Default for Quotas {
+    fn default() -> Self {
+        Quotas {
+            max_simulate_runs: 1_000_000,
+            max_releases: 10_000,
+            max_statement_bytes: 4096,
+        }
+    }
+}
+
 /// A dataset of a curator's policy, as a session attaches it.
 pub struct ServedTable {
     /// The name analysts `USE`.
@@ -165,27 +187,39 @@ impl Session {
         Ok(Output::Loaded(info))
     }
 
-    /// Makes this an analyst's session: nothing but served datasets, under their rules.
-    pub fn serve_analyst(&mut self) {
-        self.analyst = true;
+    /// Makes this an analyst's session: nothing but served datasets, under their rules and
+    /// these quotas.
+    pub fn serve_analyst(&mut self, quotas: Quotas) {
+        self.analyst = Some(quotas);
     }
 
     /// Whether this is an analyst's session of a served dataset.
     pub fn is_analyst(&self) -> bool {
-        self.analyst
+        self.analyst.is_some()
+    }
+
+    /// The most releases the analyst may make on one dataset, in an analyst's session.
+    pub(super) fn max_releases(&self) -> Option<usize> {
+        self.analyst.map(|q| q.max_releases)
     }
 
     /// Refuses, before anything is done, what an analyst's session may not do.
     pub(super) fn permit(&self, plan: &Plan, span: Span) -> Result<(), EvalError> {
-        if !self.analyst {
+        let Some(quotas) = self.analyst else {
             return Ok(());
-        }
+        };
         let refuse = |what: &str| {
             Err(EvalError::NotPermitted {
                 what: what.to_string(),
                 span,
             })
         };
+        if span.end.saturating_sub(span.start) > quotas.max_statement_bytes {
+            return refuse(&format!(
+                "a statement of more than {} bytes",
+                quotas.max_statement_bytes
+            ));
+        }
         match plan {
             Plan::Load { .. } => refuse("LOAD: the curator's policy names the datasets"),
             Plan::SetBudget { .. } => refuse("SET BUDGET: the curator's policy sets the budgets"),
@@ -217,8 +251,9 @@ impl Session {
                 Ok(())
             }
             Plan::Explain { plan, .. } => {
-                if let Some(table) = plan_table(plan) {
-                    self.allowed(table, Family::Explain, span)?;
+                match plan_table(plan) {
+                    Some(table) => self.allowed(table, Family::Explain, span)?,
+                    None => self.allowed_anywhere(Family::Explain, span)?,
                 }
                 self.permit(plan, span)
             }
@@ -227,6 +262,14 @@ impl Session {
             Plan::ShowCube { target } => self.allowed_on(target, Family::Estimate, span),
             Plan::Simulate(p) if p.plot.is_some() => {
                 refuse("PLOT: charts are not written on the server")
+            }
+            Plan::Simulate(p)
+                if p.runs.saturating_mul(p.points().len() as u64) > quotas.max_simulate_runs =>
+            {
+                refuse(&format!(
+                    "SIMULATE of more than {} runs in all (RUNS times the points)",
+                    quotas.max_simulate_runs
+                ))
             }
             Plan::Simulate(_)
             | Plan::OutOfRange { .. }
@@ -240,7 +283,7 @@ impl Session {
     pub(super) fn max_eps(&self, table: &str) -> Option<Decimal> {
         self.rules(table)
             .and_then(|r| r.max_eps)
-            .filter(|_| self.analyst)
+            .filter(|_| self.analyst.is_some())
     }
 
     fn rules(&self, table: &str) -> Option<&Rules> {

@@ -55,6 +55,9 @@ struct Analyst {
     name: String,
     session: Mutex<Session>,
     catalog: Catalog,
+    /// Their requests under way: a request beyond the limit is refused, not queued, so that
+    /// one analyst's flood never holds the threads others need.
+    in_flight: Arc<tokio::sync::Semaphore>,
 }
 
 /// The analysts, by the hash of their token.
@@ -108,11 +111,52 @@ pub fn serve(
             .local_addr()
             .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
         started(&Started { addr, notes });
-        axum::serve(listener, router(app))
-            .with_graceful_shutdown(shutdown())
-            .await
-            .map_err(|e| format!("the server stopped: {e}"))
+        accept(listener, app).await;
+        Ok(())
     })
+}
+
+/// How long the requests under way may take to finish once SIGTERM came.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Accepts connections until SIGTERM or SIGINT, at most `max_connections` at once, each of
+/// which must send its request (headers, then body) within `body_millis` and is closed once
+/// idle that long; then lets the requests under way finish, for at most [`SHUTDOWN_GRACE`].
+async fn accept(listener: tokio::net::TcpListener, app: Arc<App>) {
+    let limits = app.limits;
+    let router = router(app);
+    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let stop = shutdown();
+    tokio::pin!(stop);
+    loop {
+        let slot = tokio::select! {
+            slot = Arc::clone(&slots).acquire_owned() => slot,
+            () = &mut stop => break,
+        };
+        let Ok(slot) = slot else { break };
+        let stream = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = &mut stop => break,
+        };
+        let Ok((stream, _)) = stream else {
+            // Out of file descriptors, say: wait a little rather than spin.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        let service = hyper_util::service::TowerToHyperService::new(router.clone());
+        let connection = hyper::server::conn::http1::Builder::new()
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(Duration::from_millis(limits.body_millis))
+            .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            let _ = connection.await;
+            drop(slot);
+        });
+    }
+    drop(listener);
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown()).await;
 }
 
 /// The routes, with the limits on bodies.
@@ -156,6 +200,12 @@ fn prepare(policy: &Policy, state_dir: &Path) -> Result<(Analysts, Vec<String>),
     let mut curator = Session::with_store(Randomness::Os, Store::dir(state_dir));
     let mut data: HashMap<String, (Arc<Table>, [u8; 32])> = HashMap::new();
     for d in &policy.datasets {
+        if d.columns.is_none() {
+            notes.push(format!(
+                "dataset `{}`: its column types are inferred from the data, so the schema analysts see depends on it; declare [dataset.columns] to fix it",
+                d.name
+            ));
+        }
         let (table, content) = read(d)?;
         let served = served(d, &table, content, None);
         let out = curator
@@ -192,7 +242,7 @@ fn prepare(policy: &Policy, state_dir: &Path) -> Result<(Analysts, Vec<String>),
     let mut analysts = HashMap::new();
     for a in &policy.analysts {
         let mut session = Session::with_store(Randomness::Os, Store::dir(state_dir));
-        session.serve_analyst();
+        session.serve_analyst(policy.limits.quotas);
         let mut datasets = Vec::new();
         for (name, cap) in &a.budgets {
             let d = policy
@@ -228,6 +278,9 @@ fn prepare(policy: &Policy, state_dir: &Path) -> Result<(Analysts, Vec<String>),
             name: a.name.clone(),
             session: Mutex::new(session),
             catalog,
+            in_flight: Arc::new(tokio::sync::Semaphore::new(
+                policy.limits.max_requests_in_flight.max(1),
+            )),
         };
         analysts.insert(a.token_hash, Arc::new(analyst));
     }
@@ -269,15 +322,21 @@ fn served(
     }
 }
 
-/// A refusal of a whole request.
+/// A refusal of a whole request. The connection is closed after it: a client refused once
+/// does not keep a connection open for nothing.
 fn problem(status: StatusCode, text: impl Into<String>) -> Response {
-    (
+    let mut r = (
         status,
         Json(Problem {
             problem: text.into(),
         }),
     )
-        .into_response()
+        .into_response();
+    r.headers_mut().insert(
+        axum::http::header::CONNECTION,
+        axum::http::HeaderValue::from_static("close"),
+    );
+    r
 }
 
 /// The analyst whose token the request carries.
@@ -356,13 +415,25 @@ async fn run(
             ),
         );
     }
+    let Ok(permit) = Arc::clone(&who.in_flight).try_acquire_owned() else {
+        return problem(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!(
+                "at most {} requests of one analyst may be under way at once",
+                app.limits.max_requests_in_flight
+            ),
+        );
+    };
     let deadline = Instant::now() + Duration::from_millis(app.limits.request_millis);
     let worker = Arc::clone(&app);
     let done = tokio::task::spawn_blocking(move || {
         let mut session = who.session.lock().unwrap_or_else(PoisonError::into_inner);
-        let (response, audit) = run_statements(&mut session, &request.source, deadline);
+        let limits = (deadline, worker.limits.max_response_bytes);
+        let response = run_statements(&mut session, &request.source, limits, &mut |a| {
+            worker.write_audit(&who.name, a)
+        });
         drop(session);
-        worker.write_audit(&who.name, &audit);
+        drop(permit);
         response
     })
     .await;
@@ -384,38 +455,43 @@ struct Audited {
 }
 
 impl App {
-    fn write_audit(&self, analyst: &str, lines: &[Audited]) {
+    /// Appends a statement's audit line, as soon as the statement has run (before the next
+    /// one, and before the answer leaves). Not made durable: the ledger's spending lines,
+    /// which name the analyst and the statement, are the durable record of every spending.
+    fn write_audit(&self, analyst: &str, l: &Audited) {
         let time = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        let mut text = String::new();
-        for l in lines {
-            let line = serde_json::json!({
-                "time": time,
-                "analyst": analyst,
-                "dataset": l.table,
-                "statement": l.statement,
-                "outcome": l.outcome,
-            });
-            text.push_str(&line.to_string());
-            text.push('\n');
-        }
+        let mut line = serde_json::json!({
+            "time": time,
+            "analyst": analyst,
+            "dataset": l.table,
+            "statement": l.statement,
+            "outcome": l.outcome,
+        })
+        .to_string();
+        line.push('\n');
         let mut file = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
-        // The ledger is the record of spending; an audit line that cannot be written is lost
-        // without undoing what the ledger holds.
-        let _ = file.write_all(text.as_bytes());
+        if let Err(e) = file.write_all(line.as_bytes()) {
+            // The server's own log: the curator's, not the analyst's.
+            eprintln!("dpq serve: the audit log could not be written: {e}");
+        }
     }
 }
 
-/// Runs the statements of `source` in order until one fails or the deadline passes.
+/// Runs the statements of `source` in order until one fails, the deadline passes or the
+/// results reach the response limit (`limits`); each statement's audit line goes to `audit`
+/// as soon as it has run.
 fn run_statements(
     session: &mut Session,
     source: &str,
-    deadline: Instant,
-) -> (RunResponse, Vec<Audited>) {
+    limits: (Instant, usize),
+    audit: &mut dyn FnMut(&Audited),
+) -> RunResponse {
+    let (deadline, max_bytes) = limits;
     let (pieces, split_error) = syntax::split::split(source);
     let mut results = Vec::new();
-    let mut audit = Vec::new();
+    let mut bytes = 0usize;
     let mut error = None;
     for (k, piece) in pieces.iter().enumerate() {
         let text = source
@@ -423,9 +499,18 @@ fn run_statements(
             .unwrap_or_default()
             .trim()
             .to_string();
-        if k > 0 && Instant::now() > deadline {
+        let stop = if bytes > max_bytes {
+            Some(format!(
+                "the results passed this server's limit of {max_bytes} bytes: this statement and those after it were not run"
+            ))
+        } else if k > 0 && Instant::now() > deadline {
+            Some("the request's time limit was reached: this statement and those after it were not run".to_string())
+        } else {
+            None
+        };
+        if let Some(message) = stop {
             error = Some(ErrorBody {
-                message: "the request's time limit was reached: this statement and those after it were not run".into(),
+                message,
                 help: Some("send fewer statements at a time".into()),
                 start: Some(piece.span.start),
                 end: Some(piece.span.end),
@@ -438,21 +523,21 @@ fn run_statements(
         let table = session.current_table_name();
         match result {
             Ok(response) => {
-                let json: serde_json::Value = serde_json::from_str(&render_json(&response))
-                    .unwrap_or(serde_json::Value::Null);
-                audit.push(Audited {
+                let json_text = render_json(&response);
+                let json: serde_json::Value =
+                    serde_json::from_str(&json_text).unwrap_or(serde_json::Value::Null);
+                audit(&Audited {
                     statement: text,
                     table,
                     outcome: cost(&json),
                 });
-                results.push(StatementResult {
-                    json,
-                    table: render_table(&response),
-                });
+                let table = render_table(&response);
+                bytes += json_text.len() + table.len();
+                results.push(StatementResult { json, table });
             }
             Err(e) => {
                 let body = error_body(&e);
-                audit.push(Audited {
+                audit(&Audited {
                     statement: text,
                     table,
                     outcome: serde_json::json!({ "error": body.message }),
@@ -467,7 +552,7 @@ fn run_statements(
             error = Some(error_body(&Error::from(e)));
         }
     }
-    (RunResponse { results, error }, audit)
+    RunResponse { results, error }
 }
 
 /// What the audit log says a result cost: its kind, the epsilon it spent and whether it came
@@ -480,11 +565,41 @@ fn cost(json: &serde_json::Value) -> serde_json::Value {
     })
 }
 
+/// An error as an analyst is told it. A ledger's errors name the server's files: the analyst
+/// gets a fixed message, and the curator the whole error on the server's standard error.
 fn error_body(e: &Error) -> ErrorBody {
+    use crate::error::EvalError;
+    use crate::privacy::LedgerError;
     let d = e.diagnostic();
+    let (message, help) = match e {
+        Error::Eval(EvalError::Ledger { error, .. }) => {
+            eprintln!("dpq serve: {}", d.message);
+            match error {
+                LedgerError::TooLong { .. } => (
+                    "the statement is too long to record in the dataset's ledger; nothing was spent".to_string(),
+                    Some("shorten the statement".to_string()),
+                ),
+                _ => (
+                    "the dataset's ledger cannot be used now; nothing was spent, and the server's curator has the details".to_string(),
+                    None,
+                ),
+            }
+        }
+        Error::Eval(EvalError::AnswerNotRecorded { eps, .. }) => {
+            eprintln!("dpq serve: {}", d.message);
+            (
+                format!(
+                    "the answer could not be recorded, so it is not shown; its epsilon {} is spent",
+                    eps.normalize()
+                ),
+                None,
+            )
+        }
+        _ => (d.message, d.help),
+    };
     ErrorBody {
-        message: d.message,
-        help: d.help,
+        message,
+        help,
         start: d.span.map(|s| s.start),
         end: d.span.map(|s| s.end),
     }

@@ -6,7 +6,7 @@
 //! Seeded noise has no key: a served dataset is never seeded.
 
 use crate::data::{ColumnType, Declared, Domain};
-use crate::eval::{Family, Rules};
+use crate::eval::{Family, Quotas, Rules};
 use crate::privacy::{Mechanism, Neighbours};
 use rust_decimal::Decimal;
 use std::path::{Path, PathBuf};
@@ -80,8 +80,17 @@ pub struct Limits {
     /// How long one request may run statements, in milliseconds; statements after it are not
     /// run.
     pub request_millis: u64,
-    /// How long a client may take to send its request body, in milliseconds.
+    /// How long a client may take to send its request (headers and body), and how long an
+    /// idle connection is kept, in milliseconds.
     pub body_millis: u64,
+    /// The most requests one analyst may have under way at once; more are refused (429).
+    pub max_requests_in_flight: usize,
+    /// The most connections open at once; more wait to be accepted.
+    pub max_connections: usize,
+    /// The most bytes of results one request may return; statements after it are not run.
+    pub max_response_bytes: usize,
+    /// What bounds each analyst's work and what they make the server store.
+    pub quotas: Quotas,
 }
 
 impl Default for Limits {
@@ -91,6 +100,10 @@ impl Default for Limits {
             max_statements: 100,
             request_millis: 30_000,
             body_millis: 10_000,
+            max_requests_in_flight: 4,
+            max_connections: 1024,
+            max_response_bytes: 8 << 20,
+            quotas: Quotas::default(),
         }
     }
 }
@@ -170,7 +183,7 @@ impl Policy {
                 d.id,
                 match &d.columns {
                     Some(c) => format!("{} declared columns", c.len()),
-                    None => "columns inferred from the data".to_string(),
+                    None => "columns inferred from the data (so the schema analysts see depends on it: declare [dataset.columns])".to_string(),
                 },
                 d.source.display(),
                 d.neighbours,
@@ -331,11 +344,25 @@ fn limits(t: &toml::Table) -> Result<Limits, String> {
     let mut k = Keys::new("[limits]", t);
     let d = Limits::default();
     let size = |v: Option<u64>, default: usize| v.map_or(default, |v| v as usize);
+    let q = d.quotas;
     let l = Limits {
         max_request_bytes: size(k.integer("max_request_bytes")?, d.max_request_bytes),
         max_statements: size(k.integer("max_statements")?, d.max_statements),
         request_millis: k.integer("request_millis")?.unwrap_or(d.request_millis),
         body_millis: k.integer("body_millis")?.unwrap_or(d.body_millis),
+        max_requests_in_flight: size(
+            k.integer("max_requests_in_flight")?,
+            d.max_requests_in_flight,
+        ),
+        max_connections: size(k.integer("max_connections")?, d.max_connections),
+        max_response_bytes: size(k.integer("max_response_bytes")?, d.max_response_bytes),
+        quotas: Quotas {
+            max_simulate_runs: k
+                .integer("max_simulate_runs")?
+                .unwrap_or(q.max_simulate_runs),
+            max_releases: size(k.integer("max_releases")?, q.max_releases),
+            max_statement_bytes: size(k.integer("max_statement_bytes")?, q.max_statement_bytes),
+        },
     };
     k.done()?;
     Ok(l)
@@ -586,6 +613,8 @@ mod tests {
 state_dir = "state"
 [limits]
 max_statements = 10
+max_releases = 7
+max_simulate_runs = 5000
 
 [[dataset]]
 name = "survey"
@@ -611,6 +640,9 @@ budgets = {{ survey = 0.5 }}
         .expect("valid");
         assert_eq!(p.state_dir, Some(PathBuf::from("/srv/state")));
         assert_eq!(p.limits.max_statements, 10);
+        assert_eq!(p.limits.quotas.max_releases, 7);
+        assert_eq!(p.limits.quotas.max_simulate_runs, 5000);
+        assert_eq!(p.limits.max_requests_in_flight, 4, "the default");
         let d = &p.datasets[0];
         assert_eq!(d.source, PathBuf::from("/srv/survey.csv"));
         assert_eq!(d.neighbours, Neighbours::AddRemove);

@@ -1,0 +1,648 @@
+//! Attacks on `dpq serve` by an analyst who holds a valid token (and perhaps a colleague's),
+//! no data and no state. Each test states the promise it checks and how it broke; they are
+//! meant to fail until the server is fixed.
+//!
+//! The real binary on loopback, as in `tests/serve.rs` (whose helpers are copied here). The
+//! tests that measure latency take a lock so that they never run at the same time as each
+//! other: the machine they were written on has two cores.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// One test at a time: several of them measure how long others wait.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A token and the hash its policy entry holds, made by `dpq token`.
+fn token() -> (String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_dpq"))
+        .arg("token")
+        .output()
+        .expect("dpq token");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let field = |key: &str| {
+        text.lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| l.split('"').nth(1))
+            .expect("a quoted value")
+            .to_string()
+    };
+    (field("token ="), field("token_hash ="))
+}
+
+/// A directory with the data, a state directory and analysts' tokens.
+struct Setup {
+    dir: tempfile::TempDir,
+    tokens: Vec<(String, String)>,
+}
+
+impl Setup {
+    /// The example data (10,000 rows): counted on the requesting thread.
+    fn new(analysts: usize) -> Setup {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::copy("examples/data/people.csv", dir.path().join("people.csv"))
+            .expect("copy the example data");
+        Setup {
+            dir,
+            tokens: (0..analysts).map(|_| token()).collect(),
+        }
+    }
+
+    /// A dataset of `rows` rows (`age`, `income`) under the name people.csv: above about
+    /// 130,000 rows a count runs on the shared thread pool.
+    fn with_rows(analysts: usize, rows: usize) -> Setup {
+        let setup = Setup::new(analysts);
+        let mut text = String::with_capacity(rows * 12);
+        text.push_str("age,income\n");
+        for i in 0..rows {
+            text.push_str(&format!("{},{}\n", i % 90, (i * 7919) % 100_000));
+        }
+        std::fs::write(setup.path("people.csv"), text).expect("write the data");
+        setup
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn state(&self) -> PathBuf {
+        self.path("state")
+    }
+
+    /// Writes the policy: one dataset `people` (extra keys `dataset`), analysts `a0`, `a1`,
+    /// ... with the caps `caps` on it, and then `tail` (a `[limits]` table, say).
+    fn policy(&self, dataset: &str, caps: &[&str], tail: &str) -> PathBuf {
+        let mut p = format!(
+            "[[dataset]]\nname = \"people\"\nid = \"people-v1\"\nsource = \"people.csv\"\n{dataset}\n"
+        );
+        for (i, cap) in caps.iter().enumerate() {
+            p.push_str(&format!(
+                "\n[[analyst]]\nname = \"a{i}\"\ntoken_hash = \"{}\"\nbudgets = {{ people = {cap} }}\n",
+                self.tokens[i].1
+            ));
+        }
+        p.push_str(tail);
+        let path = self.path("policy.toml");
+        std::fs::write(&path, p).expect("write the policy");
+        path
+    }
+
+    fn token(&self, i: usize) -> &str {
+        &self.tokens[i].0
+    }
+}
+
+/// A running `dpq serve`, killed when dropped.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Server {
+    fn start(setup: &Setup, policy: &Path) -> Server {
+        Server::start_limited(setup, policy, None)
+    }
+
+    /// Starts the server, with at most `files` open files when given (`ulimit -n`, as a
+    /// service manager sets it).
+    fn start_limited(setup: &Setup, policy: &Path, files: Option<u32>) -> Server {
+        let mut command = match files {
+            None => Command::new(env!("CARGO_BIN_EXE_dpq")),
+            Some(n) => {
+                let mut c = Command::new("sh");
+                c.arg("-c")
+                    .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
+                    .arg(env!("CARGO_BIN_EXE_dpq"));
+                c
+            }
+        };
+        let mut child = command
+            .args(["serve", "--listen", "127.0.0.1:0", "--policy"])
+            .arg(policy)
+            .arg("--state-dir")
+            .arg(setup.state())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn dpq serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("the server's first line");
+        let Some(addr) = line.trim().strip_prefix("dpq serve: listening on http://") else {
+            let mut err = String::new();
+            child.stderr.take().map(|mut e| e.read_to_string(&mut err));
+            panic!("the server did not start: {line} {err}");
+        };
+        Server {
+            addr: addr.parse().expect("an address"),
+            child,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Runs `source` as the analyst of `token`: the HTTP status and the body.
+    fn run(&self, token: &str, source: &str) -> (u16, Value) {
+        let body = serde_json::json!({ "source": source }).to_string();
+        self.post(Some(token), body.as_bytes())
+    }
+
+    fn post(&self, token: Option<&str>, body: &[u8]) -> (u16, Value) {
+        let mut request = agent()
+            .post(format!("{}/v1/run", self.url()))
+            .content_type("application/json");
+        if let Some(t) = token {
+            request = request.header("Authorization", format!("Bearer {t}"));
+        }
+        answer(request.send(body))
+    }
+
+    /// Runs `source` as the analyst of `token`, giving up after `limit`: the body, or `None`
+    /// when no answer came in time.
+    fn run_within(&self, token: &str, source: &str, limit: Duration) -> Option<Value> {
+        let body = serde_json::json!({ "source": source }).to_string();
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(limit))
+            .build()
+            .into();
+        let mut r = agent
+            .post(format!("{}/v1/run", self.url()))
+            .content_type("application/json")
+            .header("Authorization", format!("Bearer {token}"))
+            .send(body.as_bytes())
+            .ok()?;
+        let text = r.body_mut().read_to_string().ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
+    /// Sends a whole request on a connection of its own and leaves it there: the server runs
+    /// it whether or not anyone reads the answer.
+    fn send_raw(&self, token: &str, source: &str) -> TcpStream {
+        let body = serde_json::json!({ "source": source }).to_string();
+        let mut s = TcpStream::connect(self.addr).expect("connect");
+        write!(
+            s,
+            "POST /v1/run HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .expect("send a request");
+        s
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(600)))
+        .build()
+        .into()
+}
+
+fn answer(r: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> (u16, Value) {
+    let mut r = r.expect("the server answers");
+    let status = r.status().as_u16();
+    let text = r.body_mut().read_to_string().expect("a body");
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// The results' kinds of a run.
+fn kinds(body: &Value) -> Vec<String> {
+    body["results"]
+        .as_array()
+        .map(|rs| {
+            rs.iter()
+                .map(|r| r["json"]["kind"].as_str().unwrap_or("?").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn error(body: &Value) -> String {
+    body["error"]["message"].as_str().unwrap_or("").to_string()
+}
+
+/// How long `f` takes, and what it gives.
+fn timed<T>(f: impl FnOnce() -> T) -> (Duration, T) {
+    let start = Instant::now();
+    let out = f();
+    (start.elapsed(), out)
+}
+
+/// A `SIMULATE` that would keep both cores busy for several seconds (the test binary and the
+/// server are built alike: unoptimised code is about 25 times slower). The server's quota
+/// (`max_simulate_runs`, 1,000,000 by default) refuses it.
+fn long_simulate() -> String {
+    let runs: u64 = if cfg!(debug_assertions) {
+        4_000_000
+    } else {
+        50_000_000
+    };
+    format!("SIMULATE N 1000 P 0.5 EPS (1) RUNS {runs};")
+}
+
+/// The largest `SIMULATE` the default quota allows: what an analyst can still make the server
+/// do in one statement.
+fn largest_simulate() -> String {
+    "SIMULATE N 1000 P 0.5 EPS (1) RUNS 1000000;".to_string()
+}
+
+/// Promise (issue 13): "a slow or malformed client cannot stall others".
+///
+/// Broken: `SIMULATE` (the `lab` family, allowed by default) runs on rayon's global pool, and
+/// so does a count over a dataset above about 130,000 rows. One analyst's single SIMULATE
+/// request fills the pool's queues, and another analyst's COUNT waits behind it for the
+/// whole simulation (8.5 s against 16 ms in a release build; a SIMULATE may ask for 10^9
+/// runs, minutes, and be sent again and again). No flood and no colleague's token needed.
+#[test]
+fn one_simulate_stalls_every_other_analysts_count_on_a_large_dataset() {
+    let _one = serial();
+    let setup = Setup::with_rows(2, 300_000);
+    let policy = setup.policy("budget = 10", &["5", "5"], "");
+    let server = Server::start(&setup, &policy);
+    let (a, b) = (setup.token(0), setup.token(1));
+    let (baseline, (_, body)) = timed(|| server.run(b, "COUNT WHERE age < 30 WITH EPS 0.01;"));
+    assert_eq!(kinds(&body), ["count"], "{body}");
+    assert!(baseline < Duration::from_secs(1), "{baseline:?}");
+    // The long simulation is refused by the server's quota, at once.
+    let (refused, (_, body)) = timed(|| server.run(a, &long_simulate()));
+    assert!(error(&body).contains("SIMULATE of more than"), "{body}");
+    assert!(refused < Duration::from_secs(1), "{refused:?}");
+    // The largest one allowed runs beside another analyst's count without holding it up.
+    let (simulated, waited) = std::thread::scope(|s| {
+        let attacker = s.spawn(|| timed(|| server.run(a, &largest_simulate())).0);
+        std::thread::sleep(Duration::from_millis(100));
+        let (waited, (_, body)) = timed(|| server.run(b, "COUNT WHERE age < 31 WITH EPS 0.01;"));
+        assert_eq!(kinds(&body), ["count"], "{body}");
+        (attacker.join().expect("the attacker"), waited)
+    });
+    assert!(
+        waited < Duration::from_secs(2),
+        "another analyst's count waited {waited:?} for a {simulated:?} SIMULATE (baseline {baseline:?})"
+    );
+}
+
+/// Promise (issue 13): "a slow or malformed client cannot stall others".
+///
+/// Broken: every request runs on tokio's blocking pool (512 threads), where it first waits
+/// for its analyst's session lock. One analyst sends one slow statement and then 600 cheap
+/// requests (no need to read the answers): 511 threads sit on their lock, the pool is full,
+/// and every other analyst's request queues behind them until the slow one is done (and
+/// more can be sent meanwhile). Without the flood the other analyst is answered at once.
+#[test]
+fn one_analysts_queued_requests_fill_the_pool_and_stall_everyone() {
+    let _one = serial();
+    let setup = Setup::new(2);
+    let policy = setup.policy("budget = 1", &["0.5", "0.5"], "");
+    let server = Server::start(&setup, &policy);
+    let (a, b) = (setup.token(0), setup.token(1));
+    let _slow = server.send_raw(a, &largest_simulate());
+    std::thread::sleep(Duration::from_millis(300));
+    let (alone, body) = timed(|| server.run(b, "SHOW BUDGET;").1);
+    assert_eq!(kinds(&body), ["budget"], "{body}");
+    assert!(
+        alone < Duration::from_secs(1),
+        "during the simulation alone: {alone:?}"
+    );
+    let _queued: Vec<TcpStream> = (0..600)
+        .map(|_| server.send_raw(a, "SHOW TABLES;"))
+        .collect();
+    std::thread::sleep(Duration::from_millis(1000));
+    let (waited, body) = timed(|| server.run(b, "SHOW BUDGET;").1);
+    assert_eq!(kinds(&body), ["budget"], "{body}");
+    assert!(
+        waited < Duration::from_secs(2),
+        "another analyst waited {waited:?} behind one analyst's queued requests (alone: {alone:?})"
+    );
+}
+
+/// Promise (issue 13): "a slow or malformed client cannot stall others"; the server has a
+/// time limit for bodies (`body_millis`).
+///
+/// Broken: a connection that sends part of its headers, or nothing, is never closed (checked
+/// here after four times `body_millis`; by hand, after 200 s). Each holds a file descriptor,
+/// so anyone who can reach the port, without a token, fills the server's open-file limit with
+/// idle connections and no analyst is served until they let go. The limit is 256 here to keep
+/// the test small; a service's usual 1,024 or this machine's 20,000 take as many connections.
+#[test]
+fn idle_connections_are_never_closed_and_lock_every_analyst_out() {
+    let _one = serial();
+    let setup = Setup::new(2);
+    let policy = setup.policy(
+        "budget = 1",
+        &["0.5", "0.5"],
+        "\n[limits]\nbody_millis = 1000\n",
+    );
+    let server = Server::start_limited(&setup, &policy, Some(256));
+    let b = setup.token(1);
+    let (_, body) = server.run(b, "SHOW BUDGET;");
+    assert_eq!(kinds(&body), ["budget"], "{body}");
+
+    let mut partial = TcpStream::connect(server.addr).expect("connect");
+    partial
+        .write_all(b"POST /v1/run HTTP/1.1\r\nHost: x\r\n")
+        .expect("half the headers");
+    std::thread::sleep(Duration::from_millis(4000));
+    partial
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    let mut byte = [0u8; 64];
+    let still_open = matches!(
+        partial.read(&mut byte),
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)
+    );
+
+    let _idle: Vec<TcpStream> = (0..300)
+        .map(|_| {
+            let mut s = TcpStream::connect(server.addr).expect("connect");
+            let _ = s.write_all(b"POST /v1/run HTTP/1.1\r\n");
+            s
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let served = server
+        .run_within(b, "SHOW BUDGET;", Duration::from_secs(10))
+        .is_some_and(|body| kinds(&body) == ["budget"]);
+    let mut broken = Vec::new();
+    if still_open {
+        broken.push(
+            "a connection with half its headers is still open after 4 s (body_millis = 1000)",
+        );
+    }
+    if !served {
+        broken.push("with 300 idle connections open, an analyst is not served within 10 s");
+    }
+    assert!(broken.is_empty(), "{}", broken.join("; "));
+}
+
+/// Promise (issue 13, and `[limits] request_millis`): "limits on request size, statement
+/// count and time".
+///
+/// Broken: the time limit is looked at only between statements, so one statement runs as
+/// long as it takes: with `request_millis = 1000`, a single SIMULATE holds the analyst's
+/// session and both cores for many seconds (up to 10^9 runs: minutes), and nothing stops it,
+/// not even the client going away.
+#[test]
+fn a_single_statement_runs_far_past_the_request_time_limit() {
+    let _one = serial();
+    let setup = Setup::new(1);
+    let policy = setup.policy("budget = 1", &["1"], "\n[limits]\nrequest_millis = 1000\n");
+    let server = Server::start(&setup, &policy);
+    let (took, (status, body)) = timed(|| server.run(setup.token(0), &long_simulate()));
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        took < Duration::from_millis(3000),
+        "a request with a time limit of 1 s ran for {took:?}: {}",
+        kinds(&body).join(", ")
+    );
+}
+
+/// Promise (issue 13): "an analyst sees only their datasets, their own history and the public
+/// budget state the policy allows"; `show_dataset_budget = false` hides the dataset's budget
+/// (SHOW BUDGET's `dataset` is null).
+///
+/// Broken: the refusal of a query that fits the analyst's cap but not the dataset names the
+/// dataset's spending exactly ("would bring its spending to 0.6 of 0.5"): the analyst learns
+/// that colleagues spent 0.3 (EXPLAIN of the query says the same). A refusal must say less:
+/// that the dataset's budget is short, not by how much or what its total is.
+#[test]
+fn a_hidden_dataset_budget_is_told_by_a_refusal() {
+    let _one = serial();
+    let setup = Setup::new(2);
+    let policy = setup.policy(
+        "budget = 0.5\nshow_dataset_budget = false",
+        &["0.5", "0.5"],
+        "",
+    );
+    let server = Server::start(&setup, &policy);
+    let (a, b) = (setup.token(0), setup.token(1));
+    let (_, body) = server.run(b, "COUNT WHERE age < 30 WITH EPS 0.3;");
+    assert_eq!(kinds(&body), ["count"], "{body}");
+    let (_, body) = server.run(a, "SHOW BUDGET;");
+    assert_eq!(
+        body["results"][0]["json"]["dataset"],
+        Value::Null,
+        "the policy hides the dataset's budget: {body}"
+    );
+    let (_, body) = server.run(a, "COUNT WHERE age < 40 WITH EPS 0.3;");
+    let message = error(&body);
+    assert!(!message.is_empty(), "refused: {body}");
+    assert!(
+        !message.contains("0.6") && !message.contains("of 0.5"),
+        "the refusal tells the hidden dataset budget: {message}"
+    );
+}
+
+/// Promise (issue 13, SPEC section 5): a statement family the policy does not allow is
+/// refused with a clear error, nothing changed; the `explain` family is "EXPLAIN (free; only
+/// of allowed statements)".
+///
+/// Broken: without `explain` in the policy, EXPLAIN is refused only when it speaks of a
+/// table: `EXPLAIN SIMULATE ...`, `EXPLAIN SHOW TABLES`, `EXPLAIN CHOOSE EPS ...` run. (They
+/// reveal nothing, but the policy says no.)
+#[test]
+fn explain_runs_where_the_policy_does_not_allow_it() {
+    let _one = serial();
+    let setup = Setup::new(1);
+    let policy = setup.policy("budget = 1\nstatements = [\"count\", \"lab\"]", &["1"], "");
+    let server = Server::start(&setup, &policy);
+    let a = setup.token(0);
+    let (_, body) = server.run(a, "EXPLAIN COUNT WHERE age < 30 WITH EPS 0.1;");
+    assert!(error(&body).contains("explain statements"), "{body}");
+    for statement in [
+        "EXPLAIN SIMULATE N 100 P 0.3 EPS (0.1) RUNS 100;",
+        "EXPLAIN SHOW TABLES;",
+        "EXPLAIN CHOOSE EPS WITHIN 5 AT 95%;",
+    ] {
+        let (_, body) = server.run(a, statement);
+        assert!(
+            error(&body).contains("explain statements"),
+            "{statement} ran: {}",
+            kinds(&body).join(", ")
+        );
+    }
+}
+
+/// Promise (issue 13): the analyst is not told where the server keeps its state (SHOW
+/// BUDGET's `ledger` is null for them).
+///
+/// Broken: a statement whose ledger line would pass 1 MiB is refused with the ledger's full
+/// path ("too long to record in the ledger /srv/.../state/ledgers/<hash>.ledger"). The
+/// ledger line holds the statement and its key, the key being the Debug form of the
+/// predicate, where each DEL character of a string becomes `\u{7f}` (8 bytes for 1): a body
+/// of 150 KB is enough, so a curator who raises `max_request_bytes` to 200,000 hands out the
+/// state directory (at the default 64 KiB the largest line found was 340 KB).
+#[test]
+fn a_statement_too_long_to_record_names_the_state_directory() {
+    let _one = serial();
+    let setup = Setup::new(1);
+    let policy = setup.policy(
+        "budget = 1",
+        &["1"],
+        "\n[limits]\nmax_request_bytes = 200000\nmax_statement_bytes = 1000000\n",
+    );
+    let server = Server::start(&setup, &policy);
+    let source = format!(
+        "COUNT WHERE region = '{}' WITH EPS 0.01;",
+        "\u{7f}".repeat(150_000)
+    );
+    let (status, body) = server.run(setup.token(0), &source);
+    assert_eq!(status, 200, "{body}");
+    let message = error(&body);
+    assert!(!message.is_empty(), "refused: {}", kinds(&body).join(", "));
+    let state = setup.state().display().to_string();
+    assert!(
+        !message.contains(&state) && !message.contains("/ledgers/"),
+        "the error names the server's state: {message}"
+    );
+}
+
+/// Promise (issue 13): "limits on request size, statement count and time" keep one analyst
+/// from hurting the others; every analyst's session reads the dataset's one ledger.
+///
+/// Broken: nothing bounds what an analyst makes the server store. A release may cost
+/// 1e-20 (no least epsilon), and its ledger line holds the statement and a key that spells
+/// every number of the condition out (`1e15` is written `Number(1000000000000000.0)`): 40
+/// requests of 50 KB each, 4e-19 of budget in all, add 13.6 MB to the ledger and 2 MB to the
+/// audit log, and every analyst's session keeps the whole ledger in memory. At one request a
+/// millisecond that is over a gigabyte a minute until the disk is full, when no analyst can
+/// spend, or memory runs out.
+#[test]
+fn near_free_releases_grow_the_ledger_without_bound() {
+    let _one = serial();
+    let setup = Setup::new(1);
+    let policy = setup.policy("budget = 1", &["1"], "");
+    let server = Server::start(&setup, &policy);
+    let a = setup.token(0);
+    let size = |dir: &Path| -> u64 {
+        let mut total = 0;
+        for e in std::fs::read_dir(dir).expect("read dir").flatten() {
+            let m = e.metadata().expect("metadata");
+            total += if m.is_dir() { 0 } else { m.len() };
+        }
+        total
+    };
+    let before = size(&setup.state().join("ledgers")) + size(&setup.state());
+    let values = vec!["1e15"; 9_998].join(",");
+    let mut sent = 0;
+    for k in 0..40 {
+        let source = format!("COUNT WHERE age IN ({values},{k}) WITH EPS 0.00000000000000000001;");
+        sent += source.len() as u64;
+        let (_, body) = server.run(a, &source);
+        // The server's quota on a statement's length refuses them.
+        assert!(error(&body).contains("a statement of more than"), "{body}");
+    }
+    let after = size(&setup.state().join("ledgers")) + size(&setup.state());
+    let (_, body) = server.run(a, "SHOW BUDGET;");
+    let spent = &body["results"][0]["json"]["spent"];
+    assert!(
+        after - before <= 2 * sent,
+        "{sent} bytes of statements costing {spent} made the server store {} bytes",
+        after - before
+    );
+}
+
+/// Promise (issue 13): "graceful shutdown on SIGTERM" (requests under way finish, new ones are
+/// refused, and the server stops).
+///
+/// Broken: one connection that has sent half its headers, from anyone who can reach the
+/// port and without a token, keeps the server from ever stopping on SIGTERM (checked for
+/// 10 s here, 20 s by hand): the curator is left with kill -9. A connection that sent nothing
+/// does not hold it.
+#[test]
+fn half_a_request_keeps_the_server_from_stopping_on_sigterm() {
+    let _one = serial();
+    let setup = Setup::new(1);
+    let policy = setup.policy("budget = 1", &["1"], "");
+    let mut server = Server::start(&setup, &policy);
+    let mut partial = TcpStream::connect(server.addr).expect("connect");
+    partial
+        .write_all(b"POST /v1/run HTTP/1.1\r\nHost: x\r\n")
+        .expect("half the headers");
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = server.child.id();
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut stopped = None;
+    while Instant::now() < deadline {
+        if let Some(status) = server.child.try_wait().expect("try_wait") {
+            stopped = Some(status);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        stopped.is_some_and(|s| s.success()),
+        "10 s after SIGTERM the server still runs, held by one half-sent request: {stopped:?}"
+    );
+}
+
+/// Promise (issue 13): "an audit log of who asked what (statements and costs)"; "a kill -9
+/// loses no recorded spending".
+///
+/// Broken: the audit lines of a request are written only once all its statements have run.
+/// An analyst who follows a spending COUNT with a long SIMULATE keeps that COUNT out of the
+/// audit log for as long as the simulation runs (minutes at 10^9 runs), and if the server
+/// dies meanwhile (kill -9, an out-of-memory kill, a crash) the spending is in the ledger
+/// but never in the audit log. (Audit writes are also not made durable, and their errors are
+/// ignored.)
+#[test]
+fn a_spending_recorded_in_the_ledger_can_be_missing_from_the_audit_log() {
+    let _one = serial();
+    let setup = Setup::new(2);
+    let policy = setup.policy("budget = 1", &["0.5", "0.5"], "");
+    let server = Server::start(&setup, &policy);
+    let (a, b) = (setup.token(0), setup.token(1));
+    let _request = server.send_raw(
+        a,
+        &format!("COUNT WHERE age < 30 WITH EPS 0.1; {}", long_simulate()),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut recorded = false;
+    while Instant::now() < deadline && !recorded {
+        let (_, body) = server.run(b, "SHOW BUDGET;");
+        recorded = body["results"][0]["json"]["dataset"]["spent"] == 0.1;
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(recorded, "the COUNT's spending reached the ledger");
+    let audit_before_kill =
+        std::fs::read_to_string(setup.state().join("audit.log")).unwrap_or_default();
+    drop(server);
+    let server = Server::start(&setup, &policy);
+    let (_, body) = server.run(b, "SHOW BUDGET;");
+    assert_eq!(
+        body["results"][0]["json"]["dataset"]["spent"], 0.1,
+        "{body}"
+    );
+    let audit = std::fs::read_to_string(setup.state().join("audit.log")).unwrap_or_default();
+    assert!(
+        audit.contains("COUNT WHERE age < 30 WITH EPS 0.1"),
+        "the ledger holds a0's spending of 0.1, the audit log never names it (before the kill: {} lines; after: {audit})",
+        audit_before_kill.lines().count()
+    );
+}
