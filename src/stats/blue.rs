@@ -13,10 +13,11 @@
 //!   rows, by a rank-revealing QR with the tolerances [`RANK_TOL`] and [`ESTIMABLE_TOL`]
 //!   (`blue/design.rs` states the guarantee).
 //! - *How to compute the estimate* depends on the weighted design `A = W^(1/2) H` and its
-//!   condition number `kappa`. [`Blue::new`] forms `H'WH` from the sparse rows, scales it to a
-//!   unit diagonal and factorises it by Cholesky (faer); when every cell is measured and an
-//!   estimate of the scaled matrix's condition number is at most [`KAPPA_FAST`], that is the
-//!   answer (`blue/normal.rs` justifies the switch). Otherwise the design's QR gives a basis of
+//!   condition number `kappa`. [`Blue::new`] forms `H'WH` over the measured cells from the
+//!   sparse rows and factorises it by Cholesky (faer); when it is positive definite and an
+//!   estimate of its condition number, scaled to a unit diagonal, is at most [`KAPPA_FAST`],
+//!   that is the answer, and exactly the queries that weight no unmeasured cell are estimable
+//!   (`blue/normal.rs` justifies the switch). Otherwise the design's QR gives a basis of
 //!   cells and the weighted rows over it are factorised by a column-pivoted QR with rows sorted
 //!   by size (`blue/stable.rs`). Either way each estimate takes one step of iterative
 //!   refinement of the unbiasedness `A H = q` from the sparse rows.
@@ -179,8 +180,9 @@ impl Blue {
     /// but 0 is then not estimable).
     ///
     /// Cost: `O(sum_i nnz_i^2)` to form `H'WH` and `n^3 / 3` multiply-adds to factorise it
-    /// (faer's blocked Cholesky, one core; `benches/blue.rs`: 4000 x 2000 at 1% density);
-    /// on the QR path `O(m n min(m, n))` with `m x n` dense storage.
+    /// (faer's blocked Cholesky, one core; `benches/blue.rs`: 78 ms for 4000 x 2000 at 1%
+    /// density); on the QR path `O(m n min(m, n))` with `m x n` dense storage, its column
+    /// pivoting unblocked (seconds at 4000 x 2000).
     pub fn new(cells: usize, history: &[Measurement]) -> Result<Blue, BlueError> {
         let (rows, s, y) = prepare(cells, history)?;
         let mut measured = vec![false; cells];
@@ -209,11 +211,7 @@ impl Blue {
             }
         }
         let w: Vec<f64> = scaled.iter().map(|x| x * x).collect();
-        let normal = if measured.iter().all(|m| *m) {
-            Normal::new(cells, &rows, &w)
-        } else {
-            None
-        };
+        let normal = Normal::new(&measured, &rows, &w);
         let path = match normal {
             Some(n) => Path::Normal(n),
             None => {
@@ -248,7 +246,7 @@ impl Blue {
     /// The rank of `H`, decided on the design (see [`RANK_TOL`]).
     pub fn rank(&self) -> usize {
         match &self.path {
-            Path::Normal(_) => self.cells,
+            Path::Normal(n) => n.support.len(),
             Path::Stable { design, .. } => design.rank,
         }
     }
@@ -277,10 +275,15 @@ impl Blue {
         if q.iter().any(|v| !v.is_finite()) {
             return Err(BlueError::InvalidQuery);
         }
-        if let Path::Stable { design, .. } = &self.path {
-            if !design.contains(q) {
-                return Err(BlueError::NotEstimable(self.why_not(q)));
-            }
+        let estimable = match &self.path {
+            Path::Normal(n) => q
+                .iter()
+                .zip(&n.index)
+                .all(|(v, i)| *v == 0.0 || i.is_some()),
+            Path::Stable { design, .. } => design.contains(q),
+        };
+        if !estimable {
+            return Err(BlueError::NotEstimable(self.why_not(q)));
         }
         // Eq. 51: A = Q (H'WH)^- H'W. One step of iterative refinement on A H = Q (the
         // unbiasedness of Corollary 3.1), its residual computed from the sparse rows.
@@ -319,11 +322,11 @@ impl Blue {
         })
     }
 
-    /// The part of `q` the factorisation solves for: all of it on the Cholesky path, its basis
-    /// cells on the QR path (the others follow from them for an estimable `q`).
+    /// The part of `q` the factorisation solves for: its measured cells on the Cholesky path,
+    /// its basis cells on the QR path (the others follow from them for an estimable `q`).
     fn constraint(&self, q: &[f64]) -> Vec<f64> {
         match &self.path {
-            Path::Normal(_) => q.to_vec(),
+            Path::Normal(n) => n.support.iter().map(|&c| q[c]).collect(),
             Path::Stable { design, .. } => design.basis.iter().map(|&c| q[c]).collect(),
         }
     }
@@ -344,8 +347,12 @@ impl Blue {
     fn weights_for(&self, c: &[f64]) -> Vec<f64> {
         match &self.path {
             Path::Normal(n) => {
-                let mut v = c.to_vec();
-                n.solve(&mut v);
+                let mut local = c.to_vec();
+                n.solve(&mut local);
+                let mut v = vec![0.0; self.cells];
+                for (k, &c) in n.support.iter().enumerate() {
+                    v[c] = local[k];
+                }
                 self.rows
                     .iter()
                     .zip(&self.scaled)
@@ -397,8 +404,13 @@ impl Blue {
                     z[c] += si * si * h * y;
                 }
             }
-            n.solve(&mut z);
-            return z.into_iter().map(Some).collect();
+            let mut local = self.constraint(&z);
+            n.solve(&mut local);
+            let mut out = vec![None; self.cells];
+            for (k, &c) in n.support.iter().enumerate() {
+                out[c] = Some(local[k]);
+            }
+            return out;
         }
         (0..self.cells)
             .map(|c| {
@@ -411,9 +423,6 @@ impl Blue {
 
     /// The cells behind a refusal: those the query weights whose own count is not estimable.
     fn why_not(&self, q: &[f64]) -> NotEstimable {
-        let Path::Stable { design, .. } = &self.path else {
-            return NotEstimable::default();
-        };
         let mut cells = Vec::new();
         let mut e = vec![0.0; self.cells];
         for (c, &qc) in q.iter().enumerate() {
@@ -421,7 +430,11 @@ impl Blue {
                 continue;
             }
             e[c] = 1.0;
-            if !design.contains(&e) {
+            let alone = match &self.path {
+                Path::Normal(n) => n.index[c].is_some(),
+                Path::Stable { design, .. } => design.contains(&e),
+            };
+            if !alone {
                 cells.push(c);
             }
             e[c] = 0.0;
@@ -584,6 +597,42 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(b.cell_estimates(), vec![None, None, Some(3.0), None]);
+    }
+
+    /// An unmeasured cell leaves the other cells on the Cholesky path; near-collinear rows
+    /// (condition number 4e7, 1.6e15 for the normal equations) take the QR path.
+    #[test]
+    fn the_solver_follows_the_condition_number() {
+        let h = [
+            meas(&[(0, 1.0)], 0.5, 3.0),
+            meas(&[(1, 1.0)], 0.5, 4.0),
+            meas(&[(0, 1.0), (1, 1.0)], 0.5, 8.0),
+        ];
+        let b = Blue::new(3, &h).expect("valid");
+        assert!(matches!(b.solver(), Solver::Cholesky { condition } if condition < 10.0));
+        assert_eq!(b.rank(), 2);
+        // Two counts and their sum, all at the same epsilon: x1-hat = (2 y1 - y2 + y3) / 3.
+        let e = b.estimate(&[1.0, 0.0, 0.0]).expect("measured");
+        assert!(
+            (e.value - (6.0 - 4.0 + 8.0) / 3.0).abs() < 1e-12,
+            "{}",
+            e.value
+        );
+        assert_eq!(
+            b.estimate(&[1.0, 0.0, 2.0]),
+            Err(BlueError::NotEstimable(NotEstimable {
+                cells: vec![2],
+                unmeasured: vec![2]
+            }))
+        );
+        assert_eq!(b.cell_estimates()[2], None);
+        let near = [
+            meas(&[(0, 1.0), (1, 1.0)], 0.5, 5.0),
+            meas(&[(0, 1.0), (1, 1.0000001)], 0.5, 6.0),
+        ];
+        let b = Blue::new(2, &near).expect("valid");
+        assert_eq!(b.solver(), Solver::Qr);
+        assert_eq!(b.rank(), 2);
     }
 
     #[test]

@@ -72,7 +72,13 @@ impl Design {
                 tol: ESTIMABLE_TOL,
             };
         }
-        let qr = ColPivQr::new(g.as_ref());
+        // With more rows than cells, a blocked QR first brings G to its n x n factor R0, of the
+        // same row space and singular values, so the slower pivoted QR runs on n rows only.
+        let qr = if rows.len() > cells {
+            ColPivQr::new(Qr::new(g.as_ref()).thin_R())
+        } else {
+            ColPivQr::new(g.as_ref())
+        };
         let r = qr.R();
         let size = rows.len().min(cells);
         let top = r[(0, 0)].abs();

@@ -14,17 +14,17 @@
 //! (Cox and Higham, *Stability of Householder QR factorization for weighted least squares
 //! problems*, 1998), so that weights alone do not cost digits.
 
+use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::householder;
 use faer::linalg::solvers::ColPivQr;
 use faer::linalg::triangular_solve;
-use faer::{Mat, MatMut, Par};
+use faer::{Conj, MatMut, Par};
 
 /// The factorised weighted design over a basis of cells.
 #[derive(Debug, Clone)]
 pub(super) struct Stable {
-    /// `Q`, thin: one row per used measurement (sorted), one column per basis cell.
-    q: Mat<f64>,
-    /// `R`, upper triangular.
-    r: Mat<f64>,
+    /// `A P = Q R` of the sorted weighted rows: `Q` kept as its Householder vectors.
+    qr: ColPivQr<f64>,
     /// `perm[k]`: the basis position at pivot position `k`.
     perm: Vec<usize>,
     /// `order[k]`: the measurement at sorted row `k`.
@@ -59,7 +59,7 @@ impl Stable {
             })
             .collect();
         order.sort_by(|a, b| b.1.total_cmp(&a.1));
-        let mut a = Mat::<f64>::zeros(order.len(), r);
+        let mut a = faer::Mat::<f64>::zeros(order.len(), r);
         for (k, &(i, _)) in order.iter().enumerate() {
             for &(c, v) in &rows[i] {
                 if let Some(p) = position[c] {
@@ -68,41 +68,73 @@ impl Stable {
             }
         }
         let qr = ColPivQr::new(a.as_ref());
-        let (fwd, _) = qr.P().arrays();
-        let q = qr.compute_thin_Q();
-        let r_factor = qr.thin_R().to_owned();
-        // Eq. 50 in the reduced model: z-hat = (A'A)^-1 A' W^(1/2) y = P R^-1 Q' W^(1/2) y.
-        let mut qtb: Vec<f64> = (0..r)
-            .map(|j| {
-                order
-                    .iter()
-                    .enumerate()
-                    .map(|(k, &(i, _))| q[(k, j)] * s[i] * y[i])
-                    .sum()
-            })
-            .collect();
-        if r > 0 {
-            let rhs = MatMut::from_column_major_slice_mut(&mut qtb, r, 1);
-            triangular_solve::solve_upper_triangular_in_place(r_factor.as_ref(), rhs, Par::Seq);
-        }
-        let mut z = vec![0.0; r];
-        for (k, &p) in fwd.iter().enumerate() {
-            z[p] = qtb[k];
-        }
-        Stable {
-            q,
-            r: r_factor,
-            perm: fwd.to_vec(),
+        let perm = qr.P().arrays().0.to_vec();
+        let mut stable = Stable {
+            qr,
+            perm,
             order: order.into_iter().map(|x| x.0).collect(),
-            z,
+            z: Vec::new(),
+        };
+        // Eq. 50 in the reduced model: z-hat = (A'A)^-1 A' W^(1/2) y = P R^-1 Q' W^(1/2) y.
+        let mut b: Vec<f64> = stable.order.iter().map(|&i| s[i] * y[i]).collect();
+        stable.apply_q(&mut b, true);
+        b.truncate(r);
+        if r > 0 && b.len() == r {
+            let rhs = MatMut::from_column_major_slice_mut(&mut b, r, 1);
+            triangular_solve::solve_upper_triangular_in_place(stable.qr.thin_R(), rhs, Par::Seq);
+        }
+        stable.z = vec![f64::NAN; r];
+        for (k, &p) in stable.perm.iter().enumerate() {
+            if let Some(v) = b.get(k) {
+                stable.z[p] = *v;
+            }
+        }
+        stable
+    }
+
+    /// `b <- Q b`, or `Q' b` when `transpose`, for `b` over the sorted rows.
+    fn apply_q(&self, b: &mut [f64], transpose: bool) {
+        let basis = self.qr.Q_basis();
+        let coeff = self.qr.Q_coeff();
+        let m = b.len();
+        if m == 0 || coeff.ncols() == 0 {
+            return;
+        }
+        let mut buf = MemBuffer::new(
+            householder::apply_block_householder_sequence_on_the_left_in_place_scratch::<f64>(
+                m,
+                coeff.nrows(),
+                1,
+            ),
+        );
+        let stack = MemStack::new(&mut buf);
+        let rhs = MatMut::from_column_major_slice_mut(b, m, 1);
+        if transpose {
+            householder::apply_block_householder_sequence_transpose_on_the_left_in_place_with_conj(
+                basis,
+                coeff,
+                Conj::No,
+                rhs,
+                Par::Seq,
+                stack,
+            );
+        } else {
+            householder::apply_block_householder_sequence_on_the_left_in_place_with_conj(
+                basis,
+                coeff,
+                Conj::No,
+                rhs,
+                Par::Seq,
+                stack,
+            );
         }
     }
 
     /// The BLUE of `c z` for `c` over the basis cells: `c z-hat`. Computed from the
     /// least-squares solution rather than as `sum_i a_i y_i`: when the epsilons differ by
     /// orders of magnitude the small weights are known only to `u kappa(A)` relative to the
-    /// largest (the variance does not see them), while row-sorted QR solves the least-squares
-    /// problem to the design's own accuracy (Cox and Higham).
+    /// largest (the variance does not see them), and the value is better served by the
+    /// least-squares solution of the row-sorted QR (Cox and Higham).
     pub(super) fn value(&self, c: &[f64]) -> f64 {
         c.iter().zip(&self.z).map(|(a, b)| a * b).sum()
     }
@@ -111,19 +143,26 @@ impl Stable {
     /// of `A' t = c` for `c` over the basis cells (in basis order).
     pub(super) fn least_norm(&self, c: &[f64], measurements: usize) -> Vec<f64> {
         let r = self.perm.len();
-        // u = R^-T P' c.
+        if self.order.len() < r {
+            // Fewer weighted rows than basis cells cannot happen for a basis of the design;
+            // answer nothing rather than index out of range.
+            return vec![f64::NAN; measurements];
+        }
+        // u = R^-T P' c, then t = Q [u; 0].
         let mut u: Vec<f64> = self.perm.iter().map(|&k| c[k]).collect();
         if r > 0 {
             let rhs = MatMut::from_column_major_slice_mut(&mut u, r, 1);
             triangular_solve::solve_lower_triangular_in_place(
-                self.r.as_ref().transpose(),
+                self.qr.thin_R().transpose(),
                 rhs,
                 Par::Seq,
             );
         }
+        u.resize(self.order.len(), 0.0);
+        self.apply_q(&mut u, false);
         let mut t = vec![0.0; measurements];
         for (k, &i) in self.order.iter().enumerate() {
-            t[i] = (0..r).map(|j| self.q[(k, j)] * u[j]).sum();
+            t[i] = u[k];
         }
         t
     }
