@@ -1,5 +1,9 @@
 //! Speed of the BLUE (Xiao and Xiong, section 3) on a 4000 x 2000 history, and of the exact
 //! distribution of a sum of 1,000 weighted Laplace noises (section 4).
+//!
+//! The history is also written to the temporary directory (`dpq-blue-history.txt`) for
+//! `benches/peers_blue.py`, which times scipy's sparse formation and LAPACK's Cholesky on it;
+//! with `DPQ_BENCH_PEERS=1` the bench runs it right after its own measurements.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -34,10 +38,68 @@ fn history(m: usize, n: usize, seed: u64) -> Vec<Measurement> {
     out
 }
 
+/// Writes `history` and the query for `benches/peers_blue.py`: `cells m`, the query, then one
+/// line per measurement, `eps S y k` and `k` pairs `cell coefficient`.
+fn write_history(cells: usize, h: &[Measurement], q: &[f64]) -> std::io::Result<()> {
+    use std::fmt::Write as _;
+    let mut out = format!("{cells} {}\n", h.len());
+    let query: Vec<String> = q.iter().map(|x| format!("{x:?}")).collect();
+    out.push_str(&query.join(" "));
+    out.push('\n');
+    for m in h {
+        let _ = write!(
+            out,
+            "{:?} {:?} {:?} {}",
+            m.eps,
+            m.sensitivity,
+            m.noisy,
+            m.row.len()
+        );
+        for (c, v) in &m.row {
+            let _ = write!(out, " {c} {v:?}");
+        }
+        out.push('\n');
+    }
+    std::fs::write(std::env::temp_dir().join("dpq-blue-history.txt"), out)
+}
+
 fn bench_blue(c: &mut Criterion) {
     let h = history(4000, 2000, 1);
     let mut q = vec![0.0; 2000];
     q[..50].iter_mut().for_each(|x| *x = 1.0);
+    if let Err(e) = write_history(2000, &h, &q) {
+        eprintln!("the history for benches/peers_blue.py was not written: {e}");
+    }
+    let blue = Blue::new(2000, &h).expect("valid history");
+    let e = blue.estimate(&q).expect("estimable");
+    eprintln!(
+        "dpq: {:?}; value {:.12}, variance {:.12}",
+        blue.solver(),
+        e.value,
+        e.variance
+    );
+    // Rank-deficient: without the counts of cells 0..10 (never measured), still the Cholesky
+    // path over the measured cells; and a 1000 x 500 history where cells 0 and 1 are only
+    // ever measured together, which takes the QR path.
+    let unmeasured: Vec<Measurement> = h
+        .iter()
+        .filter(|m| m.row.iter().all(|(c, _)| *c >= 10))
+        .cloned()
+        .collect();
+    let mut q_unmeasured = q.clone();
+    q_unmeasured[..10].iter_mut().for_each(|x| *x = 0.0);
+    let together: Vec<Measurement> = history(1000, 500, 3)
+        .into_iter()
+        .map(|mut m| {
+            if let Some(&(_, v)) = m.row.iter().find(|(c, _)| *c < 2) {
+                m.row.retain(|(c, _)| *c >= 2);
+                m.row.extend([(0, v), (1, v)]);
+            }
+            m
+        })
+        .collect();
+    let mut q_together = vec![0.0; 500];
+    q_together[..50].iter_mut().for_each(|x| *x = 1.0);
     let mut group = c.benchmark_group("blue");
     group.sample_size(10);
     group.warm_up_time(Duration::from_millis(500));
@@ -49,6 +111,22 @@ fn bench_blue(c: &mut Criterion) {
             blue.estimate(black_box(&q)).expect("estimable")
         })
     });
+    group.bench_function("4000x2000, 10 cells unmeasured, new+estimate", |b| {
+        b.iter(|| {
+            let blue = Blue::new(2000, black_box(&unmeasured)).expect("valid history");
+            blue.estimate(black_box(&q_unmeasured)).expect("estimable")
+        })
+    });
+    group.bench_function(
+        "1000x500, 2 cells only together, new+estimate (QR path)",
+        |b| {
+            b.iter(|| {
+                let blue = Blue::new(500, black_box(&together)).expect("valid history");
+                assert_eq!(blue.solver(), dpq::stats::blue::Solver::Qr);
+                blue.estimate(black_box(&q_together)).expect("estimable")
+            })
+        },
+    );
     // For scale: nalgebra's own (unblocked, unpivoted) Cholesky of an SPD 2000 x 2000 matrix.
     let m = {
         let blue_m = nalgebra::DMatrix::<f64>::from_fn(2000, 2000, |i, j| {
@@ -64,6 +142,20 @@ fn bench_blue(c: &mut Criterion) {
         b.iter(|| black_box(m.clone()).cholesky().expect("SPD"))
     });
     group.finish();
+    // Side by side: scipy on the same history in the same run, when asked.
+    if std::env::var_os("DPQ_BENCH_PEERS").is_some() {
+        match std::process::Command::new("python3")
+            .args(["benches/peers_blue.py", "--rounds", "20"])
+            .output()
+        {
+            Ok(out) => eprint!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+            Err(e) => eprintln!("benches/peers_blue.py did not run: {e}"),
+        }
+    }
 }
 
 fn bench_exact(c: &mut Criterion) {

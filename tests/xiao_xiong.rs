@@ -476,3 +476,377 @@ fn credible_intervals_cover_at_their_level() {
         "coverage {p} over {runs} runs"
     );
 }
+
+/// A measurement whose coefficients are decimals, read as the history reads them.
+fn decimal_measurement(row: &[&str], eps: f64, noisy: f64) -> Measurement {
+    let row: Vec<f64> = row
+        .iter()
+        .map(|c| c.parse::<f64>().expect("a number"))
+        .collect();
+    measurement(&row, eps, noisy)
+}
+
+/// Estimability is a property of the design H alone: the epsilons weight the answers, they do
+/// not decide which queries the history can answer (footnote 7 speaks of the row space of H).
+#[test]
+fn estimability_is_decided_on_the_design_not_the_epsilons() {
+    // x2 measured directly, with an epsilon 9e6 times smaller than x1's: estimable, and its
+    // BLUE is its own answer, Var = 2 (S/eps)^2 = 2e14 exactly (to the last bits).
+    let hist = [
+        measurement(&[1.0, 0.0], 0.9, 10.0),
+        measurement(&[0.0, 1.0], 1e-7, 12.0),
+    ];
+    let blue = Blue::new(2, &hist).expect("valid history");
+    assert_eq!(blue.rank(), 2);
+    let e = blue.estimate(&[0.0, 1.0]).expect("measured directly");
+    assert!((e.value - 12.0).abs() < 1e-9, "{}", e.value);
+    assert!((e.variance / 2e14 - 1.0).abs() < 1e-12, "{}", e.variance);
+    let both = blue.estimate(&[1.0, 1.0]).expect("both measured");
+    assert!((both.value - 22.0).abs() < 1e-9);
+    // Stiff weights on a design that is not diagonal: x1 + x2 at eps 1, x1 - x2 at eps 1e-7.
+    // x1 = (s + d) / 2: Var = (2 * 1 + 2 * 1e14) / 4, to 1e-10 relative (kappa(A) = 1e7 comes
+    // from the weights alone; the design's rows are orthogonal).
+    let stiff = [
+        measurement(&[1.0, 1.0], 1.0, 10.0),
+        measurement(&[1.0, -1.0], 1e-7, 4.0),
+    ];
+    let blue = Blue::new(2, &stiff).expect("valid history");
+    assert_eq!(blue.rank(), 2);
+    let x1 = blue.estimate(&[1.0, 0.0]).expect("full rank design");
+    assert!((x1.value - 7.0).abs() < 1e-6, "{}", x1.value);
+    let var = (2.0 + 2e14) / 4.0;
+    assert!((x1.variance / var - 1.0).abs() < 1e-10, "{}", x1.variance);
+    // The same epsilons cannot make a rank-deficient design estimable: (0.1, 0.3) and (1, 3)
+    // are collinear as decimals (not as binary floats: 3 * 0.1 != 0.3 in f64), whatever the
+    // epsilons, and x1 + 3 x2 is all that can be estimated (x1 is named: the query weights it).
+    for eps in [(1.0, 1e-7), (1e-7, 1.0), (0.5, 0.5)] {
+        let hist = [
+            decimal_measurement(&["0.1", "0.3"], eps.0, 3.0),
+            decimal_measurement(&["1", "3"], eps.1, 31.0),
+        ];
+        let blue = Blue::new(2, &hist).expect("valid history");
+        assert_eq!(blue.rank(), 1, "{eps:?}");
+        assert!(blue.estimate(&[1.0, 3.0]).is_ok(), "{eps:?}");
+        assert_eq!(
+            blue.estimate(&[1.0, 0.0]),
+            Err(BlueError::NotEstimable(NotEstimable {
+                cells: vec![0],
+                unmeasured: vec![],
+            })),
+            "{eps:?}"
+        );
+    }
+}
+
+/// Extreme but valid epsilons and coefficients never panic, and give finite answers or a
+/// clean refusal.
+#[test]
+fn extreme_scales_never_panic() {
+    for (a, b) in [(1e-300, 1.0), (1.0, 1e300), (1e-30, 1e30), (1e-160, 1e-160)] {
+        let hist = [
+            measurement(&[1.0, 0.0, 1.0], a, 1.0),
+            measurement(&[0.0, b, 1.0], 1.0, 2.0),
+            measurement(&[1.0, 1.0, 0.0], b, 3.0),
+        ];
+        if let Ok(blue) = Blue::new(3, &hist) {
+            for q in [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 1.0]] {
+                if let Ok(e) = blue.estimate(&q) {
+                    assert!(!e.value.is_nan() && !e.variance.is_nan(), "{a} {b} {q:?}");
+                }
+            }
+            let _ = blue.cell_estimates();
+        }
+    }
+}
+
+/// One high-precision reference: a history of decimal rows, its condition number
+/// `kappa = sigma_max / sigma_min` of `A = diag(eps ./ S) H`, and for each query its BLUE
+/// value and variance (eq. 50-52).
+struct Reference {
+    rows: &'static [&'static [&'static str]],
+    eps: &'static [f64],
+    y: &'static [f64],
+    kappa: f64,
+    queries: &'static [(&'static [f64], f64, f64)],
+}
+
+/// Constants computed once with mpmath 1.3 at 60 significant digits from the exact decimal
+/// inputs, by `python3 tests/refs/blue_mpmath.py` (which prints them; it inverts `A'A` in
+/// 60-digit arithmetic and takes `kappa` from mpmath's SVD), and pasted to 17 digits (as
+/// printed: more than an `f64` holds, which is harmless).
+#[allow(clippy::excessive_precision)]
+const REFERENCES: &[Reference] = &[
+    // The rows (1, 1) and (1, 1.0000001) of the issue.
+    Reference {
+        rows: &[&["1", "1"], &["1", "1.0000001"]],
+        eps: &[0.5, 0.5],
+        y: &[5.0, 6.0],
+        kappa: 40000002.000000075,
+        queries: &[
+            (&[1.0, 0.0], -9999995.0, 1600000320000016.0),
+            (&[0.0, 1.0], 10000000.0, 1600000160000008.0),
+            (&[1.0, 1.0], 5.0, 8.0),
+        ],
+    },
+    // (10000, 10001) and (10001, 10002): determinant -1.
+    Reference {
+        rows: &[&["10000", "10001"], &["10001", "10002"]],
+        eps: &[0.5, 0.5],
+        y: &[30000.0, 40000.0],
+        kappa: 400080004.00000001,
+        queries: &[
+            (&[1.0, 0.0], 99980000.0, 1.6009602080192006e17),
+            (&[0.0, 1.0], -99970000.0, 1.6006400800032001e17),
+            (&[1.0, 1.0], 10000.0, 1600480040.0),
+        ],
+    },
+    // A sweep: x1 and x2 are separated only by the rows (1, 1) and (1, 1 + delta), kappa about
+    // 4 / delta from 1e2 to 1e10.
+    Reference {
+        rows: SWEEP_ROWS[0],
+        eps: &SWEEP_EPS,
+        y: &SWEEP_Y,
+        kappa: 102.02866037086446,
+        queries: &[
+            (&[1.0, 0.0, 0.0, 0.0], 20.8, 10816.0),
+            (&[1.0, 1.0, 0.0, 0.0], 30.8, 8.0),
+            (&[0.0, 1.0, 1.0, 0.0], 41.0, 10461.061224489796),
+            (&[0.0, 0.0, 0.0, 1.0], 22.9, 40.816326530612245),
+        ],
+    },
+    Reference {
+        rows: SWEEP_ROWS[1],
+        eps: &SWEEP_EPS,
+        y: &SWEEP_Y,
+        kappa: 10002.000299860063,
+        queries: &[
+            (&[1.0, 0.0, 0.0, 0.0], -969.2, 100080016.0),
+            (&[1.0, 1.0, 0.0, 0.0], 30.8, 8.0),
+            (&[0.0, 1.0, 1.0, 0.0], 1031.0, 100040061.06122449),
+            (&[0.0, 0.0, 0.0, 1.0], 22.9, 40.816326530612245),
+        ],
+    },
+    Reference {
+        rows: SWEEP_ROWS[2],
+        eps: &SWEEP_EPS,
+        y: &SWEEP_Y,
+        kappa: 1000002.000003,
+        queries: &[
+            (&[1.0, 0.0, 0.0, 0.0], -99969.2, 1000008000016.0),
+            (&[1.0, 1.0, 0.0, 0.0], 30.8, 8.0),
+            (&[0.0, 1.0, 1.0, 0.0], 100031.0, 1000004000061.0612),
+            (&[0.0, 0.0, 0.0, 1.0], 22.9, 40.816326530612245),
+        ],
+    },
+    Reference {
+        rows: SWEEP_ROWS[3],
+        eps: &SWEEP_EPS,
+        y: &SWEEP_Y,
+        kappa: 100000002.00000003,
+        queries: &[
+            (&[1.0, 0.0, 0.0, 0.0], -9999969.2, 10000000800000016.0),
+            (&[1.0, 1.0, 0.0, 0.0], 30.8, 8.0),
+            (&[0.0, 1.0, 1.0, 0.0], 10000031.0, 10000000400000061.0),
+            (&[0.0, 0.0, 0.0, 1.0], 22.9, 40.816326530612245),
+        ],
+    },
+    Reference {
+        rows: SWEEP_ROWS[4],
+        eps: &SWEEP_EPS,
+        y: &SWEEP_Y,
+        kappa: 10000000002.0,
+        queries: &[
+            (&[1.0, 0.0, 0.0, 0.0], -999999969.2, 1.0000000008e20),
+            (&[1.0, 1.0, 0.0, 0.0], 30.8, 8.0),
+            (&[0.0, 1.0, 1.0, 0.0], 1000000031.0, 1.0000000004e20),
+            (&[0.0, 0.0, 0.0, 1.0], 22.9, 40.816326530612245),
+        ],
+    },
+    // Ill-conditioned by the weights alone: x1 - x2 is measured only at eps 1e-6.
+    Reference {
+        rows: &[
+            &["1", "1", "0"],
+            &["1", "-1", "0"],
+            &["0", "0", "1"],
+            &["1", "1", "1"],
+        ],
+        eps: &[1.0, 0.000001, 0.5, 0.7],
+        y: &[12.5, -3.25, 30.0, 17.0],
+        kappa: 1260365.4510807321,
+        queries: &[
+            (&[1.0, 0.0, 0.0], 2.8141304347826087, 500000000000.42899),
+            (&[0.0, 1.0, 0.0], 6.0641304347826087, 500000000000.42899),
+            (&[1.0, 1.0, 1.0], 24.391304347826087, 2.8985507246376812),
+        ],
+    },
+];
+
+const SWEEP_ROWS: [&[&[&str]]; 5] = [
+    &[
+        &["1", "1", "0", "0"],
+        &["1", "1.04", "0", "0"],
+        &["0", "0", "1", "0"],
+        &["0", "0", "1", "1"],
+        &["0", "0", "0", "2"],
+    ],
+    &[
+        &["1", "1", "0", "0"],
+        &["1", "1.0004", "0", "0"],
+        &["0", "0", "1", "0"],
+        &["0", "0", "1", "1"],
+        &["0", "0", "0", "2"],
+    ],
+    &[
+        &["1", "1", "0", "0"],
+        &["1", "1.000004", "0", "0"],
+        &["0", "0", "1", "0"],
+        &["0", "0", "1", "1"],
+        &["0", "0", "0", "2"],
+    ],
+    &[
+        &["1", "1", "0", "0"],
+        &["1", "1.00000004", "0", "0"],
+        &["0", "0", "1", "0"],
+        &["0", "0", "1", "1"],
+        &["0", "0", "0", "2"],
+    ],
+    &[
+        &["1", "1", "0", "0"],
+        &["1", "1.0000000004", "0", "0"],
+        &["0", "0", "1", "0"],
+        &["0", "0", "1", "1"],
+        &["0", "0", "0", "2"],
+    ],
+];
+const SWEEP_EPS: [f64; 5] = [0.5, 0.5, 0.1, 0.3, 0.2];
+const SWEEP_Y: [f64; 5] = [30.8, 31.2, 20.2, 55.1, 40.4];
+
+/// The accuracy `stats::blue` states: relative error at most `10 n u K` with `u = 2^-53`,
+/// `n` the number of cells and `K = max(kappa, min(kappa^2, KAPPA_FAST))`: Cholesky of the
+/// normal equations is used only while the equilibrated `A'A` has a condition number of at
+/// most `KAPPA_FAST` and loses about `u kappa(A'A)` (Higham, Thm 10.5 with van der Sluis's
+/// scaling); the QR path loses about `u kappa(A)` (Higham, Thm 19.4 / 21.4). Variances are
+/// compared relative to themselves. A value `theta = sum_i a_i y_i = t . b` (`t_i = a_i S_i /
+/// alpha_i`, `b_i = alpha_i y_i / S_i`) is compared relative to `|t| |b| = sqrt(Var / 2) |b|`:
+/// a perturbation `dA` of the weighted design moves it by `t' dA x + v' dA' r` to first order
+/// (`v = (A'A)^-1 q`, `r` the weighted residual), at most `u |t| (2 kappa + 1) |b|`
+/// (Higham, Thm 20.1): when the answers are inconsistent (`r != 0`) the value is known only
+/// to that, whatever the solver.
+fn stated_bound(cells: usize, kappa: f64) -> f64 {
+    let u = f64::EPSILON / 2.0;
+    let k = kappa.max((kappa * kappa).min(dpq::stats::blue::KAPPA_FAST));
+    10.0 * cells as f64 * u * k
+}
+
+/// Near-collinear but full-rank histories are solved, up to a condition number of 1e10, to
+/// the stated accuracy against 60-digit references.
+#[test]
+fn near_collinear_histories_match_high_precision_references() {
+    for (k, r) in REFERENCES.iter().enumerate() {
+        let cells = r.rows[0].len();
+        let hist: Vec<Measurement> = r
+            .rows
+            .iter()
+            .zip(r.eps)
+            .zip(r.y)
+            .map(|((row, eps), y)| decimal_measurement(row, *eps, *y))
+            .collect();
+        let blue = Blue::new(cells, &hist).expect("valid history");
+        assert_eq!(blue.rank(), cells, "reference {k}: full rank");
+        let bound = stated_bound(cells, r.kappa);
+        assert!(bound < 1e-3, "the statement is useful up to kappa 1e10");
+        for (q, value, variance) in r.queries {
+            let e = blue
+                .estimate(q)
+                .unwrap_or_else(|err| panic!("reference {k} {q:?}: {err}"));
+            // |t| |b| with the reference variance and b_i = alpha_i y_i / S_i.
+            let b: f64 = hist
+                .iter()
+                .map(|m| (m.eps * m.noisy / m.sensitivity).powi(2))
+                .sum::<f64>()
+                .sqrt();
+            let size = (variance / 2.0).sqrt() * b;
+            assert!(
+                (e.value - value).abs() <= bound * size,
+                "reference {k} {q:?}: value {} vs {value} (bound {bound} of {size})",
+                e.value
+            );
+            assert!(
+                (e.variance / variance - 1.0).abs() <= bound,
+                "reference {k} {q:?}: variance {} vs {variance} (bound {bound})",
+                e.variance
+            );
+        }
+    }
+}
+
+/// Runs `source` in a seeded session; returns its JSON lines.
+fn run_json(source: &str) -> Vec<serde_json::Value> {
+    let mut session = dpq::eval::Session::new(dpq::eval::Randomness::Seeded(7));
+    session.set_clock(|| 0);
+    let mut out = Vec::new();
+    dpq::driver::run_source(
+        &mut session,
+        "test",
+        source,
+        dpq::output::Format::Json,
+        &mut |e| {
+            let line = match e {
+                dpq::driver::Emitted::Result(s) | dpq::driver::Emitted::Error(s) => s,
+            };
+            out.push(serde_json::from_str(&line).expect("JSON"));
+        },
+    );
+    out
+}
+
+/// The issue's statements, through the interpreter: a teaching cube and a table's cube.
+#[test]
+fn the_interpreter_answers_what_the_design_can_estimate() {
+    let out = run_json(
+        "CUBE 2; OBSERVE (1, 0) = 10 WITH EPS 0.9; OBSERVE (0, 1) = 10 WITH EPS 1e-7; \
+         ESTIMATE (0, 1);",
+    );
+    let last = out.last().expect("a result");
+    assert_eq!(last["kind"], "estimate", "{last}");
+    assert!((last["estimate"].as_f64().expect("a number") - 10.0).abs() < 1e-9);
+    let var = last["variance"].as_f64().expect("a number");
+    assert!((var / 2e14 - 1.0).abs() < 1e-12, "{var}");
+
+    let out = run_json(
+        "LOAD 'examples/data/people.csv' AS p; SET BUDGET 2; CUBE BY sex ('F', 'M'); \
+         COUNT WHERE sex = 'F' WITH EPS 0.9; COUNT WHERE sex = 'M' WITH EPS 0.0000001; \
+         ESTIMATE COUNT WHERE sex = 'M';",
+    );
+    let noisy = out[4]["noisy"].as_f64().expect("a count");
+    let last = out.last().expect("a result");
+    assert_eq!(last["kind"], "estimate", "{last}");
+    assert!((last["estimate"].as_f64().expect("a number") - noisy).abs() < 1e-6 * noisy.abs());
+
+    // Near-collinear rows: solved, against the references above (kappa 4e7 and 4e8).
+    for (source, k) in [
+        (
+            "CUBE 2; OBSERVE (1, 1) = 5 WITH EPS 0.5; OBSERVE (1, 1.0000001) = 6 WITH EPS 0.5;",
+            0,
+        ),
+        (
+            "CUBE 2; OBSERVE (10000, 10001) = 30000 WITH EPS 0.5; \
+             OBSERVE (10001, 10002) = 40000 WITH EPS 0.5;",
+            1,
+        ),
+    ] {
+        let r = &REFERENCES[k];
+        let bound = stated_bound(2, r.kappa);
+        for (q, value, variance) in r.queries {
+            let out = run_json(&format!("{source} ESTIMATE ({}, {});", q[0], q[1]));
+            let last = out.last().expect("a result");
+            assert_eq!(last["kind"], "estimate", "{source} {q:?}: {last}");
+            let e = last["estimate"].as_f64().expect("a number");
+            let v = last["variance"].as_f64().expect("a number");
+            assert!((v / variance - 1.0).abs() <= bound, "{source} {q:?}: {v}");
+            // |t| |b| (see `stated_bound`), |b| <= 0.5 * 50000 here (S >= 1, eps = 0.5).
+            let size = (variance / 2.0).sqrt() * 25000.0;
+            assert!((e - value).abs() <= bound * size, "{source} {q:?}: {e}");
+        }
+    }
+}

@@ -1,29 +1,56 @@
-//! The best linear unbiased estimator (BLUE) of a linear query from a history of noisy linear answers (Xiao and Xiong, section 3).
+//! The best linear unbiased estimator (BLUE) of a linear query from a history of noisy linear
+//! answers (Xiao and Xiong, section 3).
 //!
 //! A history is a list of [`Measurement`]s: a coefficient row `h_i` over the cells, the epsilon
 //! `alpha_i` it was released with, its sensitivity `S_i` and the noisy answer `y_i`
-//! (`y = H x + N`, `N_i ~ Laplace(S_i / alpha_i)`, eq. 10). [`Blue::new`] forms
-//! `M = H' W H` with `W = diag((alpha ./ S)^2)` straight from the sparse rows and factorises it
-//! once with a blocked Cholesky with diagonal pivoting (rank revealing, so rank-deficient
-//! histories are handled); [`Blue::estimate`] then answers any query `q` in `O(n r)`.
+//! (`y = H x + N`, `N_i ~ Laplace(S_i / alpha_i)`, eq. 10). The BLUE of `q x` is `A y` with
+//! `A = q (H'WH)^- H'W` and `W = diag((alpha ./ S)^2)` (eq. 50-51), of variance
+//! `2 q (H'WH)^- q'` (eq. 52), for every `q` in the row space of `H` (footnote 7).
 //!
-//! Numerical tolerances (documented once, used everywhere below):
-//! - rank: a pivot whose updated diagonal is at most [`RANK_TOL`]` * n * max(diag M)` ends the
-//!   factorisation (LAPACK `dpstrf` uses `n * eps * max(diag M)`; ours is 64 times safer), so
-//!   directions with less evidence than that are treated as unobserved;
-//! - estimability: `q` is in the row space of `H` when the residual of its component outside
-//!   the factor's range is at most [`ESTIMABLE_TOL`] times the size of the terms that make it.
+//! Two questions, answered apart:
+//! - *Which queries are estimable* is a property of the design `H` alone, never of the
+//!   epsilons (a cell measured once at eps 1e-7 is measured). It is decided on the unweighted
+//!   rows, by a rank-revealing QR with the tolerances [`RANK_TOL`] and [`ESTIMABLE_TOL`]
+//!   (`blue/design.rs` states the guarantee).
+//! - *How to compute the estimate* depends on the weighted design `A = W^(1/2) H` and its
+//!   condition number `kappa`. [`Blue::new`] forms `H'WH` over the measured cells from the
+//!   sparse rows and factorises it by Cholesky (faer); when it is positive definite and an
+//!   estimate of its condition number, scaled to a unit diagonal, is at most [`KAPPA_FAST`],
+//!   that is the answer, and exactly the queries that weight no unmeasured cell are estimable
+//!   (`blue/normal.rs` justifies the switch). Otherwise the design's QR gives a basis of
+//!   cells and the weighted rows over it are factorised by a column-pivoted QR with rows sorted
+//!   by size (`blue/stable.rs`). Either way each estimate takes one step of iterative
+//!   refinement of the unbiasedness `A H = q` from the sparse rows.
+//!
+//! Accuracy: the weights and the variance have a relative error of at most about `10 n u K`,
+//! `u = 2^-53`, with `K = kappa(A)` on the QR path and the scaled `kappa(H'WH)` (at most
+//! [`KAPPA_FAST`]) on the Cholesky path; a value `sum_i a_i y_i` is within `10 n u K` of
+//! `sqrt(Var / 2) |W^(1/2) y|` (when the answers are inconsistent the value is known to no
+//! better, whatever the solver: Higham, Thm 20.1). `tests/xiao_xiong.rs` holds both against
+//! 60-digit references up to `kappa = 1e10` (the bound is then `4.4e-5` for 4 cells; the
+//! decimal coefficients' own rounding to `f64` moves the exact answer by about `u kappa`).
 
-use nalgebra::DMatrix;
+mod design;
+mod normal;
+mod stable;
 
-/// Relative pivot tolerance of the factorisation, per cell: `64 * f64::EPSILON` (about 1.4e-14).
-pub const RANK_TOL: f64 = 64.0 * f64::EPSILON;
+use design::Design;
+use normal::Normal;
+use stable::Stable;
 
-/// Relative tolerance of the estimability test (footnote 7): `1e-8`.
+/// The rank tolerance of the design: leading pivots of the design's column-pivoted QR at most
+/// `1e-12` times the first end the rank. Exactly rank-deficient decimal designs fall below it
+/// by orders of magnitude, and full-rank designs of condition number up to 1e10 stay above it.
+pub const RANK_TOL: f64 = 1e-12;
+
+/// Relative tolerance of the estimability test (footnote 7): `1e-8`, or more for designs of
+/// condition number above about 1e6 (`256 u kappa`, the accuracy to which their row space is
+/// known).
 pub const ESTIMABLE_TOL: f64 = 1e-8;
 
-/// Block size of the pivoted Cholesky factorisation.
-const BLOCK: usize = 64;
+/// The largest estimated condition number of the equilibrated normal equations that the
+/// Cholesky path accepts: `1e6`.
+pub const KAPPA_FAST: f64 = 1e6;
 
 /// One released answer of the history: a row of `H`, `alpha_i`, `S_i` and `y_i`.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,7 +78,9 @@ pub enum BlueError {
         /// The number of cells.
         cells: usize,
     },
-    /// A measurement has a non-finite coefficient or answer, or a non-positive epsilon or sensitivity.
+    /// A measurement has a non-finite coefficient or answer, a non-positive epsilon or
+    /// sensitivity, or a noise scale `S / alpha` beyond the range of `f64` or that of the
+    /// history's other measurements (their ratio past about 1e300).
     #[error("measurement {measurement} has a non-finite or non-positive parameter")]
     InvalidMeasurement {
         /// Index of the measurement in the history.
@@ -102,85 +131,109 @@ pub struct Estimate {
     pub weights: Vec<f64>,
 }
 
-/// A history prepared for estimation: `M = H' W H` factorised once.
+/// How a history's BLUE is computed (see the module's documentation).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Solver {
+    /// Cholesky of the equilibrated normal equations, with the estimate of their 1-norm
+    /// condition number (at most [`KAPPA_FAST`]).
+    Cholesky {
+        /// The estimate of `kappa_1(D H'WH D)`.
+        condition: f64,
+    },
+    /// Column-pivoted QR of the weighted design over a basis of cells, after the design's own
+    /// rank-revealing QR.
+    Qr,
+}
+
+/// The factorisation a history was prepared with.
+#[derive(Debug, Clone)]
+enum Path {
+    Normal(Normal),
+    Stable {
+        design: Box<Design>,
+        qr: Box<Stable>,
+    },
+}
+
+/// A history prepared for estimation, factorised once.
 #[derive(Debug, Clone)]
 pub struct Blue {
     cells: usize,
+    /// The rows, by increasing cell, repeated cells added up, zeros dropped.
     rows: Vec<Vec<(usize, f64)>>,
-    /// `W_ii = (alpha_i / S_i)^2`.
-    w: Vec<f64>,
-    /// `z = H' W y`.
-    z: Vec<f64>,
-    /// `P' M P = L L'`: L in the lower triangle of the first `rank` columns (permuted order).
-    l: DMatrix<f64>,
-    /// `perm[k]` = the cell at permuted position `k`.
-    perm: Vec<usize>,
-    rank: usize,
+    /// `alpha_i / S_i`: `W_ii = (alpha_i / S_i)^2` (eq. 50).
+    s: Vec<f64>,
+    /// `g alpha_i / S_i`, with `g` a power of two that brings the weighted coefficients near 1
+    /// (the BLUE's weights do not change when every `W_ii` is multiplied by `g^2`).
+    scaled: Vec<f64>,
+    /// The answers `y_i`.
+    y: Vec<f64>,
+    path: Path,
     /// Cells touched by at least one measurement with a non-zero coefficient.
     measured: Vec<bool>,
 }
 
 impl Blue {
-    /// Prepares `history` over `cells` cells: validates it, forms `M = H' W H` from the sparse
-    /// rows and factorises it. An empty history is valid (every query but 0 is not estimable).
+    /// Prepares `history` over `cells` cells: validates it and factorises it, by Cholesky of
+    /// the normal equations when a condition estimate certifies them, else by the design's
+    /// rank-revealing QR and a QR of the weighted rows. An empty history is valid (every query
+    /// but 0 is then not estimable).
     ///
-    /// Cost: `O(sum_i nnz_i^2)` to form `M`, `n^3 / 3` multiply-adds (as `2 n^3 / 3` in `gemm`,
-    /// both triangles) to factorise it; 0.19 s for 4000 x 2000 at 1% density
-    /// (`benches/blue.rs`). Coefficients whose squares overflow `f64` leave a non-finite `M`,
-    /// treated as rank 0 (nothing estimable).
+    /// Cost: `O(sum_i nnz_i^2)` to form `H'WH` and `n^3 / 3` multiply-adds to factorise it
+    /// (faer's blocked Cholesky, one core; `benches/blue.rs`: 78 ms for 4000 x 2000 at 1%
+    /// density); on the QR path `O(m n min(m, n))` with `m x n` dense storage, its column
+    /// pivoting unblocked (seconds at 4000 x 2000).
     pub fn new(cells: usize, history: &[Measurement]) -> Result<Blue, BlueError> {
-        let mut rows = Vec::with_capacity(history.len());
-        let mut w = Vec::with_capacity(history.len());
-        let mut z = vec![0.0; cells];
+        let (rows, s, y) = prepare(cells, history)?;
         let mut measured = vec![false; cells];
-        let mut m = DMatrix::<f64>::zeros(cells, cells);
-        for (i, meas) in history.iter().enumerate() {
-            let ok = meas.eps.is_finite()
-                && meas.eps > 0.0
-                && meas.sensitivity.is_finite()
-                && meas.sensitivity > 0.0
-                && meas.noisy.is_finite();
-            if !ok {
+        for row in &rows {
+            for &(c, _) in row {
+                measured[c] = true;
+            }
+        }
+        // g: the power of two that brings the largest weighted coefficient into [0.5, 1).
+        let big = rows
+            .iter()
+            .zip(&s)
+            .map(|(row, si)| row.iter().fold(0.0f64, |a, x| a.max((si * x.1).abs())))
+            .fold(0.0f64, f64::max);
+        let g = if big.is_normal() {
+            2f64.powi(-(big.log2().floor() as i32) - 1)
+        } else {
+            1.0
+        };
+        let scaled: Vec<f64> = s.iter().map(|x| x * g).collect();
+        // Noise scales that span more than the range of f64 cannot be weighed together.
+        for (i, (row, si)) in rows.iter().zip(&scaled).enumerate() {
+            let big = row.iter().fold(0.0f64, |a, x| a.max((si * x.1).abs()));
+            if !row.is_empty() && !big.is_normal() {
                 return Err(BlueError::InvalidMeasurement { measurement: i });
             }
-            for &(c, v) in &meas.row {
-                if c >= cells {
-                    return Err(BlueError::CellOutOfRange {
-                        measurement: i,
-                        cell: c,
-                        cells,
-                    });
-                }
-                if !v.is_finite() {
-                    return Err(BlueError::InvalidMeasurement { measurement: i });
-                }
-            }
-            // Eq. 50: W = diag^2(alpha ./ S).
-            let wi = (meas.eps / meas.sensitivity).powi(2);
-            let data = m.as_mut_slice();
-            for &(a, va) in &meas.row {
-                if va != 0.0 {
-                    measured[a] = true;
-                }
-                // z = H' W y.
-                z[a] += wi * va * meas.noisy;
-                // M = H' W H = sum_i w_i h_i' h_i, only over the row's non-zeros (column-major).
-                for &(b, vb) in &meas.row {
-                    data[a * cells + b] += wi * va * vb;
-                }
-            }
-            rows.push(meas.row.clone());
-            w.push(wi);
         }
-        let (perm, rank) = pivoted_cholesky(&mut m);
+        let w: Vec<f64> = scaled.iter().map(|x| x * x).collect();
+        let normal = Normal::new(&measured, &rows, &w);
+        let path = match normal {
+            Some(n) => Path::Normal(n),
+            None => {
+                let design = Design::new(cells, &rows);
+                let mut position = vec![None; cells];
+                for (k, &c) in design.basis.iter().enumerate() {
+                    position[c] = Some(k);
+                }
+                let qr = Stable::new(&design.basis, &position, &rows, &scaled, &y);
+                Path::Stable {
+                    design: Box::new(design),
+                    qr: Box::new(qr),
+                }
+            }
+        };
         Ok(Blue {
             cells,
             rows,
-            w,
-            z,
-            l: m,
-            perm,
-            rank,
+            s,
+            scaled,
+            y,
+            path,
             measured,
         })
     }
@@ -190,15 +243,28 @@ impl Blue {
         self.cells
     }
 
-    /// The numerical rank of `H` (of `M`).
+    /// The rank of `H`, decided on the design (see [`RANK_TOL`]).
     pub fn rank(&self) -> usize {
-        self.rank
+        match &self.path {
+            Path::Normal(n) => n.support.len(),
+            Path::Stable { design, .. } => design.rank,
+        }
+    }
+
+    /// How the history was factorised.
+    pub fn solver(&self) -> Solver {
+        match &self.path {
+            Path::Normal(n) => Solver::Cholesky {
+                condition: n.condition,
+            },
+            Path::Stable { .. } => Solver::Qr,
+        }
     }
 
     /// The BLUE of the query with dense coefficients `q` (one per cell).
     ///
-    /// `O(n r)` for an estimable query. A refusal lists the cells behind it, at one extra
-    /// `O(r^2)` solve per non-zero coefficient of `q`.
+    /// `O(n^2 + nnz(H))` on the Cholesky path, `O(m r + n r)` on the QR path. A refusal lists
+    /// the cells behind it, at one `O(n r)` test per non-zero coefficient of `q`.
     pub fn estimate(&self, q: &[f64]) -> Result<Estimate, BlueError> {
         if q.len() != self.cells {
             return Err(BlueError::QueryLength {
@@ -209,28 +275,95 @@ impl Blue {
         if q.iter().any(|v| !v.is_finite()) {
             return Err(BlueError::InvalidQuery);
         }
-        let qp: Vec<f64> = self.perm.iter().map(|&c| q[c]).collect();
-        let u = match self.solve_range(&qp) {
-            Some(u) => u,
-            None => return Err(BlueError::NotEstimable(self.why_not(q))),
+        let estimable = match &self.path {
+            Path::Normal(n) => q
+                .iter()
+                .zip(&n.index)
+                .all(|(v, i)| *v == 0.0 || i.is_some()),
+            Path::Stable { design, .. } => design.contains(q),
         };
-        // Eq. 52: Var = 2 q M^+ q' = 2 u'u with u = L11^{-1} (P'q)_1 (q = P [L11; L21] u).
-        let variance = 2.0 * u.iter().map(|x| x * x).sum::<f64>();
-        let v = self.back(&u);
-        // Eq. 51: A = q M^- H' W (any generalised inverse gives the same A for estimable q).
-        let weights: Vec<f64> = self
-            .rows
+        if !estimable {
+            return Err(BlueError::NotEstimable(self.why_not(q)));
+        }
+        // Eq. 51: A = Q (H'WH)^- H'W. One step of iterative refinement on A H = Q (the
+        // unbiasedness of Corollary 3.1), its residual computed from the sparse rows.
+        let target = self.constraint(q);
+        let mut weights = self.weights_for(&target);
+        let residual: Vec<f64> = self
+            .constraint_of(&weights)
             .iter()
-            .zip(&self.w)
-            .map(|(row, wi)| wi * row.iter().map(|&(c, h)| h * v[c]).sum::<f64>())
+            .zip(&target)
+            .map(|(ah, t)| t - ah)
             .collect();
-        // theta-hat = A y = q M^- H' W y = v . z.
-        let value = v.iter().zip(&self.z).map(|(a, b)| a * b).sum();
+        if residual.iter().any(|r| *r != 0.0) {
+            let correction = self.weights_for(&residual);
+            weights
+                .iter_mut()
+                .zip(correction)
+                .for_each(|(a, d)| *a += d);
+        }
+        // theta-hat = A y.
+        let value = match &self.path {
+            Path::Normal(_) => weights.iter().zip(&self.y).map(|(a, y)| a * y).sum(),
+            Path::Stable { qr, .. } => qr.value(&target),
+        };
+        // Eq. 52: Var(A y) = sum_i a_i^2 Var(N_i) = 2 sum_i (a_i S_i / alpha_i)^2, which is
+        // 2 Q M^- Q' for the BLUE's weights.
+        let variance = 2.0
+            * weights
+                .iter()
+                .zip(&self.s)
+                .map(|(a, s)| (a / s).powi(2))
+                .sum::<f64>();
         Ok(Estimate {
             value,
             variance,
             weights,
         })
+    }
+
+    /// The part of `q` the factorisation solves for: its measured cells on the Cholesky path,
+    /// its basis cells on the QR path (the others follow from them for an estimable `q`).
+    fn constraint(&self, q: &[f64]) -> Vec<f64> {
+        match &self.path {
+            Path::Normal(n) => n.support.iter().map(|&c| q[c]).collect(),
+            Path::Stable { design, .. } => design.basis.iter().map(|&c| q[c]).collect(),
+        }
+    }
+
+    /// `A H` over the cells of [`Blue::constraint`].
+    fn constraint_of(&self, weights: &[f64]) -> Vec<f64> {
+        let mut out = vec![0.0; self.cells];
+        for (row, a) in self.rows.iter().zip(weights) {
+            for &(c, h) in row {
+                out[c] += a * h;
+            }
+        }
+        self.constraint(&out)
+    }
+
+    /// The BLUE's weights for a constraint `c` (eq. 51): `a = W H M^-1 c` on the Cholesky
+    /// path, `a = W^(1/2) t` with `t` the least-norm solution of `A' t = c` on the QR path.
+    fn weights_for(&self, c: &[f64]) -> Vec<f64> {
+        match &self.path {
+            Path::Normal(n) => {
+                let mut local = c.to_vec();
+                n.solve(&mut local);
+                let mut v = vec![0.0; self.cells];
+                for (k, &c) in n.support.iter().enumerate() {
+                    v[c] = local[k];
+                }
+                self.rows
+                    .iter()
+                    .zip(&self.scaled)
+                    .map(|(row, si)| si * si * row.iter().map(|&(j, h)| h * v[j]).sum::<f64>())
+                    .collect()
+            }
+            Path::Stable { qr, .. } => {
+                let t = qr.least_norm(c, self.rows.len());
+                t.iter().zip(&self.scaled).map(|(t, si)| t * si).collect()
+            }
+        }
     }
 
     /// The terms `a_i N_i` of an estimate's error `theta-hat - theta = A N` (Lemma 4.1), for
@@ -239,11 +372,10 @@ impl Blue {
     pub fn noise_terms(&self, weights: &[f64]) -> Vec<super::exact::Term> {
         weights
             .iter()
-            .zip(&self.w)
-            .map(|(&weight, wi)| super::exact::Term {
+            .zip(&self.s)
+            .map(|(&weight, si)| super::exact::Term {
                 weight,
-                // w_i = (alpha_i / S_i)^2 > 0, so S_i / alpha_i = 1 / sqrt(w_i).
-                scale: 1.0 / wi.sqrt(),
+                scale: 1.0 / si,
             })
             .collect()
     }
@@ -262,13 +394,23 @@ impl Blue {
 
     /// `x-hat`: the BLUE of each cell's count, `None` for a cell that is not estimable.
     ///
-    /// Costs one solve per cell (`O(n r^2)`) when `H` is rank-deficient, one in all otherwise.
+    /// One solve on the Cholesky path; one estimate per cell on the QR path.
     pub fn cell_estimates(&self) -> Vec<Option<f64>> {
-        if self.rank == self.cells {
-            // Eq. 50: x-hat = M^{-1} H' W y.
-            let zp: Vec<f64> = self.perm.iter().map(|&c| self.z[c]).collect();
-            let u = self.forward(&zp);
-            return self.back(&u).into_iter().map(Some).collect();
+        if let Path::Normal(n) = &self.path {
+            // Eq. 50: x-hat = (H'WH)^-1 H'W y (the scale g^2 of W cancels).
+            let mut z = vec![0.0; self.cells];
+            for ((row, si), y) in self.rows.iter().zip(&self.scaled).zip(&self.y) {
+                for &(c, h) in row {
+                    z[c] += si * si * h * y;
+                }
+            }
+            let mut local = self.constraint(&z);
+            n.solve(&mut local);
+            let mut out = vec![None; self.cells];
+            for (k, &c) in n.support.iter().enumerate() {
+                out[c] = Some(local[k]);
+            }
+            return out;
         }
         (0..self.cells)
             .map(|c| {
@@ -279,82 +421,23 @@ impl Blue {
             .collect()
     }
 
-    /// Forward substitution `L11 u = b[..rank]`.
-    fn forward(&self, b: &[f64]) -> Vec<f64> {
-        let n = self.cells;
-        let r = self.rank;
-        let data = self.l.as_slice();
-        let mut u = b[..r].to_vec();
-        for c in 0..r {
-            let col = &data[c * n..c * n + n];
-            u[c] /= col[c];
-            let uc = u[c];
-            for (ui, lic) in u[c + 1..r].iter_mut().zip(&col[c + 1..r]) {
-                *ui -= lic * uc;
-            }
-        }
-        u
-    }
-
-    /// `u = L11^{-1} q1` if `q2 = L21 u` within [`ESTIMABLE_TOL`] (q in the range of `P[L11; L21]`).
-    fn solve_range(&self, qp: &[f64]) -> Option<Vec<f64>> {
-        let n = self.cells;
-        let r = self.rank;
-        let data = self.l.as_slice();
-        let u = self.forward(qp);
-        let mut t = vec![0.0; n - r];
-        let mut scale: Vec<f64> = qp[r..].iter().map(|x| x.abs()).collect();
-        for (c, &uc) in u.iter().enumerate() {
-            let col = &data[c * n + r..c * n + n];
-            for ((ti, si), lic) in t.iter_mut().zip(scale.iter_mut()).zip(col) {
-                *ti += lic * uc;
-                *si += (lic * uc).abs();
-            }
-        }
-        let qmax = qp.iter().fold(0.0f64, |a, x| a.max(x.abs()));
-        let ok = t
-            .iter()
-            .zip(&qp[r..])
-            .zip(&scale)
-            .all(|((ti, qi), si)| (qi - ti).abs() <= ESTIMABLE_TOL * si.max(qmax));
-        ok.then_some(u)
-    }
-
-    /// `v = P [L11^{-T} u; 0]`, i.e. `M^- q` with the generalised inverse `P [M11^{-1} 0; 0 0] P'`.
-    fn back(&self, u: &[f64]) -> Vec<f64> {
-        let n = self.cells;
-        let r = self.rank;
-        let data = self.l.as_slice();
-        let mut vp = u.to_vec();
-        for c in (0..r).rev() {
-            let col = &data[c * n..c * n + n];
-            let dot: f64 = col[c + 1..r]
-                .iter()
-                .zip(&vp[c + 1..r])
-                .map(|(a, b)| a * b)
-                .sum();
-            vp[c] = (vp[c] - dot) / col[c];
-        }
-        let mut v = vec![0.0; n];
-        for (k, val) in vp.into_iter().enumerate() {
-            v[self.perm[k]] = val;
-        }
-        v
-    }
-
     /// The cells behind a refusal: those the query weights whose own count is not estimable.
     fn why_not(&self, q: &[f64]) -> NotEstimable {
         let mut cells = Vec::new();
+        let mut e = vec![0.0; self.cells];
         for (c, &qc) in q.iter().enumerate() {
             if qc == 0.0 {
                 continue;
             }
-            let mut e = vec![0.0; self.cells];
             e[c] = 1.0;
-            let ep: Vec<f64> = self.perm.iter().map(|&k| e[k]).collect();
-            if self.solve_range(&ep).is_none() {
+            let alone = match &self.path {
+                Path::Normal(n) => n.index[c].is_some(),
+                Path::Stable { design, .. } => design.contains(&e),
+            };
+            if !alone {
                 cells.push(c);
             }
+            e[c] = 0.0;
         }
         let unmeasured = cells
             .iter()
@@ -363,6 +446,58 @@ impl Blue {
             .collect();
         NotEstimable { cells, unmeasured }
     }
+}
+
+/// Validates a history: its rows (by increasing cell, repeats added up, zeros dropped),
+/// `alpha_i / S_i` and the answers.
+type Prepared = (Vec<Vec<(usize, f64)>>, Vec<f64>, Vec<f64>);
+
+fn prepare(cells: usize, history: &[Measurement]) -> Result<Prepared, BlueError> {
+    let mut rows = Vec::with_capacity(history.len());
+    let mut s = Vec::with_capacity(history.len());
+    let mut y = Vec::with_capacity(history.len());
+    for (i, meas) in history.iter().enumerate() {
+        let si = meas.eps / meas.sensitivity;
+        let ok = meas.eps.is_finite()
+            && meas.eps > 0.0
+            && meas.sensitivity.is_finite()
+            && meas.sensitivity > 0.0
+            && meas.noisy.is_finite()
+            && si.is_normal()
+            && (1.0 / si).is_finite();
+        if !ok {
+            return Err(BlueError::InvalidMeasurement { measurement: i });
+        }
+        let mut row = meas.row.clone();
+        for &(c, v) in &row {
+            if c >= cells {
+                return Err(BlueError::CellOutOfRange {
+                    measurement: i,
+                    cell: c,
+                    cells,
+                });
+            }
+            if !v.is_finite() {
+                return Err(BlueError::InvalidMeasurement { measurement: i });
+            }
+        }
+        row.sort_by_key(|x| x.0);
+        let mut merged: Vec<(usize, f64)> = Vec::with_capacity(row.len());
+        for (c, v) in row {
+            match merged.last_mut() {
+                Some(last) if last.0 == c => last.1 += v,
+                _ => merged.push((c, v)),
+            }
+        }
+        merged.retain(|x| x.1 != 0.0);
+        if merged.iter().any(|x| !x.1.is_finite()) {
+            return Err(BlueError::InvalidMeasurement { measurement: i });
+        }
+        rows.push(merged);
+        s.push(si);
+        y.push(meas.noisy);
+    }
+    Ok((rows, s, y))
 }
 
 /// Each cell's spent budget `B = (alpha ./ S)' abs(H)` (Theorem 5.5, eq. 71); the table's
@@ -402,80 +537,6 @@ pub fn cell_budgets(cells: usize, history: &[Measurement]) -> Result<Vec<f64>, B
         }
     }
     Ok(b)
-}
-
-/// Blocked Cholesky with diagonal pivoting of the symmetric positive semi-definite `a`
-/// (full storage, both triangles), in place: `P' A P = L L'` with `L` (n x rank) left in the
-/// lower triangle of the first `rank` columns. Returns the permutation and the rank.
-///
-/// LAPACK `dpstrf`'s scheme: within a block of [`BLOCK`] columns the pivot is the largest
-/// updated diagonal and the column is computed left-looking; the trailing matrix is then
-/// updated with one matrix product (`gemm`, matrixmultiply's kernel) per block.
-fn pivoted_cholesky(a: &mut DMatrix<f64>) -> (Vec<usize>, usize) {
-    let n = a.nrows();
-    let mut perm: Vec<usize> = (0..n).collect();
-    let maxdiag = (0..n).fold(0.0f64, |m, i| m.max(a[(i, i)]));
-    if n == 0 || maxdiag <= 0.0 || !maxdiag.is_finite() {
-        return (perm, 0);
-    }
-    let tol = RANK_TOL * n as f64 * maxdiag;
-    // work[i] = sum of squares of row i of the current block's computed columns.
-    let mut work = vec![0.0; n];
-    let mut k = 0;
-    while k < n {
-        let jb = BLOCK.min(n - k);
-        work[k..].iter_mut().for_each(|x| *x = 0.0);
-        for j in k..k + jb {
-            // Pivot: the largest updated diagonal a_ii - work_i, i >= j.
-            let mut p = j;
-            let mut dmax = f64::NEG_INFINITY;
-            for (i, wi) in work.iter().enumerate().skip(j) {
-                let d = a[(i, i)] - wi;
-                if d > dmax {
-                    dmax = d;
-                    p = i;
-                }
-            }
-            if dmax <= tol || !dmax.is_finite() {
-                return (perm, j);
-            }
-            if p != j {
-                a.swap_rows(j, p);
-                a.swap_columns(j, p);
-                work.swap(j, p);
-                perm.swap(j, p);
-            }
-            let ljj = dmax.sqrt();
-            let data = a.as_mut_slice();
-            // Column j below the diagonal: (a_ij - sum_{c in k..j} l_ic l_jc) / l_jj.
-            let (before, rest) = data.split_at_mut(j * n);
-            let colj = &mut rest[..n];
-            colj[j] = ljj;
-            for c in k..j {
-                let colc = &before[c * n..c * n + n];
-                let f = colc[j];
-                if f != 0.0 {
-                    for (x, l) in colj[j + 1..].iter_mut().zip(&colc[j + 1..]) {
-                        *x -= l * f;
-                    }
-                }
-            }
-            for (x, wi) in colj[j + 1..].iter_mut().zip(work[j + 1..].iter_mut()) {
-                *x /= ljj;
-                *wi += *x * *x;
-            }
-        }
-        let s = k + jb;
-        if s < n {
-            // Trailing update: A22 -= L21 L21' (both triangles, kept symmetric for the swaps).
-            let l21 = a.view((s, k), (n - s, jb)).into_owned();
-            let l21t = l21.transpose();
-            a.view_mut((s, s), (n - s, n - s))
-                .gemm(-1.0, &l21, &l21t, 1.0);
-        }
-        k = s;
-    }
-    (perm, n)
 }
 
 #[cfg(test)]
@@ -536,6 +597,42 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(b.cell_estimates(), vec![None, None, Some(3.0), None]);
+    }
+
+    /// An unmeasured cell leaves the other cells on the Cholesky path; near-collinear rows
+    /// (condition number 4e7, 1.6e15 for the normal equations) take the QR path.
+    #[test]
+    fn the_solver_follows_the_condition_number() {
+        let h = [
+            meas(&[(0, 1.0)], 0.5, 3.0),
+            meas(&[(1, 1.0)], 0.5, 4.0),
+            meas(&[(0, 1.0), (1, 1.0)], 0.5, 8.0),
+        ];
+        let b = Blue::new(3, &h).expect("valid");
+        assert!(matches!(b.solver(), Solver::Cholesky { condition } if condition < 10.0));
+        assert_eq!(b.rank(), 2);
+        // Two counts and their sum, all at the same epsilon: x1-hat = (2 y1 - y2 + y3) / 3.
+        let e = b.estimate(&[1.0, 0.0, 0.0]).expect("measured");
+        assert!(
+            (e.value - (6.0 - 4.0 + 8.0) / 3.0).abs() < 1e-12,
+            "{}",
+            e.value
+        );
+        assert_eq!(
+            b.estimate(&[1.0, 0.0, 2.0]),
+            Err(BlueError::NotEstimable(NotEstimable {
+                cells: vec![2],
+                unmeasured: vec![2]
+            }))
+        );
+        assert_eq!(b.cell_estimates()[2], None);
+        let near = [
+            meas(&[(0, 1.0), (1, 1.0)], 0.5, 5.0),
+            meas(&[(0, 1.0), (1, 1.0000001)], 0.5, 6.0),
+        ];
+        let b = Blue::new(2, &near).expect("valid");
+        assert_eq!(b.solver(), Solver::Qr);
+        assert_eq!(b.rank(), 2);
     }
 
     #[test]
