@@ -358,6 +358,7 @@ pub(super) fn pair_report(history: &History, name: &dyn Fn(usize) -> String) -> 
         second: name(w.cells.1),
         cost: w.cost,
         exact: w.exact,
+        before_cube: w.before_cube,
     })
 }
 

@@ -246,6 +246,9 @@ pub struct PairReport {
     pub cost: Decimal,
     /// Whether the cost is exact (else an upper bound: too many classes of cells).
     pub exact: bool,
+    /// The part of the cost from answers released before the cube was declared: each may
+    /// have counted any cells, so it charges every pair in full.
+    pub before_cube: Decimal,
 }
 
 /// One spending of the budget.

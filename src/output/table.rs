@@ -1,8 +1,8 @@
 //! Rendering of results as comfy-table tables with short explanations, for people.
 
 use super::{
-    BudgetReport, ChooseEpsResult, CountResult, HistoryReport, Neighbours, Output, Response,
-    TableInfo,
+    BudgetReport, ChooseEpsResult, CountResult, HistoryReport, Neighbours, Output, PairReport,
+    Response, TableInfo,
 };
 use crate::plan::ChoosePlan;
 use comfy_table::{presets, ContentArrangement, Table};
@@ -183,10 +183,11 @@ fn budget(b: &BudgetReport) -> String {
         out.push_str(&match (&b.neighbours, &b.pair) {
             (Neighbours::Replace, None) => "\nNEIGHBOURS replace: a row may move from any cell to any other, so the history costs its costliest pair of cells; nothing is spent yet.".to_string(),
             (Neighbours::Replace, Some(pair)) => format!(
-                "\nNEIGHBOURS replace: a row may move from any cell to any other, so the history costs its costliest pair of cells, sum_i (eps_i/S_i) |H_ij - H_ik|: {} and {} cost {}{}. Each cell's line above is its cost against a cell no answer touched.",
+                "\nNEIGHBOURS replace: a row may move from any cell to any other, so the history costs its costliest pair of cells, sum_i (eps_i/S_i) |H_ij - H_ik|: {} and {} cost {}{}{}. Each cell's line above is its cost against a cell no answer touched.",
                 pair.first,
                 pair.second,
                 dec(pair.cost),
+                before_cube(pair),
                 if pair.exact {
                     String::new()
                 } else {
@@ -200,6 +201,21 @@ fn budget(b: &BudgetReport) -> String {
         out.push_str("\nExposed: a seeded release (SET SEED, --seed) was made on this data; whoever knows the seed can recover its true counts, so its budget is used up for good.");
     }
     out
+}
+
+/// What part of a pair's cost comes from answers released before the cube, in words: a count
+/// made before the cube may have counted any cells, so it charges every pair in full.
+fn before_cube(pair: &PairReport) -> String {
+    if pair.before_cube.is_zero() {
+        String::new()
+    } else if pair.before_cube >= pair.cost {
+        ", all of it from answers released before the cube (which may have counted any cells, so each charges every pair in full: every pair costs as much)".to_string()
+    } else {
+        format!(
+            ", {} of it from answers released before the cube (which may have counted any cells, so each charges every pair in full)",
+            dec(pair.before_cube)
+        )
+    }
 }
 
 fn history(h: &HistoryReport) -> String {
@@ -589,12 +605,13 @@ fn cube(c: &super::CubeReport) -> String {
     };
     let cost = match (&c.neighbours, &c.pair) {
         (Neighbours::Replace, Some(pair)) => format!(
-            "cost {}{} of {} (NEIGHBOURS replace: the costliest pair of cells, {} and {}; a row moving between them is what the history exposes most)",
+            "cost {}{} of {} (NEIGHBOURS replace: the costliest pair of cells, {} and {}; a row moving between them is what the history exposes most){}",
             num(c.spent),
             if pair.exact { "" } else { " at most" },
             dec(c.total),
             pair.first,
-            pair.second
+            pair.second,
+            before_cube(pair)
         ),
         (Neighbours::Replace, None) => format!(
             "cost {} of {} (NEIGHBOURS replace: the history costs its costliest pair of cells)",

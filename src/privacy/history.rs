@@ -259,12 +259,14 @@ impl History {
         )
     }
 
-    /// Under `replace` with a cube: the costliest pair of cells and its cost (with the
-    /// releases made before the cube).
+    /// Under `replace` with a cube: the costliest pair of cells and its cost, with the
+    /// releases made before the cube (each may have counted any cells, so it charges every
+    /// pair, and every row moved within a cell, in full).
     pub fn worst_pair(&self) -> Option<Worst> {
         let w = self.pairs.as_ref()?.worst();
         Some(Worst {
             cost: w.cost.saturating_add(self.rowless),
+            before_cube: self.rowless,
             ..w
         })
     }

@@ -67,6 +67,9 @@ pub struct Worst {
     pub cells: (usize, usize),
     /// Whether `cost` is exact.
     pub exact: bool,
+    /// The part of `cost` that comes from answers released before the cube was declared
+    /// (each charges every pair of cells in full); zero here, set by the history.
+    pub before_cube: Decimal,
 }
 
 /// The charge of one release to a pair whose coefficients differ by `diff`:
@@ -194,9 +197,29 @@ impl PairCosts {
         };
         Worst {
             cost: to_decimal(cost),
-            cells: (self.first(a), self.first(b)),
+            cells: self.two_cells(a, b),
             exact: self.pair.is_some(),
+            before_cube: Decimal::ZERO,
         }
+    }
+
+    /// A cell of class `a` and another of class `b`: two distinct cells whenever the cube has
+    /// two. When `a == b` (no release told any cells apart, so every pair costs the same)
+    /// the two are taken from that class, or from another.
+    fn two_cells(&self, a: u32, b: u32) -> (usize, usize) {
+        let first = self.first(a);
+        if a != b {
+            return (first, self.first(b));
+        }
+        let other = self.members[a as usize]
+            .get(1)
+            .map(|c| *c as usize)
+            .or_else(|| {
+                (0..self.members.len() as u32)
+                    .find(|c| *c != a)
+                    .map(|c| self.first(c))
+            });
+        (first, other.unwrap_or(first))
     }
 
     fn first(&self, class: u32) -> usize {
@@ -361,7 +384,7 @@ impl PairCosts {
     }
 
     fn worst_cells(&self) -> (usize, usize) {
-        (self.first(self.worst.1), self.first(self.worst.2))
+        self.two_cells(self.worst.1, self.worst.2)
     }
 
     /// Records a release of `eps` with `row` and sensitivity `s`.
@@ -622,6 +645,22 @@ mod tests {
         assert_eq!(p.worst().cost, tenth);
         let (j, k) = p.worst().cells;
         assert_eq!((j.min(k), j.max(k)), (0, 1));
+    }
+
+    /// With nothing told apart every pair costs the same; the pair named is still two cells.
+    #[test]
+    fn the_pair_named_is_two_distinct_cells() {
+        let p = PairCosts::new(4);
+        let (j, k) = p.worst().cells;
+        assert_ne!(j, k);
+        // A count over every cell tells none apart (under replace it is the public n).
+        let mut p = PairCosts::new(3);
+        let all: Vec<(usize, Decimal)> = (0..3).map(|j| (j, Decimal::ONE)).collect();
+        p.record(Decimal::ONE, &all, Decimal::ZERO);
+        let (j, k) = p.worst().cells;
+        assert_ne!(j, k);
+        let a = p.after(Decimal::ONE, &all, Decimal::ZERO);
+        assert_ne!(a.cells.0, a.cells.1);
     }
 
     #[test]
