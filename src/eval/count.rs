@@ -7,7 +7,7 @@ use crate::error::EvalError;
 use crate::output::{short_number, AnsweredResult, ChooseEpsResult, CountResult, Output};
 use crate::plan::{ChoosePlan, CountPlan, Eps, Mechanism, Spend};
 use crate::privacy::{
-    History, Neighbours, Overspend, Prepared, Refusal, ReleaseError, Request, Where,
+    History, Neighbours, Overspend, Prepared, Refusal, ReleaseError, Request, Row, Where,
 };
 use crate::span::Span;
 use crate::stats::noise;
@@ -159,7 +159,7 @@ impl Session {
                 Ok(_) => Decision::WouldRelease {
                     eps,
                     explain,
-                    spent_after: ticket.spent_after(),
+                    spent_after: txn.spent_after(&ticket),
                 },
                 Err(error) => Decision::WouldRefuse {
                     eps: Some(eps),
@@ -377,12 +377,12 @@ fn request(
     let keyed = |data: &str, query: &str| format!("{data}|{source}|{query}|{tail}");
     let request = Request {
         statement: plan.statement.clone(),
-        key: keyed(&entry.fingerprint, &plan.query_key),
+        key: keyed(&entry.fingerprint, &plan.release_key),
         alt_key: plan
             .plain_key
             .as_ref()
             .map(|k| keyed(&entry.fingerprint, k)),
-        row: plan.row.clone(),
+        row: Row::from_cells(&plan.row).expect("a plan's row is by increasing cell"),
         cube: plan.cube.clone(),
         eps: eps.exact,
         sensitivity: plan.sensitivity.to_f64().unwrap_or(f64::INFINITY),

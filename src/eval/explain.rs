@@ -7,7 +7,7 @@ use super::{ninety_five, Session};
 use crate::error::EvalError;
 use crate::output::{sensitivity_rule, short_number, ExplainedBudget, Explanation};
 use crate::plan::{CountPlan, Eps, Mechanism, Plan, Spend};
-use crate::privacy::{History, Neighbours, Where};
+use crate::privacy::{History, Neighbours, Row, Where};
 use crate::span::Span;
 use crate::stats::laplace;
 use crate::stats::noise;
@@ -260,17 +260,19 @@ impl Session {
                 steps.extend(self.release_steps(plan, i, eps));
                 spends = eps.exact;
                 budget = Some(budget_line(spent_after));
-                steps.extend(spend_steps(history, eps, spent_after));
-                if let (Some(cube), (_, Where::Pair(j, k))) =
-                    (&entry.cube, history.after(eps.exact, &plan.row))
-                {
+                let row = Row::from_cells(&plan.row).unwrap_or_default();
+                let (upper, lower, at) = history.after_bounds(eps.exact, &row);
+                let exact = history.spent_is_exact() && upper == lower;
+                steps.extend(spend_steps(history, eps, spent_after, exact));
+                if let (Some(cube), Where::Pair(j, k)) = (&entry.cube, at) {
+                    let (j, k) = (cube.cell_name(j), cube.cell_name(k));
                     steps.push(step(
                         "pair",
-                        format!(
-                            "the costliest exchange of a row after it: between [{}] and [{}] (NEIGHBOURS replace)",
-                            cube.cell_name(j),
-                            cube.cell_name(k)
-                        ),
+                        if exact {
+                            format!("the costliest exchange of a row after it: between [{j}] and [{k}] (NEIGHBOURS replace)")
+                        } else {
+                            format!("the costliest exchange of a row known after it: between [{j}] and [{k}], at a cost of {} (NEIGHBOURS replace; the cost is at most {}, an upper bound: the history splits the cells into more classes than can each be paired with every other)", lower.normalize(), upper.normalize())
+                        },
                     ));
                 }
                 if let Some(chart) = &plan.plot {
@@ -432,12 +434,13 @@ fn noise_text(plan: &CountPlan, eps: Eps) -> String {
 }
 
 /// The spending of a release and the order of its steps.
-fn spend_steps(history: &History, eps: Eps, after: Decimal) -> Vec<(String, String)> {
+fn spend_steps(history: &History, eps: Eps, after: Decimal, exact: bool) -> Vec<(String, String)> {
+    let bound = if exact { "" } else { "at most " };
     vec![
         step(
             "budget",
             format!(
-                "spends epsilon {}: spent {} -> {} of {}",
+                "spends epsilon {}: spent {bound}{} -> {bound}{} of {}",
                 eps.exact.normalize(),
                 history.spent().normalize(),
                 after.normalize(),
