@@ -67,14 +67,18 @@ impl Row {
         if coef.is_zero() {
             return;
         }
-        let coef = coef.normalize();
+        // Decimals compare by value (`1.0 == 1`): only a new run needs normalizing.
         if let Some(last) = self.runs.last_mut() {
             if last.end() == start && last.coef == coef {
                 last.len += len;
                 return;
             }
         }
-        self.runs.push(Run { start, len, coef });
+        self.runs.push(Run {
+            start,
+            len,
+            coef: coef.normalize(),
+        });
     }
 
     /// The runs, by increasing cell.
@@ -180,15 +184,37 @@ impl Row {
     /// The row cell by cell in the words of [`Row::key_text`] before runs (`0:1,1:1,2:1`): how
     /// keys were written by ledgers of format 2.
     pub fn cells_text(&self) -> String {
-        let mut out = String::new();
-        for (i, (j, c)) in self.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
+        let mut out = String::with_capacity(self.cells() * 8);
+        for run in &self.runs {
+            // Each coefficient is written once per run, each cell's number by hand: a row
+            // may have as many cells as the cube.
+            let coef = run.coef.to_string();
+            for j in run.start..run.end() {
+                if !out.is_empty() {
+                    out.push(',');
+                }
+                push_number(&mut out, j);
+                out.push(':');
+                out.push_str(&coef);
             }
-            let _ = write!(out, "{j}:{c}");
         }
         out
     }
+}
+
+/// Appends the decimal digits of `n`.
+fn push_number(out: &mut String, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|d| char::from(*d)));
 }
 
 #[cfg(test)]
@@ -233,6 +259,9 @@ mod tests {
         assert_eq!(row.cells(), 5);
         assert_eq!(row.key_text(), "0-1:1,2:2,4-5:2");
         assert_eq!(row.cells_text(), "0:1,1:1,2:2,4:2,5:2");
+        let wide =
+            Row::from_runs(&[(9, 3, Decimal::new(-25, 1)), (1234567, 1, d(1))]).expect("runs");
+        assert_eq!(wide.cells_text(), "9:-2.5,10:-2.5,11:-2.5,1234567:1");
         assert_eq!(
             (row.coef(1), row.coef(3), row.coef(5), row.coef(9)),
             (d(1), d(0), d(2), d(0))
