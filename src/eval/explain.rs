@@ -271,7 +271,7 @@ impl Session {
                         if exact {
                             format!("the costliest exchange of a row after it: between [{j}] and [{k}] (NEIGHBOURS replace)")
                         } else {
-                            format!("the costliest exchange of a row known after it: between [{j}] and [{k}], at a cost of {} (NEIGHBOURS replace; the cost is at most {}, an upper bound: the history splits the cells into more classes than can each be paired with every other)", lower.normalize(), upper.normalize())
+                            format!("the costliest exchange of a row known after it: between [{j}] and [{k}], at a cost of {} (NEIGHBOURS replace; the cost is at most {}, an upper bound: the history splits the cells into more than {} classes, too many to keep the cost of every pair)", lower.normalize(), upper.normalize(), crate::privacy::EXACT_CLASSES)
                         },
                     ));
                 }

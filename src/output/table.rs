@@ -208,9 +208,10 @@ fn pair_cost(pair: &PairReport) -> String {
         );
     }
     format!(
-        "it costs at most {}{}, an upper bound (the history splits the cells into more classes than can each be paired with every other, and its bounds do not meet); the costliest pair known, {} and {}, costs {}",
+        "it costs at most {}{}, an upper bound (the history splits the cells into more than {} classes, too many to keep the cost of every pair, and its bounds do not meet); the costliest pair known, {} and {}, costs {}",
         dec(pair.cost),
         before_cube(pair),
+        crate::privacy::EXACT_CLASSES,
         pair.first,
         pair.second,
         dec(pair.lower)
