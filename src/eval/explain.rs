@@ -265,15 +265,8 @@ impl Session {
                 let exact = history.spent_is_exact() && upper == lower;
                 steps.extend(spend_steps(history, eps, spent_after, exact));
                 if let (Some(cube), Where::Pair(j, k)) = (&entry.cube, at) {
-                    let (j, k) = (cube.cell_name(j), cube.cell_name(k));
-                    steps.push(step(
-                        "pair",
-                        if exact {
-                            format!("the costliest exchange of a row after it: between [{j}] and [{k}] (NEIGHBOURS replace)")
-                        } else {
-                            format!("the costliest exchange of a row known after it: between [{j}] and [{k}], at a cost of {} (NEIGHBOURS replace; the cost is at most {}, an upper bound: the history splits the cells into more than {} classes, too many to keep the cost of every pair)", lower.normalize(), upper.normalize(), crate::privacy::EXACT_CLASSES)
-                        },
-                    ));
+                    let names = (cube.cell_name(j), cube.cell_name(k));
+                    steps.push(pair_step(names, (!exact).then_some(lower)));
                 }
                 if let Some(chart) = &plan.plot {
                     steps.push(step(
@@ -431,6 +424,20 @@ fn noise_text(plan: &CountPlan, eps: Eps) -> String {
             )
         }
     }
+}
+
+/// The costliest exchange of a row after a release, between the cells `names`: the costliest
+/// pair when the cost is exact, else (`known` is its cost) the costliest pair known, the cost
+/// being bounded above only (the budget step says so).
+fn pair_step(names: (String, String), known: Option<Decimal>) -> (String, String) {
+    let (j, k) = names;
+    step(
+        "pair",
+        match known {
+            None => format!("the costliest exchange of a row after it: between [{j}] and [{k}] (NEIGHBOURS replace)"),
+            Some(lower) => format!("the costliest exchange of a row known after it: between [{j}] and [{k}], at a cost of {} (NEIGHBOURS replace; the cost is bounded above only: the history splits the cells into more than {} classes, too many to keep the cost of every pair)", lower.normalize(), crate::privacy::EXACT_CLASSES),
+        },
+    )
 }
 
 /// The spending of a release and the order of its steps.
