@@ -804,18 +804,23 @@ fn check_count(q: &CountQuery, catalog: &dyn Catalog, span: Span) -> Result<Coun
         })
         .transpose()?;
     let plain_key = plain.then(|| format!("count|{:?}", terms[0].1));
-    let query_key = match cube {
-        None => plain_key.clone().unwrap_or_default(),
+    let (query_key, release_key) = match cube {
+        None => {
+            let key = plain_key.clone().unwrap_or_default();
+            (key.clone(), key)
+        }
         Some(cube) => {
-            let cells: Vec<String> = row
-                .iter()
-                .map(|(j, c)| format!("{j}:{}", c.normalize()))
-                .collect();
-            format!("cells{}|{}", cube.cells(), cells.join(","))
+            let runs = crate::privacy::Row::from_cells(&row).unwrap_or_default();
+            let cells = cube.cells();
+            (
+                format!("cells{cells}|{}", runs.cells_text()),
+                format!("cells{cells}|{}", runs.key_text()),
+            )
         }
     };
     Ok(CountPlan {
         query_key,
+        release_key,
         plain_key: if cube.is_some() { plain_key } else { None },
         statement: q.to_string(),
         table: table_name,

@@ -134,13 +134,19 @@ impl Cube {
     }
 
     /// The coordinates of cell `cell`, one per dimension.
-    fn coords(&self, mut cell: usize) -> Vec<usize> {
+    fn coords(&self, cell: usize) -> Vec<usize> {
         let mut coords = vec![0; self.dims.len()];
+        self.coords_into(cell, &mut coords);
+        coords
+    }
+
+    /// The same into `coords` (one per dimension): a cube's cells are visited without
+    /// allocating for each.
+    fn coords_into(&self, mut cell: usize, coords: &mut [usize]) {
         for (d, dim) in self.dims.iter().enumerate().rev() {
             coords[d] = cell % dim.len();
             cell /= dim.len();
         }
-        coords
     }
 
     /// The cell in words: `30 <= age < 65, sex = 'F'`.
@@ -159,8 +165,9 @@ impl Cube {
             return Err(NotUnion::NotDimension { column });
         }
         let mut out = Vec::with_capacity(self.cells);
+        let mut coords = vec![0; self.dims.len()];
         for cell in 0..self.cells {
-            let coords = self.coords(cell);
+            self.coords_into(cell, &mut coords);
             let set = self.truth(predicate, &coords);
             if set == T {
                 out.push(true);

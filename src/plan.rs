@@ -279,8 +279,11 @@ pub struct CountPlan {
     /// The statement, canonical, as recorded in the history.
     pub statement: String,
     /// What makes two queries identical, but for epsilon and mechanism (the predicate, or the
-    /// row over cells): an identical query is answered from the history, free.
+    /// row over cells, cell by cell): a seeded release's noise derives from it.
     pub query_key: String,
+    /// The same in the words a ledger records (a row's runs of cells as `a-b:c`): an identical
+    /// query is answered from the history, free.
+    pub release_key: String,
     /// The key the same count had before the cube was declared, if it is a plain count.
     pub plain_key: Option<String>,
 }

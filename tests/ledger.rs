@@ -1376,7 +1376,7 @@ fn rewrite_ledger(ledger: &Path, edit: impl Fn(&str) -> String) {
     std::fs::write(ledger.with_extension("hwm"), mark).expect("write the mark");
 }
 
-/// A ledger of this format written before tables had a neighbour model (its header has no
+/// A format-2 ledger written before tables had a neighbour model (its header has no
 /// `neighbours`) was written while n was shown: it is read as `replace`, not as damage, and
 /// its spending counts.
 #[test]
@@ -1389,7 +1389,14 @@ fn a_ledger_from_before_neighbour_models_is_read_as_replace() {
         &format!("{} COUNT WHERE age < 30 WITH EPS 0.3;", load(&data)),
     );
     let ledger = ledger_of(&state, &data);
-    rewrite_ledger(&ledger, |l| l.replace(",\"neighbours\":\"replace\"", ""));
+    let clean = std::fs::read(&ledger).expect("read");
+    let mark = std::fs::read(ledger.with_extension("hwm")).expect("read");
+    // As format 2 wrote it: rows as lists of cells, and no model in the header.
+    rewrite_ledger(&ledger, |l| {
+        l.replace(",\"neighbours\":\"replace\"", "")
+            .replace("\"format\":3", "\"format\":2")
+            .replace("\"runs\":[]", "\"row\":[]")
+    });
     assert!(!std::fs::read_to_string(&ledger)
         .expect("read")
         .contains("neighbours"));
@@ -1397,6 +1404,12 @@ fn a_ledger_from_before_neighbour_models_is_read_as_replace() {
     assert_eq!(out[1]["kind"], "budget", "{}", out[1]);
     assert_eq!(out[1]["spent"], 0.3, "{}", out[1]);
     assert_eq!(out[1]["neighbours"], "replace", "{}", out[1]);
+    // A later format always names its model: one without it is damaged, not guessed.
+    std::fs::write(&ledger, clean).expect("restore");
+    std::fs::write(ledger.with_extension("hwm"), mark).expect("restore");
+    rewrite_ledger(&ledger, |l| l.replace(",\"neighbours\":\"replace\"", ""));
+    let out = run(&state, &format!("{} SHOW BUDGET;", load(&data)));
+    assert_eq!(out[0]["kind"], "error", "{}", out[0]);
 }
 
 /// A mark lost beside a ledger with releases is made again from the ledger, with a warning

@@ -119,8 +119,8 @@ impl Session {
                 .map(|r| ReleaseRow {
                     row: history.cube().filter(|_| !r.row.is_empty()).map(|c| {
                         let mut dense = vec![0.0; c.cells];
-                        for (j, v) in &r.row {
-                            if let Some(x) = dense.get_mut(*j) {
+                        for (j, v) in r.row.iter() {
+                            if let Some(x) = dense.get_mut(j) {
                                 *x = v.to_f64().unwrap_or(f64::NAN);
                             }
                         }

@@ -9,7 +9,7 @@ use crate::output::{
 };
 use crate::plan::{ChoosePlan, CountPlan, Eps, Mechanism, Spend};
 use crate::privacy::{
-    History, Neighbours, Overspend, Prepared, Refusal, ReleaseError, Request, Where,
+    History, Neighbours, Overspend, Prepared, Refusal, ReleaseError, Request, Row, Where,
 };
 use crate::span::Span;
 use crate::stats::noise;
@@ -194,25 +194,14 @@ impl Session {
             }
             Err(refusal) => return Err(refused(refusal, entry, plan, txn.ledger(), eps, span)),
         };
-        // An analyst's releases are ledger lines the server keeps: their number is bounded.
-        if let Some(max) = max_releases {
-            if txn.history().releases().len() >= max {
-                return Err(EvalError::NotPermitted {
-                    what: format!(
-                        "more than {max} releases on `{}` for one analyst (the server's quota); repeated queries and ESTIMATE stay free",
-                        plan.table
-                    ),
-                    span,
-                });
-            }
-        }
+        super::served::permit_release(max_releases, txn.history(), &plan.table, span)?;
         let noise = noise_for(plan, public_rows, eps, span);
         if dry {
             return Ok(match noise {
                 Ok(_) => Decision::WouldRelease {
                     eps,
                     explain,
-                    spent_after: ticket.spent_after(),
+                    spent_after: txn.spent_after(&ticket),
                 },
                 Err(error) => Decision::WouldRefuse {
                     eps: Some(eps),
@@ -558,12 +547,12 @@ fn request(
     let keyed = |data: &str, query: &str| format!("{data}|{source}|{query}|{tail}");
     let request = Request {
         statement: plan.statement.clone(),
-        key: keyed(&entry.fingerprint, &plan.query_key),
+        key: keyed(&entry.fingerprint, &plan.release_key),
         alt_key: plan
             .plain_key
             .as_ref()
             .map(|k| keyed(&entry.fingerprint, k)),
-        row: plan.row.clone(),
+        row: Row::from_cells(&plan.row).expect("a plan's row is by increasing cell"),
         cube: plan.cube.clone(),
         eps: eps.exact,
         sensitivity: plan.sensitivity.to_f64().unwrap_or(f64::INFINITY),

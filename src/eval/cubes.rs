@@ -10,7 +10,7 @@ use crate::output::{Bound, CubeReport, EstimateResult, Output, PairReport, ProbR
 use crate::plan::{CubeRef, Event};
 use crate::privacy::{
     CubeDecl, History, Ledger, Mechanism, Neighbours, Prepared, Refusal, ReleaseError, Request,
-    Where,
+    Row, Where,
 };
 use crate::span::Span;
 use crate::stats::blue::{self, Measurement};
@@ -50,7 +50,7 @@ fn measurements(history: &History) -> Vec<Measurement> {
                 row: r
                     .row
                     .iter()
-                    .map(|(j, c)| (*j, c.to_f64().unwrap_or(f64::NAN)))
+                    .map(|(j, c)| (j, c.to_f64().unwrap_or(f64::NAN)))
                     .collect(),
                 eps: r.eps.to_f64()?,
                 sensitivity: r.sensitivity,
@@ -169,6 +169,7 @@ impl Session {
         let spec = cube.spec();
         let txn = cube.ledger.begin().map_err(ledger_error(span))?;
         let history = txn.history();
+        let row = Row::from_cells(&row).expect("OBSERVE gives a coefficient to each cell in order");
         let request = Request {
             statement,
             // Every measurement is its own: none is the answer of another.
@@ -366,6 +367,8 @@ pub(super) fn pair_report(history: &History, name: &dyn Fn(usize) -> String) -> 
         second: name(w.cells.1),
         cost: w.cost,
         exact: w.exact,
+        lower: w.lower,
+        before_cube: w.before_cube,
     })
 }
 
@@ -419,7 +422,7 @@ pub(super) fn evidence(entry: &Entry, history: &History) -> Vec<Measurement> {
                 };
                 check::row_of(q, &entry.table, &entry.name, cube)?
             } else {
-                r.row.clone()
+                r.row.to_cells()
             };
             Some(Measurement {
                 row: row

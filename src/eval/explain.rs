@@ -7,7 +7,7 @@ use super::{ninety_five, Session};
 use crate::error::EvalError;
 use crate::output::{sensitivity_rule, short_number, ExplainedBudget, Explanation};
 use crate::plan::{CountPlan, Eps, Mechanism, Plan, Spend};
-use crate::privacy::{History, Neighbours, Where};
+use crate::privacy::{History, Neighbours, Row, Where};
 use crate::span::Span;
 use crate::stats::noise;
 use crate::stats::{accuracy, laplace};
@@ -260,18 +260,13 @@ impl Session {
                 steps.extend(self.release_steps(plan, i, eps));
                 spends = eps.exact;
                 budget = Some(budget_line(spent_after));
-                steps.extend(spend_steps(history, eps, spent_after));
-                if let (Some(cube), (_, Where::Pair(j, k))) =
-                    (&entry.cube, history.after(eps.exact, &plan.row))
-                {
-                    steps.push(step(
-                        "pair",
-                        format!(
-                            "the costliest exchange of a row after it: between [{}] and [{}] (NEIGHBOURS replace)",
-                            cube.cell_name(j),
-                            cube.cell_name(k)
-                        ),
-                    ));
+                let row = Row::from_cells(&plan.row).unwrap_or_default();
+                let (upper, lower, at) = history.after_bounds(eps.exact, &row);
+                let exact = history.spent_is_exact() && upper == lower;
+                steps.extend(spend_steps(history, eps, spent_after, exact));
+                if let (Some(cube), Where::Pair(j, k)) = (&entry.cube, at) {
+                    let names = (cube.cell_name(j), cube.cell_name(k));
+                    steps.push(pair_step(names, (!exact).then_some(lower)));
                 }
                 if let Some(chart) = &plan.plot {
                     steps.push(step(
@@ -435,13 +430,28 @@ fn noise_text(plan: &CountPlan, eps: Eps) -> String {
     }
 }
 
+/// The costliest exchange of a row after a release, between the cells `names`: the costliest
+/// pair when the cost is exact, else (`known` is its cost) the costliest pair known, the cost
+/// being bounded above only (the budget step says so).
+fn pair_step(names: (String, String), known: Option<Decimal>) -> (String, String) {
+    let (j, k) = names;
+    step(
+        "pair",
+        match known {
+            None => format!("the costliest exchange of a row after it: between [{j}] and [{k}] (NEIGHBOURS replace)"),
+            Some(lower) => format!("the costliest exchange of a row known after it: between [{j}] and [{k}], at a cost of {} (NEIGHBOURS replace; the cost is bounded above only: the history splits the cells into more than {} classes, too many to keep the cost of every pair)", lower.normalize(), crate::privacy::EXACT_CLASSES),
+        },
+    )
+}
+
 /// The spending of a release and the order of its steps.
-fn spend_steps(history: &History, eps: Eps, after: Decimal) -> Vec<(String, String)> {
+fn spend_steps(history: &History, eps: Eps, after: Decimal, exact: bool) -> Vec<(String, String)> {
+    let bound = if exact { "" } else { "at most " };
     vec![
         step(
             "budget",
             format!(
-                "spends epsilon {}: spent {} -> {} of {}",
+                "spends epsilon {}: spent {bound}{} -> {bound}{} of {}",
                 eps.exact.normalize(),
                 history.spent().normalize(),
                 after.normalize(),

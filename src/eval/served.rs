@@ -406,6 +406,25 @@ pub(super) fn permit_eps(
     }
 }
 
+/// Refuses a new release once an analyst has made `max` on the dataset: each is a ledger line
+/// the server keeps. Repeated queries and estimates stay free.
+pub(super) fn permit_release(
+    max: Option<usize>,
+    history: &History,
+    table: &str,
+    span: Span,
+) -> Result<(), EvalError> {
+    match max {
+        Some(max) if history.releases().len() >= max => Err(EvalError::NotPermitted {
+            what: format!(
+                "more than {max} releases on `{table}` for one analyst (the server's quota); repeated queries and ESTIMATE stay free"
+            ),
+            span,
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// The table a plan speaks of, if it speaks of one.
 fn plan_table(plan: &Plan) -> Option<&str> {
     match plan {

@@ -237,6 +237,8 @@ fn pair(p: &super::PairReport) -> Value {
         "cells": [p.first, p.second],
         "cost": dec(p.cost),
         "exact": p.exact,
+        "lower": dec(p.lower),
+        "before_cube": dec(p.before_cube),
     })
 }
 

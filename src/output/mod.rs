@@ -274,10 +274,17 @@ pub struct PairReport {
     pub first: String,
     /// A cell of the other side, in words.
     pub second: String,
-    /// What the exchange costs: the history's cost.
+    /// What the history costs: the exchange's cost when exact, else an upper bound.
     pub cost: Decimal,
-    /// Whether the cost is exact (else an upper bound: too many classes of cells).
+    /// Whether the cost is exact (else an upper bound: too many classes of cells for every
+    /// pair to be kept, and the bounds do not meet).
     pub exact: bool,
+    /// What the exchange of the pair named costs: `cost` when exact, else a lower bound of
+    /// the history's cost.
+    pub lower: Decimal,
+    /// The part of the cost from answers released before the cube was declared: each may
+    /// have counted any cells, so it charges every pair in full.
+    pub before_cube: Decimal,
 }
 
 /// One spending of the budget.

@@ -1,8 +1,8 @@
 //! Rendering of results as comfy-table tables with short explanations, for people.
 
 use super::{
-    BudgetReport, ChooseEpsResult, CountResult, HistoryReport, Neighbours, Output, Response,
-    TableInfo,
+    BudgetReport, ChooseEpsResult, CountResult, HistoryReport, Neighbours, Output, PairReport,
+    Response, TableInfo,
 };
 use crate::plan::ChoosePlan;
 use comfy_table::{presets, ContentArrangement, Table};
@@ -183,15 +183,8 @@ fn budget(b: &BudgetReport) -> String {
         out.push_str(&match (&b.neighbours, &b.pair) {
             (Neighbours::Replace, None) => "\nNEIGHBOURS replace: a row may move from any cell to any other, so the history costs its costliest pair of cells; nothing is spent yet.".to_string(),
             (Neighbours::Replace, Some(pair)) => format!(
-                "\nNEIGHBOURS replace: a row may move from any cell to any other, so the history costs its costliest pair of cells, sum_i (eps_i/S_i) |H_ij - H_ik|: {} and {} cost {}{}. Each cell's line above is its cost against a cell no answer touched.",
-                pair.first,
-                pair.second,
-                dec(pair.cost),
-                if pair.exact {
-                    String::new()
-                } else {
-                    " at most (an upper bound: the history splits the cells into too many classes for every pair to be kept)".to_string()
-                }
+                "\nNEIGHBOURS replace: a row may move from any cell to any other, so the history costs its costliest pair of cells, sum_i (eps_i/S_i) |H_ij - H_ik|: {}. Each cell's line above is its cost against a cell no answer touched.",
+                pair_cost(pair)
             ),
             _ => "\nNEIGHBOURS add_remove: each cell spends B = (alpha ./ S)' |H| (Xiao and Xiong, Theorem 5.5): answers over disjoint cells compose in parallel, and spent is the largest cell's.".to_string(),
         });
@@ -209,6 +202,44 @@ fn budget(b: &BudgetReport) -> String {
         out.push_str("\nExposed: a seeded release (SET SEED, --seed) was made on this data; whoever knows the seed can recover its true counts, so its budget is used up for good.");
     }
     out
+}
+
+/// The costliest pair and what the history costs, in words: exact, or an upper bound and the
+/// costliest pair known.
+fn pair_cost(pair: &PairReport) -> String {
+    if pair.exact {
+        return format!(
+            "{} and {} cost {}{}",
+            pair.first,
+            pair.second,
+            dec(pair.cost),
+            before_cube(pair)
+        );
+    }
+    format!(
+        "it costs at most {}{}, an upper bound (the history splits the cells into more than {} classes, too many to keep the cost of every pair, and its bounds do not meet); the costliest pair known, {} and {}, costs {}",
+        dec(pair.cost),
+        before_cube(pair),
+        crate::privacy::EXACT_CLASSES,
+        pair.first,
+        pair.second,
+        dec(pair.lower)
+    )
+}
+
+/// What part of a pair's cost comes from answers released before the cube, in words: a count
+/// made before the cube may have counted any cells, so it charges every pair in full.
+fn before_cube(pair: &PairReport) -> String {
+    if pair.before_cube.is_zero() {
+        String::new()
+    } else if pair.before_cube >= pair.cost {
+        ", all of it from answers released before the cube (which may have counted any cells, so each charges every pair in full: every pair costs as much)".to_string()
+    } else {
+        format!(
+            ", {} of it from answers released before the cube (which may have counted any cells, so each charges every pair in full)",
+            dec(pair.before_cube)
+        )
+    }
 }
 
 fn history(h: &HistoryReport) -> String {
@@ -673,13 +704,19 @@ fn cube(c: &super::CubeReport) -> String {
         _ => String::new(),
     };
     let cost = match (&c.neighbours, &c.pair) {
-        (Neighbours::Replace, Some(pair)) => format!(
-            "cost {}{} of {} (NEIGHBOURS replace: the costliest pair of cells, {} and {}; a row moving between them is what the history exposes most)",
+        (Neighbours::Replace, Some(pair)) if pair.exact => format!(
+            "cost {} of {} (NEIGHBOURS replace: the costliest pair of cells, {} and {}; a row moving between them is what the history exposes most){}",
             num(c.spent),
-            if pair.exact { "" } else { " at most" },
             dec(c.total),
             pair.first,
-            pair.second
+            pair.second,
+            before_cube(pair)
+        ),
+        (Neighbours::Replace, Some(pair)) => format!(
+            "cost at most {} of {} (NEIGHBOURS replace: {})",
+            num(c.spent),
+            dec(c.total),
+            pair_cost(pair)
         ),
         (Neighbours::Replace, None) => format!(
             "cost {} of {} (NEIGHBOURS replace: the history costs its costliest pair of cells)",
@@ -841,5 +878,52 @@ fn trim(s: String) -> String {
         s.trim_end_matches('0').trim_end_matches('.').to_string()
     } else {
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(exact: bool) -> BudgetReport {
+        let d = |s: &str| s.parse::<Decimal>().expect("a decimal");
+        BudgetReport {
+            table: "t".into(),
+            total: Decimal::ONE,
+            spent: d("0.126"),
+            remaining: d("0.874"),
+            ledger: None,
+            lines: Vec::new(),
+            cells: Some(vec![("[a]".into(), d("0.063")), ("[b]".into(), d("0.063"))]),
+            neighbours: Neighbours::Replace,
+            pair: Some(PairReport {
+                first: "[a]".into(),
+                second: "[b]".into(),
+                cost: d("0.126"),
+                exact,
+                lower: if exact { d("0.126") } else { d("0.0632") },
+                before_cube: Decimal::ZERO,
+            }),
+            exposed: false,
+            dataset: None,
+        }
+    }
+
+    /// A cost beyond the pairs kept is said to be an upper bound, with the costliest pair
+    /// known and what it costs.
+    #[test]
+    fn an_upper_bound_is_said_as_such() {
+        let text = budget(&report(false));
+        assert!(
+            text.contains("it costs at most 0.126, an upper bound"),
+            "{text}"
+        );
+        assert!(
+            text.contains("the costliest pair known, [a] and [b], costs 0.0632"),
+            "{text}"
+        );
+        let text = budget(&report(true));
+        assert!(text.contains("[a] and [b] cost 0.126."), "{text}");
+        assert!(!text.contains("at most"), "{text}");
     }
 }

@@ -10,6 +10,7 @@
 //! history costs its costliest pair of cells (see [`super::pairs`]).
 
 use super::pairs::{to_decimal, PairCosts, Worst};
+use super::row::Row;
 use super::{Mechanism, Neighbours};
 use rust_decimal::Decimal;
 use std::collections::HashMap;
@@ -27,9 +28,8 @@ pub struct Release {
     pub statement: String,
     /// What makes a later query identical to this one.
     pub key: String,
-    /// Sparse coefficients over cells `(cell, coefficient)`, exact, by increasing cell; empty
-    /// without a cube.
-    pub row: Vec<(usize, Decimal)>,
+    /// Sparse coefficients over cells, exact, as runs of cells; empty without a cube.
+    pub row: Row,
     /// The epsilon spent, exact.
     pub eps: Decimal,
     /// The query's sensitivity.
@@ -152,11 +152,19 @@ pub fn sensitivity(model: Neighbours, row: &[(usize, Decimal)], cells: usize) ->
     }
 }
 
-/// The charges of a row, cell by cell, under `add_remove`: `eps |h_j| / S` each (Theorem 5.5).
-fn charges(eps: Decimal, row: &[(usize, Decimal)]) -> impl Iterator<Item = (usize, Decimal)> + '_ {
-    let s = row_sensitivity(row);
-    row.iter()
-        .map(move |(j, c)| (*j, charge(eps, *c, s).unwrap_or(Decimal::MAX)))
+/// The charges of a row, cell by cell, under `add_remove`: `eps |h_j| / S` each (Theorem 5.5),
+/// computed once per run of cells sharing a coefficient.
+fn charges(eps: Decimal, row: &Row) -> impl Iterator<Item = (usize, Decimal)> + '_ {
+    let s = row
+        .runs()
+        .iter()
+        .map(|r| r.coef.abs())
+        .max()
+        .unwrap_or(Decimal::ONE);
+    row.runs().iter().flat_map(move |r| {
+        let add = charge(eps, r.coef, s).unwrap_or(Decimal::MAX);
+        (r.start..r.end()).map(move |j| (j, add))
+    })
 }
 
 impl History {
@@ -228,13 +236,23 @@ impl History {
             .then(|| PairCosts::new(cells));
     }
 
-    /// The sensitivity of `row` on this history's cube and model.
-    pub fn sensitivity(&self, row: &[(usize, Decimal)]) -> Decimal {
-        sensitivity(
-            self.neighbours,
-            row,
-            self.cube.as_ref().map_or(0, |c| c.cells),
-        )
+    /// The sensitivity of `row` on this history's cube and model (see [`sensitivity`]).
+    pub fn sensitivity(&self, row: &Row) -> Decimal {
+        if row.is_empty() {
+            return Decimal::ONE;
+        }
+        match self.neighbours {
+            Neighbours::AddRemove => row
+                .runs()
+                .iter()
+                .map(|r| r.coef.abs())
+                .max()
+                .unwrap_or(Decimal::ONE),
+            Neighbours::Replace => {
+                let (hi, lo) = row.extremes(self.cube.as_ref().map_or(0, |c| c.cells));
+                hi - lo
+            }
+        }
     }
 
     /// How many releases have a row over the cube.
@@ -259,12 +277,15 @@ impl History {
         )
     }
 
-    /// Under `replace` with a cube: the costliest pair of cells and its cost (with the
-    /// releases made before the cube).
+    /// Under `replace` with a cube: the costliest pair of cells and its cost, with the
+    /// releases made before the cube (each may have counted any cells, so it charges every
+    /// pair, and every row moved within a cell, in full).
     pub fn worst_pair(&self) -> Option<Worst> {
         let w = self.pairs.as_ref()?.worst();
         Some(Worst {
             cost: w.cost.saturating_add(self.rowless),
+            lower: w.lower.saturating_add(self.rowless),
+            before_cube: self.rowless,
             ..w
         })
     }
@@ -297,12 +318,17 @@ impl History {
 
     /// Whether a release of `eps` with `row` over the cube (or without a row) fits the budget;
     /// if not, where it would pass it.
-    pub fn check_row(&self, eps: Decimal, row: &[(usize, Decimal)]) -> Result<(), Overspend> {
+    pub fn check_row(&self, eps: Decimal, row: &Row) -> Result<(), Overspend> {
         if self.exposed {
             return Err(Overspend {
                 at: Where::Exposed,
                 after: self.total,
             });
+        }
+        // Spending after a release is at most what is spent plus the most it can add: when
+        // that fits, so does the release, and nothing more need be looked at.
+        if self.spent().saturating_add(self.most_added(eps, row)) <= self.total {
+            return Ok(());
         }
         let (after, at) = self.after(eps, row);
         if after <= self.total {
@@ -312,33 +338,82 @@ impl History {
         }
     }
 
+    /// Whether a release of `eps` with `row` would, for certain, take the spending past the
+    /// total: its lower bound does. A ledger is read with this check (dpq checks the upper
+    /// bound before it writes a spending, so a spending past the total was not written by it);
+    /// the two agree wherever the cost is exact, and a ledger stays readable should its bounds
+    /// ever be computed differently.
+    pub fn exceeds_for_certain(&self, eps: Decimal, row: &Row) -> bool {
+        if self.spent().saturating_add(self.most_added(eps, row)) <= self.total {
+            return false;
+        }
+        self.after_bounds(eps, row).1 > self.total
+    }
+
+    /// The most a release of `eps` with `row` can add to the spending: `eps` without a cube or
+    /// a row; with one, its largest charge to a cell (`add_remove`) or a pair (`replace`).
+    fn most_added(&self, eps: Decimal, row: &Row) -> Decimal {
+        if self.cube.is_none() || row.is_empty() {
+            return eps;
+        }
+        let s = self.sensitivity(row);
+        match &self.pairs {
+            Some(p) => p.most_added(eps, row, s),
+            None => {
+                let hi = row.runs().iter().map(|r| r.coef.abs()).max();
+                charge(eps, hi.unwrap_or_default(), s).unwrap_or(Decimal::MAX)
+            }
+        }
+    }
+
     /// What [`History::spent`] would be after releasing `row` with `eps` (not checked
     /// against the total).
-    pub fn spent_after(&self, eps: Decimal, row: &[(usize, Decimal)]) -> Decimal {
+    pub fn spent_after(&self, eps: Decimal, row: &Row) -> Decimal {
         self.after(eps, row).0
     }
 
     /// The spending after a release, and where it is largest (a cell, or a pair of cells).
-    pub fn after(&self, eps: Decimal, row: &[(usize, Decimal)]) -> (Decimal, Where) {
+    pub fn after(&self, eps: Decimal, row: &Row) -> (Decimal, Where) {
+        let (after, _, at) = self.after_bounds(eps, row);
+        (after, at)
+    }
+
+    /// Whether [`History::spent`] is exact (else an upper bound: see [`super::pairs`]).
+    pub fn spent_is_exact(&self) -> bool {
+        self.worst_pair().is_none_or(|w| w.exact)
+    }
+
+    /// The spending after a release (an upper bound where it is not exact), a lower bound of
+    /// it (equal when exact), and where it is largest.
+    pub fn after_bounds(&self, eps: Decimal, row: &Row) -> (Decimal, Decimal, Where) {
         let Some(_) = &self.cube else {
-            return (self.spent().saturating_add(eps), Where::Table);
+            let after = self.spent().saturating_add(eps);
+            return (after, after, Where::Table);
         };
         if let Some(p) = &self.pairs {
-            if row.is_empty() {
+            let (upper, lower, cells) = if row.is_empty() {
                 let w = p.worst();
-                let after = w.cost.saturating_add(self.rowless).saturating_add(eps);
-                return (after, Where::Pair(w.cells.0, w.cells.1));
-            }
-            let a = p.after(eps, row, self.sensitivity(row));
-            let after = to_decimal(a.cost).saturating_add(self.rowless);
-            return (after, Where::Pair(a.cells.0, a.cells.1));
+                (
+                    w.cost.saturating_add(eps),
+                    w.lower.saturating_add(eps),
+                    w.cells,
+                )
+            } else {
+                let a = p.after(eps, row, self.sensitivity(row));
+                (to_decimal(a.cost), to_decimal(a.lower), a.cells)
+            };
+            return (
+                upper.saturating_add(self.rowless),
+                lower.saturating_add(self.rowless),
+                Where::Pair(cells.0, cells.1),
+            );
         }
         if row.is_empty() {
             let after = self
                 .max_cell
                 .saturating_add(self.rowless)
                 .saturating_add(eps);
-            return (after, Where::Cell(self.fullest_cell()));
+            return (after, after, Where::Cell(self.fullest_cell()));
         }
         let mut worst = (self.max_cell, self.fullest_cell());
         for (j, add) in charges(eps, row) {
@@ -352,7 +427,8 @@ impl History {
                 worst = (cell, j);
             }
         }
-        (worst.0.saturating_add(self.rowless), Where::Cell(worst.1))
+        let after = worst.0.saturating_add(self.rowless);
+        (after, after, Where::Cell(worst.1))
     }
 
     /// The first of the most charged cells.
@@ -443,7 +519,7 @@ mod tests {
             seq,
             statement: String::new(),
             key: format!("k{seq}"),
-            row: Vec::new(),
+            row: Row::default(),
             eps: Decimal::from_str(eps).expect("decimal"),
             sensitivity: 1.0,
             mechanism: Mechanism::Laplace,
@@ -457,13 +533,16 @@ mod tests {
         let mut h = History::new(Decimal::ONE, Neighbours::AddRemove);
         let tenth = Decimal::from_str("0.1").expect("decimal");
         for seq in 1..=10 {
-            assert!(h.check_row(tenth, &[]).is_ok(), "spend {seq} must fit");
+            assert!(
+                h.check_row(tenth, &Row::default()).is_ok(),
+                "spend {seq} must fit"
+            );
             h.record(release(seq, "0.1"));
         }
         assert_eq!(h.spent(), Decimal::ONE);
         assert_eq!(h.remaining(), Decimal::ZERO);
         assert_eq!(
-            h.check_row(tenth, &[]),
+            h.check_row(tenth, &Row::default()),
             Err(Overspend {
                 at: Where::Table,
                 after: dec("1.1")
@@ -482,33 +561,30 @@ mod tests {
         let tenth = Decimal::from_str("0.1").expect("decimal");
         for (seq, cell) in [(1, 0), (2, 1)] {
             let mut r = release(seq, "0.1");
-            r.row = vec![(cell, Decimal::ONE)];
+            r.row = Row::from_cells(&[(cell, Decimal::ONE)]).expect("a row");
             assert!(h.check_row(tenth, &r.row).is_ok());
             h.record(r);
         }
         assert_eq!(h.spent(), tenth, "0.1 + 0.1 over disjoint cells costs 0.1");
         // 2*a - b: S = 2, so cell 0 is charged 0.1 and cell 1 0.05.
         let mut r = release(3, "0.1");
-        r.row = vec![(0, Decimal::TWO), (1, -Decimal::ONE)];
+        r.row = Row::from_cells(&[(0, Decimal::TWO), (1, -Decimal::ONE)]).expect("a row");
         h.record(r);
         let b = h.cell_spent().expect("a cube");
         assert_eq!(b, vec![dec("0.2"), dec("0.15"), Decimal::ZERO]);
         // A release without a row charges every cell.
         h.record(release(4, "0.7"));
         assert_eq!(h.spent(), dec("0.9"));
-        assert_eq!(h.check_row(tenth, &[(0, Decimal::ONE)]), Ok(()));
+        assert_eq!(h.check_row(tenth, &one(0)), Ok(()));
         assert_eq!(
-            h.check_row(dec("0.2"), &[(0, Decimal::ONE)]),
+            h.check_row(dec("0.2"), &one(0)),
             Err(Overspend {
                 at: Where::Cell(0),
                 after: dec("1.1")
             })
         );
-        assert_eq!(h.spent_after(dec("0.05"), &[(2, Decimal::ONE)]), dec("0.9"));
-        assert_eq!(
-            h.spent_after(dec("0.05"), &[(0, Decimal::ONE)]),
-            dec("0.95")
-        );
+        assert_eq!(h.spent_after(dec("0.05"), &one(2)), dec("0.9"));
+        assert_eq!(h.spent_after(dec("0.05"), &one(0)), dec("0.95"));
         // An inexact charge is rounded up, never down.
         let third = charge(Decimal::ONE, Decimal::ONE, Decimal::from(3)).expect("a charge");
         assert!(third * Decimal::from(3) >= Decimal::ONE);
@@ -527,10 +603,11 @@ mod tests {
             seq += 1;
             let mut r = release(seq, if i % 3 == 0 { "0.3" } else { "0.07" });
             if i % 7 != 0 {
-                r.row = (0..5)
+                let cells: Vec<(usize, Decimal)> = (0..5)
                     .filter(|j| (i + j) % 3 != 0)
                     .map(|j| (j as usize, Decimal::from((i % 4) as i64 + 1)))
                     .collect();
+                r.row = Row::from_cells(&cells).expect("a row");
             }
             h.record(r);
         }
@@ -560,6 +637,10 @@ mod tests {
         assert_eq!(h.find("k1").and_then(|r| r.noisy), Some(4.5));
         assert!(!h.set_noisy(2, 1.0));
         assert!(!h.set_noisy(0, 1.0));
+    }
+
+    fn one(cell: usize) -> Row {
+        Row::from_cells(&[(cell, Decimal::ONE)]).expect("a row")
     }
 
     fn dec(s: &str) -> Decimal {

@@ -22,6 +22,7 @@
 //! analyst's own text, and noisy answers were released.
 
 use super::history::{CubeDecl, History, Release};
+use super::row::Row;
 use super::{Mechanism, Neighbours, MAX_CELLS};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
@@ -96,8 +97,13 @@ pub enum LedgerError {
 /// The first line's check value.
 const GENESIS: &str = "dpq-ledger-v2";
 
-/// The format written in the header.
-const FORMAT: u32 = 2;
+/// The format written in the header of a new ledger. Format 3 writes a spending's row as runs
+/// of cells (`"runs": [[start, len, "coefficient"], ...]`) and its key with runs (`a-b:c`);
+/// format 2 wrote them cell by cell, and is still read, and appended to in its own form.
+const FORMAT: u32 = 3;
+
+/// The oldest format read.
+const OLDEST_FORMAT: u32 = 2;
 
 /// The longest line a ledger holds: a statement longer than this is refused before anything
 /// is spent (a ledger must stay readable).
@@ -110,6 +116,8 @@ const SUFFIX: usize = 8 + 32 + 2;
 #[derive(Debug)]
 pub struct Ledger {
     file: Option<OnDisk>,
+    /// The format its header declares, in which its lines are written.
+    format: u32,
     history: History,
     /// The keyed fingerprints of every content the ledger has seen.
     seen: HashSet<String>,
@@ -270,7 +278,12 @@ enum Entry<'a> {
         seq: u64,
         statement: &'a str,
         key: &'a str,
-        row: Vec<(usize, String)>,
+        /// Format 2: the row cell by cell.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        row: Option<Vec<(usize, String)>>,
+        /// Format 3: the row as runs of cells.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        runs: Option<Vec<(usize, usize, String)>>,
         eps: String,
         sensitivity: f64,
         mechanism: String,
@@ -312,6 +325,8 @@ struct Raw<'a> {
     #[serde(borrow)]
     row: Option<Vec<(u64, Cow<'a, str>)>>,
     #[serde(borrow)]
+    runs: Option<Vec<(u64, u64, Cow<'a, str>)>>,
+    #[serde(borrow)]
     eps: Option<Cow<'a, str>>,
     sensitivity: Option<f64>,
     #[serde(borrow)]
@@ -332,6 +347,7 @@ struct Raw<'a> {
 enum Action {
     Header {
         name: String,
+        format: u32,
         fingerprint: String,
         path: String,
         total: Decimal,
@@ -369,6 +385,7 @@ impl Ledger {
         history.unexpose();
         Self {
             file: None,
+            format: self.format,
             history,
             seen: self.seen.clone(),
             last_fingerprint: self.last_fingerprint.clone(),
@@ -382,6 +399,7 @@ impl Ledger {
     fn blank(file: Option<OnDisk>, total: Decimal) -> Self {
         Self {
             file,
+            format: FORMAT,
             history: History::new(total, Neighbours::default()),
             seen: HashSet::new(),
             last_fingerprint: String::new(),
@@ -435,6 +453,7 @@ impl Ledger {
         };
         let action = Action::Header {
             name: header.name.to_string(),
+            format: FORMAT,
             fingerprint: header.fingerprint.to_string(),
             path: header.path.to_string(),
             total: header.total,
@@ -853,20 +872,23 @@ impl Ledger {
         }
         Ok(match e.kind.as_ref() {
             "header" => {
-                if e.format != Some(FORMAT) {
+                let format = e.format.ok_or(missing)?;
+                if !(OLDEST_FORMAT..=FORMAT).contains(&format) {
                     return Err("the ledger's format is not one this dpq reads");
                 }
                 e.data_file.ok_or(missing)?;
                 Action::Header {
                     name: e.ledger.ok_or(missing)?.into_owned(),
+                    format,
                     fingerprint: e.fingerprint.ok_or(missing)?.into_owned(),
                     path: e.path.ok_or(missing)?.into_owned(),
                     total: decimal(e.total)?,
-                    // A header of this format without a model was written before tables had
-                    // one, while their row count was shown: bounded DP, `replace`. Its
-                    // checksum shows the field was never there, rather than lost.
+                    // A format-2 header without a model was written before tables had one,
+                    // while their row count was shown: bounded DP, `replace`. Its checksum
+                    // shows the field was never there, rather than lost. Every later format
+                    // names its model.
                     neighbours: match e.neighbours {
-                        None => Neighbours::Replace,
+                        None if format == 2 => Neighbours::Replace,
                         some => model(some)?,
                     },
                 }
@@ -884,18 +906,12 @@ impl Ledger {
                     .map_err(|_| "a cube is malformed")?,
             }),
             "spend" => {
-                let row = e
-                    .row
-                    .ok_or(missing)?
-                    .into_iter()
-                    .map(|(j, c)| Some((usize::try_from(j).ok()?, Decimal::from_str(&c).ok()?)))
-                    .collect::<Option<Vec<_>>>()
-                    .ok_or("a row is malformed")?;
+                let (row, key) = self.spend_row(e.row, e.runs, e.key.ok_or(missing)?)?;
                 Action::Spend(
                     Release {
                         seq: e.seq.ok_or(missing)?,
                         statement: e.statement.ok_or(missing)?.into_owned(),
-                        key: e.key.ok_or(missing)?.into_owned(),
+                        key,
                         row,
                         eps: decimal(e.eps)?,
                         sensitivity: e.sensitivity.ok_or(missing)?,
@@ -913,6 +929,55 @@ impl Ledger {
             },
             _ => return Err("an unknown entry"),
         })
+    }
+
+    /// The row of a spending as read, cell by cell (format 2) or as runs (format 3), and its
+    /// key. A key of format 2 names the row's cells one by one (`cells5|0:1,1:1,2:1`); it is
+    /// read in the words of runs (`cells5|0-2:1`), as dpq now writes keys, so that an
+    /// identical query is still found.
+    #[allow(clippy::type_complexity)]
+    fn spend_row(
+        &self,
+        cells: Option<Vec<(u64, Cow<str>)>>,
+        runs: Option<Vec<(u64, u64, Cow<str>)>>,
+        key: Cow<str>,
+    ) -> Result<(Row, String), &'static str> {
+        let malformed = "a row is malformed";
+        let coef = |c: &str| Decimal::from_str(c).ok().filter(|c| !c.is_zero());
+        let index = |j: u64| usize::try_from(j).ok();
+        match (cells, runs) {
+            (Some(cells), None) => {
+                let cells = cells
+                    .into_iter()
+                    .map(|(j, c)| Some((index(j)?, coef(&c)?)))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or(malformed)?;
+                let row = Row::from_cells(&cells).ok_or(malformed)?;
+                let mut key = key.into_owned();
+                if let Some(cube) = self.history.cube().filter(|_| !row.is_empty()) {
+                    let (old, new) = (row.cells_text(), row.key_text());
+                    if old != new {
+                        let cells = cube.cells;
+                        key = key.replacen(
+                            &format!("|cells{cells}|{old}|"),
+                            &format!("|cells{cells}|{new}|"),
+                            1,
+                        );
+                    }
+                }
+                Ok((row, key))
+            }
+            (None, Some(runs)) => {
+                let runs = runs
+                    .into_iter()
+                    .map(|(j, n, c)| Some((index(j)?, index(n)?, coef(&c)?)))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or(malformed)?;
+                Ok((Row::from_runs(&runs).ok_or(malformed)?, key.into_owned()))
+            }
+            (None, None) => Err("a field is missing"),
+            (Some(_), Some(_)) => Err(malformed),
+        }
     }
 
     /// Whether dpq could have written this entry here: entries that would under-count
@@ -955,12 +1020,10 @@ impl Ledger {
                 if r.seq != h.next_seq() {
                     return Err("a release is out of order");
                 }
-                if !r.row.is_empty() {
-                    let cells = h.cube().map_or(0, |c| c.cells);
-                    let sorted = r.row.windows(2).all(|w| w[0].0 < w[1].0);
-                    if !sorted || r.row.iter().any(|(j, c)| *j >= cells || c.is_zero()) {
-                        return Err("a row does not fit the cube");
-                    }
+                // Rows are in order, disjoint and without zeros by construction (see
+                // `spend_row`); they must also lie within the cube.
+                if !r.row.is_empty() && r.row.end() > h.cube().map_or(0, |c| c.cells) {
+                    return Err("a row does not fit the cube");
                 }
                 if r.eps <= Decimal::ZERO {
                     return Err("an epsilon is not positive");
@@ -970,7 +1033,7 @@ impl Ledger {
                 }
                 // dpq checks the budget before it writes a spending, so a ledger where the
                 // spending passes the budget was not written by it.
-                if h.check_row(r.eps, &r.row).is_err() {
+                if h.exceeds_for_certain(r.eps, &r.row) {
                     return Err("a spending exceeds the budget");
                 }
             }
@@ -991,12 +1054,14 @@ impl Ledger {
     fn commit(&mut self, action: Action) {
         match action {
             Action::Header {
+                format,
                 fingerprint,
                 path,
                 total,
                 neighbours,
                 ..
             } => {
+                self.format = format;
                 self.history.set_total(total);
                 self.history.set_neighbours(neighbours);
                 if let Some(v) = &mut self.view {
@@ -1180,15 +1245,22 @@ impl Ledger {
     /// Records a spending before its noise is drawn. `release.noisy` is ignored.
     pub(super) fn spend(&mut self, lock: &Lock, release: &Release) -> Result<(), LedgerError> {
         let analyst = self.view.as_ref().map(|v| v.analyst.clone());
+        let (row, runs) = if self.format >= 3 {
+            let runs = release.row.runs().iter();
+            (
+                None,
+                Some(runs.map(|r| (r.start, r.len, r.coef.to_string())).collect()),
+            )
+        } else {
+            let cells = release.row.iter();
+            (Some(cells.map(|(j, c)| (j, c.to_string())).collect()), None)
+        };
         let entry = Entry::Spend {
             seq: release.seq,
             statement: &release.statement,
             key: &release.key,
-            row: release
-                .row
-                .iter()
-                .map(|(c, v)| (*c, v.normalize().to_string()))
-                .collect(),
+            row,
+            runs,
             eps: release.eps.normalize().to_string(),
             sensitivity: release.sensitivity,
             mechanism: release.mechanism.to_string(),
@@ -1342,7 +1414,7 @@ mod tests {
                 seq,
                 statement: "s".into(),
                 key: "k".into(),
-                row: Vec::new(),
+                row: Row::default(),
                 eps: Decimal::from_str(eps).expect("decimal"),
                 sensitivity: 1.0,
                 mechanism: Mechanism::Laplace,
@@ -1384,6 +1456,195 @@ mod tests {
             "a budget below what is spent"
         );
         assert_eq!(l.history().spent(), Decimal::new(1, 1));
+    }
+
+    /// Writes `entries` as a ledger file, each line chained to the one before, as
+    /// [`Ledger::append`] writes them.
+    fn write_ledger(path: &Path, entries: &[Entry]) {
+        let mut last = GENESIS.to_string();
+        let mut text = String::new();
+        for e in entries {
+            let content = serde_json::to_string(e).expect("an entry");
+            let body = &content[..content.len() - 1];
+            last = chain(&last, body.as_bytes());
+            text.push_str(&format!("{body},\"sum\":\"{last}\"}}\n"));
+        }
+        std::fs::write(path, text).expect("the ledger is written");
+    }
+
+    fn header(format: u32) -> Entry<'static> {
+        Entry::Header {
+            format,
+            ledger: "x",
+            data_file: "ids.csv",
+            fingerprint: "f",
+            path: "p",
+            total: "1".into(),
+            neighbours: "replace".into(),
+            time: 0,
+        }
+    }
+
+    /// A ledger of format 2 (rows and keys cell by cell) is read as dpq now keeps them (runs,
+    /// keys with runs: an identical query is still found) and appended to in its own form.
+    #[test]
+    fn a_format_2_ledger_is_read_and_appended_to_in_its_own_form() {
+        let dir = tempfile::tempdir().expect("a directory");
+        let path = dir.path().join("x.ledger");
+        let cube = Entry::Cube {
+            spec: "CUBE BY id (2, 3)",
+            cells: 3,
+            time: 0,
+        };
+        let spend = Entry::Spend {
+            seq: 1,
+            statement: "COUNT WHERE id < 3 WITH EPS 0.1",
+            key: "f|private|cells3|0:1,1:1|0.1|laplace",
+            row: Some(vec![(0, "1".into()), (1, "1".into())]),
+            runs: None,
+            eps: "0.1".into(),
+            sensitivity: 1.0,
+            mechanism: "laplace".into(),
+            analyst: None,
+            time: 0,
+        };
+        let answer = Entry::Release {
+            seq: 1,
+            noisy: 5.5,
+            time: 0,
+        };
+        write_ledger(&path, &[header(2), cube, spend, answer]);
+        let mut ledger = Ledger::open(&path, "x", false).expect("a format 2 ledger is read");
+        let h = ledger.history();
+        let run = Row::from_runs(&[(0, 2, Decimal::ONE)]).expect("a run");
+        assert_eq!(h.releases()[0].row, run);
+        let key = "f|private|cells3|0-1:1|0.1|laplace";
+        assert_eq!(h.find(key).and_then(|r| r.noisy), Some(5.5));
+        assert_eq!(h.spent(), Decimal::new(1, 1));
+        // A spending appended to it is written cell by cell, as format 2 has it.
+        let lock = ledger.lock().expect("the lock");
+        let mut release = h.releases()[0].clone();
+        release.seq = 2;
+        release.key = "f|private|cells3|1-2:1|0.1|laplace".into();
+        release.row = Row::from_runs(&[(1, 2, Decimal::ONE)]).expect("a run");
+        ledger.spend(&lock, &release).expect("a spending fits");
+        drop(lock);
+        let text = std::fs::read_to_string(&path).expect("the ledger");
+        let last = text.lines().last().expect("a line");
+        assert!(last.contains(r#""row":[[1,"1"],[2,"1"]]"#), "{last}");
+        assert!(!last.contains("runs"));
+        let again = Ledger::open(&path, "x", false).expect("read again");
+        assert_eq!(again.history().spent(), Decimal::new(2, 1));
+
+        // A new ledger is of format 3 and writes runs.
+        let path = dir.path().join("y.ledger");
+        let head = Header {
+            name: "y",
+            data_file: "ids.csv",
+            fingerprint: "f",
+            path: "p",
+            total: Decimal::ONE,
+            neighbours: Neighbours::Replace,
+            time: 0,
+        };
+        let mut ledger = Ledger::create(&path, &head, false).expect("a new ledger");
+        let lock = ledger.lock().expect("the lock");
+        ledger
+            .declare_cube(
+                &lock,
+                &CubeDecl {
+                    spec: "CUBE BY id (2, 3)".into(),
+                    cells: 3,
+                },
+                0,
+            )
+            .expect("a cube");
+        release.seq = 1;
+        ledger.spend(&lock, &release).expect("a spending fits");
+        drop(lock);
+        let text = std::fs::read_to_string(&path).expect("the ledger");
+        assert!(
+            text.starts_with(r#"{"type":"header","format":3,"#),
+            "{text}"
+        );
+        let last = text.lines().last().expect("a line");
+        assert!(last.contains(r#""runs":[[1,2,"1"]]"#), "{last}");
+        let again = Ledger::open(&path, "y", false).expect("read again");
+        assert_eq!(again.history().releases()[0].row, release.row);
+    }
+
+    /// Rows that dpq never writes are refused: overlapping or unordered runs, zero
+    /// coefficients, cells outside the cube, and both forms at once.
+    #[test]
+    fn malformed_rows_are_refused() {
+        let dir = tempfile::tempdir().expect("a directory");
+        let cube = || Entry::Cube {
+            spec: "CUBE BY id (2, 3)",
+            cells: 3,
+            time: 0,
+        };
+        let spend = |row: Option<Vec<(usize, String)>>,
+                     runs: Option<Vec<(usize, usize, String)>>| {
+            Entry::Spend {
+                seq: 1,
+                statement: "s",
+                key: "k",
+                row,
+                runs,
+                eps: "0.1".into(),
+                sensitivity: 1.0,
+                mechanism: "laplace".into(),
+                analyst: None,
+                time: 0,
+            }
+        };
+        let bad = [
+            (
+                None,
+                Some(vec![(0, 2, "1".into()), (1, 1, "1".into())]),
+                "a row is malformed",
+            ),
+            (
+                None,
+                Some(vec![(1, 1, "1".into()), (0, 1, "1".into())]),
+                "a row is malformed",
+            ),
+            (None, Some(vec![(0, 0, "1".into())]), "a row is malformed"),
+            (None, Some(vec![(0, 1, "0".into())]), "a row is malformed"),
+            (
+                None,
+                Some(vec![(2, 2, "1".into())]),
+                "a row does not fit the cube",
+            ),
+            (
+                Some(vec![(1, "1".into()), (0, "1".into())]),
+                None,
+                "a row is malformed",
+            ),
+            (
+                Some(vec![(3, "1".into())]),
+                None,
+                "a row does not fit the cube",
+            ),
+            (
+                Some(vec![(0, "1".into())]),
+                Some(vec![(0, 1, "1".into())]),
+                "a row is malformed",
+            ),
+            (None, None, "a field is missing"),
+        ];
+        for (i, (row, runs, reason)) in bad.into_iter().enumerate() {
+            let path = dir.path().join(format!("{i}.ledger"));
+            write_ledger(&path, &[header(3), cube(), spend(row, runs)]);
+            match Ledger::open(&path, "x", false) {
+                Err(LedgerError::Damaged {
+                    line, reason: r, ..
+                }) => {
+                    assert_eq!((line, r), (3, reason), "case {i}");
+                }
+                other => panic!("case {i}: {other:?}"),
+            }
+        }
     }
 
     #[test]

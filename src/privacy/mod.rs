@@ -11,7 +11,9 @@ mod history;
 mod ledger;
 mod pairs;
 mod protocol;
+mod row;
 mod store;
+mod toptwo;
 
 pub use history::{
     charge, row_sensitivity, sensitivity, CubeDecl, History, Overspend, Release, Where,
@@ -19,6 +21,7 @@ pub use history::{
 pub use ledger::{Ledger, LedgerError, Lock, MAX_LINE};
 pub use pairs::{PairCosts, Worst, EXACT_CLASSES};
 pub use protocol::{Prepared, Recorded, Refusal, ReleaseError, Request, Ticket, Txn};
+pub use row::{Row, Run};
 pub use store::{Fresh, LedgerId, Ledgers, OpenError, Opened, Store};
 
 use std::fmt;

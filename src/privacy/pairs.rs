@@ -5,28 +5,49 @@
 //! Replacing one row moves one unit of count from a cell `j` to a cell `k`: release `i`'s
 //! answer moves by `H_ik - H_ij`, at a privacy loss of `(eps_i / S_i) |H_ij - H_ik|` for its
 //! Laplace noise of scale `S_i / eps_i`, and losses add over releases (sequential
-//! composition); the history costs its worst pair.
+//! composition); the history costs its worst pair. The cost of a pair is a weighted L1
+//! distance between two columns of `H`, `d(j, k)`, so it obeys the triangle inequality.
 //!
 //! Cells whose columns of `H` are identical are interchangeable: they form one class, and only
 //! pairs of classes matter. Each release refines the classes (cells it gives different
 //! coefficients are split apart) and adds to the cost of every pair of classes it gives
-//! different coefficients. Up to [`EXACT_CLASSES`] classes the cost of every pair is kept, so
+//! different coefficients. Up to a cap ([`EXACT_CLASSES`]) the cost of every pair is kept, so
 //! the largest is exact; the work per release is the number of pairs it changes. The exact
-//! maximum over many classes is as hard as the largest Hamming distance among many vectors,
-//! for which no method much faster than trying every pair is known; beyond the cap the cost
-//! is bounded instead, never under-counted: a pair costs at most the sum of what each of its
-//! cells costs against a cell no release touched, so the history costs at most the sum of the
-//! two largest such costs of distinct classes.
+//! largest over many classes is as hard as the largest L1 distance among many vectors, for
+//! which no method much faster than trying every pair is known. Beyond the cap the cost is
+//! bounded from both sides, never under-counted, and exact whenever the bounds meet:
 //!
-//! Costs are kept as whole multiples of 10^-24 epsilon, each charge rounded up.
+//! - below, by real pairs: the distances from a few anchor cells (the costliest pair when the
+//!   pairs stopped being kept, then the cells farthest from those) to every cell, kept per
+//!   cell; an anchor's farthest cell is a pair that costs that much;
+//! - above, by the least of: the sum over releases of the most each can cost a pair,
+//!   `charge(eps_i, max_j H_ij - min_k H_ik, S_i) <= eps_i` (a release's replace sensitivity is
+//!   that spread: basic sequential composition, Dwork and Roth, Theorem 3.16); the upper
+//!   bound before the release plus that most (from the exact cost when pairs stopped being
+//!   kept); and for every anchor `a` (and the column of a cell no release touched, whose
+//!   distances are the cells' norms) the sum of the two largest distances from it, since
+//!   `d(j, k) <= d(j, a) + d(a, k)`.
+//!
+//! The distances from an anchor change by one amount over each run of a release's row, so a
+//! release costs the bounds `O(runs log cells)` per anchor. Costs are kept as whole multiples
+//! of 10^-24 epsilon, each charge rounded up.
 
+use super::row::Row;
+use super::toptwo::{Top, TopTwo};
 use rust_decimal::prelude::FromPrimitive;
 use rust_decimal::Decimal;
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 
-/// The most classes of cells whose pairwise costs are kept exactly.
-pub const EXACT_CLASSES: usize = 2048;
+/// The most classes of cells whose pairwise costs are kept exactly. A release costs the pairs
+/// up to `classes^2 / 2` additions, and a `LOAD` replays every release: with counts that each
+/// split a class, reaching `c` classes costs about `c^3 / 18` additions (0.06 billion at 1024,
+/// half a billion at 2048, seconds of a `LOAD`). Beyond, the bounds take over, and are exact
+/// for histories whose costliest pair keeps growing (as counts over ranges of an ordered
+/// dimension do).
+pub const EXACT_CLASSES: usize = 1024;
+
+/// How many anchor cells bound the cost beyond [`EXACT_CLASSES`].
+const ANCHORS: usize = 4;
 
 /// Units of epsilon per [`Cost`] step: costs are multiples of 10^-24.
 const SCALE: u32 = 24;
@@ -37,36 +58,91 @@ pub type Cost = u128;
 /// The cost of a history under the replace model, pair by pair of cell classes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PairCosts {
-    /// The class of each cell.
-    class_of: Vec<u32>,
-    /// The cells of each class, in increasing order.
-    members: Vec<Vec<u32>>,
-    /// Each class's cost against a cell no release touched: `sum_i (eps_i/S_i) |H_ij|`.
-    norm: Vec<Cost>,
-    /// The cost of each pair of classes `(a, b)`, `a > b`, at `a (a - 1) / 2 + b`; `None`
-    /// once there are more classes than [`EXACT_CLASSES`].
-    pair: Option<Vec<Cost>>,
-    /// The costliest pair of classes and its cost (exact while `pair` is kept).
-    worst: (Cost, u32, u32),
+    /// How many cells the cube has.
+    cells: usize,
     /// The most classes whose pairs are kept.
     cap: usize,
+    /// Each cell's cost against a cell no release touched, `sum_i (eps_i/S_i) |H_ij|`: its
+    /// distance from the zero column.
+    norms: TopTwo,
+    /// The sum over releases of the most each costs a pair.
+    sequential: Cost,
+    /// Every pair kept, or bounds.
+    mode: Mode,
     /// The last release looked at and its cost: the budget is checked before a release and
     /// again as it is recorded, under one lock.
     memo: RefCell<Option<(Memo, After)>>,
 }
 
 /// A release looked at: epsilon, sensitivity and row.
-type Memo = (Decimal, Decimal, Vec<(usize, Decimal)>);
+type Memo = (Decimal, Decimal, Row);
+
+#[derive(Debug, Clone, PartialEq)]
+enum Mode {
+    /// Up to the cap: every pair of classes.
+    Exact(Exact),
+    /// Beyond it: bounds from anchors.
+    Bounded(Bounded),
+}
+
+/// Every pair of classes and its cost.
+#[derive(Debug, Clone, PartialEq)]
+struct Exact {
+    /// The class of each cell.
+    class_of: Vec<u32>,
+    /// The cells of each class, in increasing order.
+    members: Vec<Vec<u32>>,
+    /// The cost of each pair of classes `(a, b)`, `a > b`, at `a (a - 1) / 2 + b`.
+    pair: Vec<Cost>,
+    /// The costliest pair of classes and its cost.
+    worst: (Cost, u32, u32),
+}
+
+/// Bounds on the cost once the pairs are no longer kept.
+#[derive(Debug, Clone, PartialEq)]
+struct Bounded {
+    /// Anchor cells and their distances to every cell.
+    anchors: Vec<Anchor>,
+    /// The upper bound so far: the exact cost when the pairs stopped being kept, then after
+    /// each release the least of this plus the most the release costs a pair and the bounds
+    /// below. So it never grows by more than a release can cost, as the cost itself.
+    upper: Cost,
+}
+
+/// A cell and its distance (pair cost) to every cell.
+#[derive(Debug, Clone, PartialEq)]
+struct Anchor {
+    cell: usize,
+    distance: TopTwo,
+}
 
 /// Where the largest cost lies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Worst {
-    /// The cost, exact or (beyond the cap) an upper bound.
+    /// The cost: exact, or (beyond the cap, when the bounds do not meet) an upper bound.
     pub cost: Decimal,
-    /// A cell of each of the two classes of the costliest pair.
+    /// Two distinct cells (when the cube has two): the costliest pair when the cost is exact,
+    /// else the costliest pair known.
     pub cells: (usize, usize),
+    /// What the pair named costs: `cost` when exact, else a lower bound of the history's
+    /// cost.
+    pub lower: Decimal,
     /// Whether `cost` is exact.
     pub exact: bool,
+    /// The part of `cost` that comes from answers released before the cube was declared
+    /// (each charges every pair of cells in full); zero here, set by the history.
+    pub before_cube: Decimal,
+}
+
+/// The cost after a release, and the costliest pair known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct After {
+    /// The cost, in units of 10^-24 epsilon: exact, or an upper bound.
+    pub cost: Cost,
+    /// What the pair named costs: a lower bound of the cost (`cost` itself when exact).
+    pub lower: Cost,
+    /// A cell of each side of the costliest pair known.
+    pub cells: (usize, usize),
 }
 
 /// The charge of one release to a pair whose coefficients differ by `diff`:
@@ -102,6 +178,14 @@ fn charge(eps: Decimal, diff: Decimal, s: Decimal) -> Cost {
     }
 }
 
+/// The most a release costs any pair: its charge at the spread of its coefficients over
+/// `cells` cells (cells it leaves out count as 0). No pair's coefficients differ by more, and
+/// a charge grows with the difference; under `replace` the spread is `S`, so this is `eps`.
+fn most(eps: Decimal, row: &Row, s: Decimal, cells: usize) -> Cost {
+    let (hi, lo) = row.extremes(cells);
+    charge(eps, hi - lo, s)
+}
+
 /// A cost as a decimal of epsilon (exact: 10^-24 is within a decimal's reach).
 pub fn to_decimal(cost: Cost) -> Decimal {
     let whole = cost / 10u128.pow(SCALE);
@@ -111,13 +195,10 @@ pub fn to_decimal(cost: Cost) -> Decimal {
     whole.saturating_add(frac).normalize()
 }
 
-/// Parts grouped by coefficient.
-fn by_coefficient(parts: &[Part]) -> Vec<(Decimal, Vec<Part>)> {
-    let mut by: BTreeMap<Decimal, Vec<Part>> = BTreeMap::new();
-    for p in parts {
-        by.entry(p.coef).or_default().push(*p);
-    }
-    by.into_iter().collect()
+/// The index of pair `(a, b)`, `a != b`, in the triangle.
+fn at(a: usize, b: usize) -> usize {
+    let (hi, lo) = if a > b { (a, b) } else { (b, a) };
+    hi * (hi - 1) / 2 + lo
 }
 
 /// A part of a class as a release sees it.
@@ -129,27 +210,14 @@ struct Part {
     cell: usize,
 }
 
-/// The cost after a release, and a cell of each side of the costliest pair.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct After {
-    /// The cost, in units of 10^-24 epsilon (exact, or beyond the cap an upper bound).
-    pub cost: Cost,
-    /// A cell of each side of the costliest pair.
-    pub cells: (usize, usize),
-}
-
-/// The index of pair `(a, b)`, `a != b`, in the triangle.
-fn at(a: usize, b: usize) -> usize {
-    let (hi, lo) = if a > b { (a, b) } else { (b, a) };
-    hi * (hi - 1) / 2 + lo
-}
-
 /// How a release's row falls on one class it touches.
 struct Touch {
     /// The class.
     class: u32,
-    /// The cells it touches, by coefficient.
-    groups: Vec<(Decimal, Vec<u32>)>,
+    /// The cells it touches, by coefficient: the coefficient, how many, and the first.
+    groups: Vec<(Decimal, usize, u32)>,
+    /// How many of its cells it touches.
+    touched: usize,
     /// Whether some cells of the class are left out (coefficient 0).
     rest: bool,
 }
@@ -160,42 +228,244 @@ impl PairCosts {
         Self::with_cap(cells, EXACT_CLASSES)
     }
 
-    /// The same with another cap on exact classes (tests of the bound).
+    /// The same with another cap on exact classes (tests of the bounds).
     pub fn with_cap(cells: usize, cap: usize) -> Self {
         Self {
+            cells,
             cap,
-            class_of: vec![0; cells],
-            members: vec![(0..cells as u32).collect()],
-            norm: vec![0],
-            pair: Some(Vec::new()),
-            worst: (0, 0, 0),
+            norms: TopTwo::new(cells, |_| 0),
+            sequential: 0,
+            mode: Mode::Exact(Exact::new(cells)),
             memo: RefCell::new(None),
         }
     }
 
-    /// Whether the cost is exact (there are at most [`EXACT_CLASSES`] classes).
-    pub fn exact(&self) -> bool {
-        self.pair.is_some()
+    /// Whether the cost of every pair of classes is kept (there are at most as many classes
+    /// as the cap); beyond it the cost is exact only when its bounds meet.
+    pub fn keeps_every_pair(&self) -> bool {
+        matches!(self.mode, Mode::Exact(_))
     }
 
-    /// The number of classes of cells.
-    pub fn classes(&self) -> usize {
-        self.members.len()
+    /// The number of classes of cells, while every pair is kept.
+    pub fn classes(&self) -> Option<usize> {
+        match &self.mode {
+            Mode::Exact(e) => Some(e.members.len()),
+            Mode::Bounded(_) => None,
+        }
     }
 
-    /// The largest cost over pairs of cells, and where.
+    /// The largest cost over pairs of cells (or an upper bound of it), and where.
     pub fn worst(&self) -> Worst {
-        let (cost, a, b) = match &self.pair {
-            Some(_) => self.worst,
-            None => {
-                let (cost, a, b) = Self::bound(&self.norm);
-                (cost, a as u32, b as u32)
+        if self.sequential == Cost::MAX {
+            return self.too_large();
+        }
+        let (cost, lower, cells) = match &self.mode {
+            Mode::Exact(e) => (
+                e.worst.0,
+                e.worst.0,
+                self.distinct(e.two_cells(e.worst.1, e.worst.2)),
+            ),
+            Mode::Bounded(b) => {
+                let (lower, cells) = b.known(b.anchors.iter().map(|a| (a.cell, a.distance.top())));
+                (b.upper.max(lower), lower, self.distinct(cells))
             }
         };
         Worst {
             cost: to_decimal(cost),
-            cells: (self.first(a), self.first(b)),
-            exact: self.pair.is_some(),
+            cells,
+            lower: to_decimal(lower),
+            exact: lower >= cost,
+            before_cube: Decimal::ZERO,
+        }
+    }
+
+    /// The cost once a charge too large to hold was recorded (the sum of the most each
+    /// release costs a pair, which bounds every pair's cost, reached [`Cost::MAX`]): at most
+    /// "too large", with no pair known.
+    fn too_large(&self) -> Worst {
+        Worst {
+            cost: to_decimal(Cost::MAX),
+            cells: self.distinct((0, 0)),
+            lower: Decimal::ZERO,
+            exact: false,
+            before_cube: Decimal::ZERO,
+        }
+    }
+
+    /// A pair named in order of its cells, and always two distinct cells when the cube has
+    /// two: a pair found as one cell twice (an anchor with nothing farther) is the cell and
+    /// its neighbour.
+    fn distinct(&self, (j, k): (usize, usize)) -> (usize, usize) {
+        let (j, k) = if j == k && self.cells >= 2 {
+            (j, (j + 1) % self.cells)
+        } else {
+            (j, k)
+        };
+        (j.min(k), j.max(k))
+    }
+
+    /// Each cell's cost against a cell no release touched (the per-cell view).
+    pub fn cell_norms(&self) -> Vec<Decimal> {
+        self.norms.values().into_iter().map(to_decimal).collect()
+    }
+
+    /// The most a release of `eps` with `row` and sensitivity `s` can add to the cost: what
+    /// it costs the pair its coefficients set farthest apart.
+    pub fn most_added(&self, eps: Decimal, row: &Row, s: Decimal) -> Decimal {
+        to_decimal(most(eps, row, s, self.cells))
+    }
+
+    /// The cost of the history after a release of `eps` with `row` and sensitivity `s`, and a
+    /// cell of each side of its costliest pair, without recording it.
+    pub fn after(&self, eps: Decimal, row: &Row, s: Decimal) -> After {
+        if let Some((k, after)) = self.memo.borrow().as_ref() {
+            if k.0 == eps && k.1 == s && k.2 == *row {
+                return *after;
+            }
+        }
+        let most = most(eps, row, s, self.cells);
+        let after = match &self.mode {
+            _ if self.sequential.saturating_add(most) == Cost::MAX => After {
+                cost: Cost::MAX,
+                lower: 0,
+                cells: self.distinct((0, 0)),
+            },
+            Mode::Exact(e) => {
+                let after = e.after(eps, row, s);
+                After {
+                    cells: self.distinct(after.cells),
+                    ..after
+                }
+            }
+            Mode::Bounded(b) => {
+                let norms = self.norms.top_after(
+                    row.segments(self.cells)
+                        .map(|(from, to, c)| (from, to, charge(eps, c, s))),
+                );
+                let anchors = b.anchors.iter().map(|a| {
+                    let h = row.coef(a.cell);
+                    let top = a.distance.top_after(
+                        row.segments(self.cells)
+                            .map(|(from, to, c)| (from, to, charge(eps, c - h, s))),
+                    );
+                    (a.cell, top)
+                });
+                let (upper, lower, cells) = b.judge(
+                    norms,
+                    self.sequential.saturating_add(most),
+                    b.upper.saturating_add(most),
+                    anchors,
+                );
+                After {
+                    // The bounds hold (tested against brute force); the larger is kept all
+                    // the same, so that a fault could only over-count.
+                    cost: upper.max(lower),
+                    lower,
+                    cells: self.distinct(cells),
+                }
+            }
+        };
+        *self.memo.borrow_mut() = Some(((eps, s, row.clone()), after));
+        after
+    }
+
+    /// Records a release of `eps` with `row` and sensitivity `s`.
+    pub fn record(&mut self, eps: Decimal, row: &Row, s: Decimal) {
+        let most = most(eps, row, s, self.cells);
+        self.sequential = self.sequential.saturating_add(most);
+        for run in row.runs() {
+            self.norms
+                .add(run.start, run.end(), charge(eps, run.coef, s));
+        }
+        match &mut self.mode {
+            Mode::Exact(e) => {
+                e.record(eps, row, s);
+                if e.members.len() > self.cap {
+                    self.mode = Mode::Bounded(e.bounded(self.cells));
+                }
+            }
+            Mode::Bounded(b) => {
+                b.record(eps, row, s, self.cells);
+                let anchors = b.anchors.iter().map(|a| (a.cell, a.distance.top()));
+                let (upper, _, _) = b.judge(
+                    self.norms.top(),
+                    self.sequential,
+                    b.upper.saturating_add(most),
+                    anchors,
+                );
+                b.upper = upper;
+            }
+        }
+        *self.memo.borrow_mut() = None;
+    }
+}
+
+impl Bounded {
+    /// The bounds from the two largest norms, the sum of the most each release costs a pair,
+    /// the upper bound carried from before and each anchor's two largest distances: the cost
+    /// is at most the least of them (returned first), and at least the largest distance from
+    /// an anchor (a real pair, returned with it).
+    fn judge(
+        &self,
+        norms: Top,
+        sequential: Cost,
+        carried: Cost,
+        anchors: impl Iterator<Item = (usize, Top)>,
+    ) -> (Cost, Cost, (usize, usize)) {
+        // d(j, k) <= d(j, 0) + d(0, k): the two largest norms (the zero column as anchor).
+        let mut upper = sequential.min(carried).min(norms.pair_sum());
+        let anchors: Vec<(usize, Top)> = anchors.collect();
+        for (_, top) in &anchors {
+            // d(j, k) <= d(j, a) + d(a, k) for the anchor a.
+            upper = upper.min(top.pair_sum());
+        }
+        let (lower, cells) = self.known(anchors.into_iter());
+        (upper, lower, cells)
+    }
+
+    /// The costliest pair known: an anchor and its farthest cell.
+    fn known(&self, anchors: impl Iterator<Item = (usize, Top)>) -> (Cost, (usize, usize)) {
+        let mut known: Option<(Cost, (usize, usize))> = None;
+        for (cell, top) in anchors {
+            if let Some((far, other)) = top.best {
+                if known.is_none_or(|(k, _)| far > k) {
+                    known = Some((far, (cell, other)));
+                }
+            }
+        }
+        known.unwrap_or((0, (0, 0)))
+    }
+
+    /// Adds a release to every anchor's distances: over each range of cells the row gives
+    /// one coefficient `c`, the distance from an anchor of coefficient `h` grows by the
+    /// charge of `c - h`.
+    fn record(&mut self, eps: Decimal, row: &Row, s: Decimal, cells: usize) {
+        for a in &mut self.anchors {
+            let h = row.coef(a.cell);
+            for (from, to, c) in row.segments(cells) {
+                a.distance.add(from, to, charge(eps, c - h, s));
+            }
+        }
+    }
+}
+
+impl Exact {
+    /// One class of `cells` cells.
+    fn new(cells: usize) -> Self {
+        Self {
+            class_of: vec![0; cells],
+            members: vec![(0..cells as u32).collect()],
+            pair: Vec::new(),
+            worst: (0, 0, 0),
+        }
+    }
+
+    /// The cost of the pair of classes `(a, b)`.
+    fn cost(&self, a: u32, b: u32) -> Cost {
+        if a == b {
+            0
+        } else {
+            self.pair[at(a as usize, b as usize)]
         }
     }
 
@@ -206,73 +476,77 @@ impl PairCosts {
             .map_or(0, |c| *c as usize)
     }
 
-    /// Each cell's cost against a cell no release touched (the per-cell view).
-    pub fn cell_norms(&self) -> Vec<Decimal> {
-        self.class_of
-            .iter()
-            .map(|c| to_decimal(self.norm[*c as usize]))
-            .collect()
+    /// A cell of class `a` and another of class `b`: two distinct cells whenever the cube has
+    /// two. When `a == b` (no release told any cells apart, so every pair costs the same)
+    /// the two are taken from that class, or from another.
+    fn two_cells(&self, a: u32, b: u32) -> (usize, usize) {
+        let first = self.first(a);
+        if a != b {
+            return (first, self.first(b));
+        }
+        let other = self.members[a as usize]
+            .get(1)
+            .map(|c| *c as usize)
+            .or_else(|| {
+                (0..self.members.len() as u32)
+                    .find(|c| *c != a)
+                    .map(|c| self.first(c))
+            });
+        (first, other.unwrap_or(first))
     }
 
-    /// The sum of the two largest norms of distinct parts, and those parts: a bound on the
-    /// cost of every pair (`sum |x - y| <= sum |x| + sum |y|`).
-    fn bound(norm: &[Cost]) -> (Cost, usize, usize) {
-        let first = (0..norm.len()).max_by_key(|&i| norm[i]).unwrap_or(0);
-        let second = (0..norm.len())
-            .filter(|&i| i != first)
-            .max_by_key(|&i| norm[i])
-            .unwrap_or(first);
-        let cost = norm.get(first).copied().unwrap_or(0);
-        let other = if second == first { 0 } else { norm[second] };
-        (cost.saturating_add(other), first, second)
-    }
-
-    /// How a row falls on the classes it touches.
-    fn touches(&self, row: &[(usize, Decimal)]) -> Vec<Touch> {
-        let mut by: BTreeMap<u32, BTreeMap<Decimal, Vec<u32>>> = BTreeMap::new();
-        for (cell, c) in row {
-            if let Some(class) = self.class_of.get(*cell) {
-                by.entry(*class)
-                    .or_default()
-                    .entry(c.normalize())
-                    .or_default()
-                    .push(*cell as u32);
+    /// How a row falls on the classes it touches, in one pass over its cells.
+    fn touches(&self, row: &Row) -> Vec<Touch> {
+        let mut slot = vec![u32::MAX; self.members.len()];
+        let mut out: Vec<Touch> = Vec::new();
+        for run in row.runs() {
+            let end = run.end().min(self.class_of.len());
+            for cell in run.start..end {
+                let class = self.class_of[cell];
+                let t = match slot[class as usize] {
+                    u32::MAX => {
+                        slot[class as usize] = out.len() as u32;
+                        out.push(Touch {
+                            class,
+                            groups: Vec::new(),
+                            touched: 0,
+                            rest: false,
+                        });
+                        out.len() - 1
+                    }
+                    t => t as usize,
+                };
+                let touch = &mut out[t];
+                touch.touched += 1;
+                match touch.groups.iter_mut().rev().find(|g| g.0 == run.coef) {
+                    Some(g) => g.1 += 1,
+                    None => touch.groups.push((run.coef, 1, cell as u32)),
+                }
             }
         }
-        by.into_iter()
-            .map(|(class, groups)| {
-                let touched: usize = groups.values().map(Vec::len).sum();
-                Touch {
-                    class,
-                    rest: touched < self.members[class as usize].len(),
-                    groups: groups.into_iter().collect(),
-                }
-            })
-            .collect()
+        for t in &mut out {
+            t.rest = t.touched < self.members[t.class as usize].len();
+        }
+        out
     }
 
     /// The parts of the classes a release sees, each with its coefficient and a cell of it: a
     /// class it does not touch (0), a class it touches whole with one coefficient, and each
     /// group of a class it splits (the cells it leaves out are a group of coefficient 0).
-    fn parts(&self, touches: &[Touch]) -> Vec<Part> {
+    fn parts(&self, row: &Row, touches: &[Touch]) -> Vec<Part> {
         let mut touched = vec![false; self.members.len()];
         let mut parts = Vec::with_capacity(self.members.len() + touches.len());
         for t in touches {
             touched[t.class as usize] = true;
-            parts.extend(t.groups.iter().map(|(c, cells)| Part {
+            parts.extend(t.groups.iter().map(|(c, _, first)| Part {
                 class: t.class,
                 coef: *c,
-                cell: cells[0] as usize,
+                cell: *first as usize,
             }));
             if t.rest {
-                let inside: std::collections::HashSet<u32> = t
-                    .groups
-                    .iter()
-                    .flat_map(|(_, c)| c.iter().copied())
-                    .collect();
                 let cell = self.members[t.class as usize]
                     .iter()
-                    .find(|c| !inside.contains(c))
+                    .find(|c| row.coef(**c as usize).is_zero())
                     .map_or(0, |c| *c as usize);
                 parts.push(Part {
                     class: t.class,
@@ -293,228 +567,304 @@ impl PairCosts {
         parts
     }
 
-    /// The cost of the history after a release of `eps` with `row` and sensitivity `s`, and a
-    /// cell of each side of its costliest pair, without recording it.
-    pub fn after(&self, eps: Decimal, row: &[(usize, Decimal)], s: Decimal) -> After {
-        let key = (eps, s, row.to_vec());
-        if let Some((k, after)) = self.memo.borrow().as_ref() {
-            if *k == key {
-                return *after;
-            }
-        }
-        let after = self.compute_after(eps, row, s);
-        *self.memo.borrow_mut() = Some((key, after));
-        after
-    }
-
-    fn compute_after(&self, eps: Decimal, row: &[(usize, Decimal)], s: Decimal) -> After {
+    /// The exact cost after a release, without recording it: every pair of parts with
+    /// different coefficients gains the release's charge; two parts of one class cost nothing
+    /// so far.
+    fn after(&self, eps: Decimal, row: &Row, s: Decimal) -> After {
         let touches = self.touches(row);
-        // The classes the release leaves: the cost is judged as it will be kept after it.
-        let classes = self.members.len()
-            + touches
-                .iter()
-                .map(|t| t.groups.len() - usize::from(!t.rest))
-                .sum::<usize>();
-        let parts = self.parts(&touches);
-        let exact = self.pair.as_ref().filter(|_| classes <= self.cap);
-        let Some(pair) = exact else {
-            let norm: Vec<Cost> = parts
-                .iter()
-                .map(|p| self.norm[p.class as usize].saturating_add(charge(eps, p.coef, s)))
-                .collect();
-            let (cost, a, b) = Self::bound(&norm);
-            return After {
-                cost,
-                cells: (parts[a].cell, parts[b].cell),
-            };
-        };
-        // Every pair of parts with different coefficients gains the release's charge; two
-        // parts of one class cost nothing so far.
-        let (a0, b0) = self.worst_cells();
-        let mut worst = After {
-            cost: self.worst.0,
-            cells: (a0, b0),
-        };
+        let parts = self.parts(row, &touches);
+        let (a0, b0) = self.two_cells(self.worst.1, self.worst.2);
+        let mut worst = (self.worst.0, (a0, b0));
         let by = by_coefficient(&parts);
         for (i, (ci, xs)) in by.iter().enumerate() {
             for (cj, ys) in &by[..i] {
                 let add = charge(eps, *ci - *cj, s);
                 for x in xs {
                     for y in ys {
-                        let base = if x.class == y.class {
-                            0
-                        } else {
-                            pair[at(x.class as usize, y.class as usize)]
-                        };
-                        let cost = base.saturating_add(add);
-                        if cost > worst.cost {
-                            worst = After {
-                                cost,
-                                cells: (x.cell, y.cell),
-                            };
+                        let cost = self.cost(x.class, y.class).saturating_add(add);
+                        if cost > worst.0 {
+                            worst = (cost, (x.cell, y.cell));
                         }
                     }
                 }
             }
         }
-        worst
+        After {
+            cost: worst.0,
+            lower: worst.0,
+            cells: worst.1,
+        }
     }
 
-    fn worst_cells(&self) -> (usize, usize) {
-        (self.first(self.worst.1), self.first(self.worst.2))
-    }
-
-    /// Records a release of `eps` with `row` and sensitivity `s`.
-    pub fn record(&mut self, eps: Decimal, row: &[(usize, Decimal)], s: Decimal) {
-        // Split: each group of a class the row splits becomes a class of its own, a copy of
-        // the class so far; the cells left out (or, if none is, the first group) stay.
+    /// Records a release: splits the classes it tells apart, then charges every pair of
+    /// classes it gives different coefficients.
+    fn record(&mut self, eps: Decimal, row: &Row, s: Decimal) {
+        // Each group of a class the row splits becomes a class of its own, a copy of the
+        // class so far; the cells left out (or, if none is, the first group) stay.
+        let old = self.members.len();
+        let mut coefs: Vec<(u32, Decimal)> = Vec::new();
+        // For each class split: the new class of each coefficient.
+        let mut moves: Vec<Vec<(Decimal, u32)>> = vec![Vec::new(); old];
+        let mut split: Vec<u32> = Vec::new();
         for t in self.touches(row) {
             if !t.rest && t.groups.len() == 1 {
+                coefs.push((t.class, t.groups[0].0));
                 continue;
             }
             let moving = if t.rest {
                 &t.groups[..]
             } else {
+                coefs.push((t.class, t.groups[0].0));
                 &t.groups[1..]
             };
-            for (_, cells) in moving {
-                self.split_off(t.class, cells);
+            for (c, _, _) in moving {
+                let b = self.new_class(t.class);
+                moves[t.class as usize].push((*c, b));
+                coefs.push((b, *c));
+            }
+            split.push(t.class);
+        }
+        if !split.is_empty() {
+            self.move_cells(row, &moves, old);
+            for a in split {
+                let class_of = &self.class_of;
+                self.members[a as usize].retain(|c| class_of[*c as usize] == a);
             }
         }
-        self.apply(eps, row, s);
-        if self.members.len() > self.cap {
-            self.pair = None;
-        }
-        *self.memo.borrow_mut() = None;
+        self.charge_pairs(eps, s, &coefs);
     }
 
-    /// Moves `cells` out of class `a` into a new class with `a`'s costs so far.
-    fn split_off(&mut self, a: u32, cells: &[u32]) {
+    /// A new class, empty, with the costs of class `a` so far: its row of the triangle is
+    /// `a`'s costs against every older class, and 0 against `a`.
+    fn new_class(&mut self, a: u32) -> u32 {
         let b = self.members.len();
-        for cell in cells {
-            self.class_of[*cell as usize] = b as u32;
+        self.members.push(Vec::new());
+        self.pair.reserve(b);
+        for c in 0..b {
+            let cost = self.cost(a, c as u32);
+            self.pair.push(cost);
         }
-        let moved: std::collections::HashSet<u32> = cells.iter().copied().collect();
-        self.members[a as usize].retain(|c| !moved.contains(c));
-        self.members.push(cells.to_vec());
-        self.norm.push(self.norm[a as usize]);
-        if let Some(pair) = &mut self.pair {
-            // Row b of the triangle: b's cost against every older class is a's; 0 against a.
-            for c in 0..b {
-                let cost = if c == a as usize {
-                    0
-                } else {
-                    pair[at(a as usize, c)]
-                };
-                pair.push(cost);
-            }
-        }
+        b as u32
     }
 
-    /// Adds the release's charges once its classes are split: every pair of classes with
-    /// different coefficients, and every class's norm.
-    fn apply(&mut self, eps: Decimal, row: &[(usize, Decimal)], s: Decimal) {
-        let mut coef = vec![Decimal::ZERO; self.members.len()];
-        for (cell, c) in row {
-            if let Some(class) = self.class_of.get(*cell) {
-                coef[*class as usize] = c.normalize();
-            }
-        }
-        for (a, c) in coef.iter().enumerate() {
-            self.norm[a] = self.norm[a].saturating_add(charge(eps, *c, s));
-        }
-        let Some(pair) = &mut self.pair else {
-            return;
-        };
-        // Classes by coefficient: only pairs across two values change.
-        let parts: Vec<Part> = coef
-            .iter()
-            .enumerate()
-            .map(|(a, c)| Part {
-                class: a as u32,
-                coef: *c,
-                cell: 0,
-            })
-            .collect();
-        let by = by_coefficient(&parts);
-        for (i, (ci, xs)) in by.iter().enumerate() {
-            for (cj, ys) in &by[..i] {
-                let add = charge(eps, *ci - *cj, s);
-                for x in xs {
-                    for y in ys {
-                        let k = at(x.class as usize, y.class as usize);
-                        pair[k] = pair[k].saturating_add(add);
-                        if pair[k] > self.worst.0 {
-                            self.worst = (pair[k], x.class, y.class);
-                        }
-                    }
+    /// Moves the cells of the row that lie in a class being split (of the `old` classes)
+    /// to the new class of their coefficient (`moves`, by class).
+    fn move_cells(&mut self, row: &Row, moves: &[Vec<(Decimal, u32)>], old: usize) {
+        for run in row.runs() {
+            let end = run.end().min(self.class_of.len());
+            for cell in run.start..end {
+                let a = self.class_of[cell] as usize;
+                if a >= old {
+                    continue;
+                }
+                if let Some((_, b)) = moves[a].iter().find(|(c, _)| *c == run.coef) {
+                    self.class_of[cell] = *b;
+                    self.members[*b as usize].push(cell as u32);
                 }
             }
         }
     }
+
+    /// Adds the charges of a release whose classes are split: `coefs` gives the non-zero
+    /// coefficient of each class that has one. Each pair is visited once, in the row of its
+    /// larger class, so each row of the triangle is read in order.
+    fn charge_pairs(&mut self, eps: Decimal, s: Decimal, coefs: &[(u32, Decimal)]) {
+        let classes = self.members.len();
+        // Coefficient values, 0 first; each class's value.
+        let mut values = vec![Decimal::ZERO];
+        let mut value_of = vec![0usize; classes];
+        for (class, c) in coefs {
+            let v = match values.iter().position(|x| x == c) {
+                Some(v) => v,
+                None => {
+                    values.push(*c);
+                    values.len() - 1
+                }
+            };
+            value_of[*class as usize] = v;
+        }
+        let g = values.len();
+        if g == 1 {
+            return;
+        }
+        let add: Vec<Cost> = (0..g * g)
+            .map(|i| charge(eps, values[i / g] - values[i % g], s))
+            .collect();
+        let mut by_value: Vec<Vec<u32>> = vec![Vec::new(); g];
+        for (class, v) in value_of.iter().enumerate() {
+            by_value[*v].push(class as u32);
+        }
+        // No pair's cost exceeds the sum of the most each release costs a pair, which the
+        // caller keeps below Cost::MAX (else it reports Cost::MAX): the additions cannot wrap.
+        let mut worst = self.worst;
+        for (r, &vr) in value_of.iter().enumerate().skip(1) {
+            let base = r * (r - 1) / 2;
+            let row = &mut self.pair[base..base + r];
+            let same = by_value[vr].partition_point(|y| (*y as usize) < r);
+            if 4 * (r - same) >= r {
+                // Most of the row changes: one pass over it, in order.
+                let plus: Vec<Cost> = (0..g).map(|q| add[vr * g + q]).collect();
+                let mut best = (0, 0);
+                for (y, cost) in row.iter_mut().enumerate() {
+                    *cost = cost.wrapping_add(plus[value_of[y]]);
+                    if *cost > best.0 {
+                        best = (*cost, y);
+                    }
+                }
+                if best.0 > worst.0 {
+                    worst = (best.0, r as u32, best.1 as u32);
+                }
+                continue;
+            }
+            for (q, ys) in by_value.iter().enumerate() {
+                let plus = add[vr * g + q];
+                if q == vr || plus == 0 {
+                    continue;
+                }
+                for &y in &ys[..ys.partition_point(|y| (*y as usize) < r)] {
+                    let cost = &mut row[y as usize];
+                    *cost = cost.wrapping_add(plus);
+                    if *cost > worst.0 {
+                        worst = (*cost, r as u32, y);
+                    }
+                }
+            }
+        }
+        self.worst = worst;
+    }
+
+    /// The bounds that replace the pairs once there are too many: anchors chosen farthest
+    /// first, from the costliest pair, each with its distance to every cell.
+    fn bounded(&self, cells: usize) -> Bounded {
+        let classes = self.members.len() as u32;
+        let mut chosen: Vec<u32> = if self.worst.0 > 0 && self.worst.1 != self.worst.2 {
+            vec![self.worst.1, self.worst.2]
+        } else {
+            vec![0]
+        };
+        // Each class's distance to the nearest anchor chosen so far.
+        let mut near: Vec<Cost> = (0..classes)
+            .map(|c| chosen.iter().map(|a| self.cost(*a, c)).min().unwrap_or(0))
+            .collect();
+        while chosen.len() < ANCHORS {
+            let Some(next) = (0..classes).max_by_key(|c| (near[*c as usize], u32::MAX - c)) else {
+                break;
+            };
+            if near[next as usize] == 0 {
+                break;
+            }
+            chosen.push(next);
+            for (c, d) in near.iter_mut().enumerate() {
+                *d = (*d).min(self.cost(next, c as u32));
+            }
+        }
+        let anchors = chosen
+            .iter()
+            .map(|a| Anchor {
+                cell: self.first(*a),
+                distance: TopTwo::new(cells, |j| self.cost(*a, self.class_of[j])),
+            })
+            .collect();
+        Bounded {
+            anchors,
+            upper: self.worst.0,
+        }
+    }
+}
+
+/// Parts grouped by coefficient.
+fn by_coefficient(parts: &[Part]) -> Vec<(Decimal, Vec<Part>)> {
+    let mut by: Vec<(Decimal, Vec<Part>)> = Vec::new();
+    for p in parts {
+        match by.iter_mut().find(|(c, _)| *c == p.coef) {
+            Some((_, ps)) => ps.push(*p),
+            None => by.push((p.coef, vec![*p])),
+        }
+    }
+    by
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
-    /// A release: epsilon, sensitivity (max - min over every cell, untouched ones at 0), row.
-    type Release = (Decimal, Decimal, Vec<(usize, Decimal)>);
+    /// A release: epsilon, sensitivity (at least the spread of its coefficients over every
+    /// cell, untouched ones at 0), row.
+    type Release = (Decimal, Decimal, Row);
+
+    const EPS: [&str; 5] = ["0.1", "0.05", "0.3", "1", "0.0001"];
+
+    /// A release from dense coefficients (one at least is made non-zero).
+    fn release(eps: &str, mut dense: Vec<i64>, spare: usize) -> Release {
+        if dense.iter().all(|c| *c == 0) {
+            let n = dense.len();
+            dense[spare % n] = 1;
+        }
+        let cells: Vec<(usize, Decimal)> = dense
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c != 0)
+            .map(|(j, c)| (j, Decimal::from(*c)))
+            .collect();
+        let row = Row::from_cells(&cells).expect("increasing cells");
+        let (hi, lo) = row.extremes(dense.len());
+        let e = Decimal::from_str_exact(eps).expect("a decimal");
+        (e, (hi - lo).max(Decimal::ONE), row)
+    }
 
     fn random_history(rng: &mut ChaCha8Rng, cells: usize, releases: usize) -> Vec<Release> {
-        let eps = ["0.1", "0.05", "0.3", "1", "0.0001"];
         (0..releases)
             .map(|_| {
-                let mut row: Vec<(usize, Decimal)> = Vec::new();
-                for j in 0..cells {
-                    let c = rng.random_range(-2i64..=3);
-                    if rng.random_bool(0.4) && c != 0 {
-                        row.push((j, Decimal::from(c)));
-                    }
-                }
-                if row.is_empty() {
-                    row.push((rng.random_range(0..cells), Decimal::ONE));
-                }
-                let dense: Vec<Decimal> = (0..cells)
-                    .map(|j| {
-                        row.iter()
-                            .find(|(k, _)| *k == j)
-                            .map_or(Decimal::ZERO, |r| r.1)
-                    })
-                    .collect();
-                let s = dense.iter().max().copied().unwrap_or_default()
-                    - dense.iter().min().copied().unwrap_or_default();
-                let e = Decimal::from_str_exact(eps[rng.random_range(0..eps.len())])
-                    .expect("a decimal");
-                (e, s.max(Decimal::ONE), row)
+                let dense: Vec<i64> = if rng.random_bool(0.5) {
+                    (0..cells)
+                        .map(|_| {
+                            let c = rng.random_range(-2i64..=3);
+                            if rng.random_bool(0.4) {
+                                c
+                            } else {
+                                0
+                            }
+                        })
+                        .collect()
+                } else {
+                    // A range of cells with one coefficient: a count over an interval.
+                    let a = rng.random_range(0..cells);
+                    let b = rng.random_range(a..=cells);
+                    let c = rng.random_range(1i64..=2);
+                    (0..cells)
+                        .map(|j| if (a..b).contains(&j) { c } else { 0 })
+                        .collect()
+                };
+                let spare = rng.random_range(0..cells);
+                release(EPS[rng.random_range(0..EPS.len())], dense, spare)
             })
             .collect()
     }
 
-    /// The cost of every pair, by brute force: the sum over releases of each one's charge.
+    /// The cost of pair `(j, k)` by brute force: the sum over releases of each one's charge.
+    fn pair_cost(history: &[Release], j: usize, k: usize) -> Cost {
+        history
+            .iter()
+            .map(|(e, s, row)| charge(*e, row.coef(j) - row.coef(k), *s))
+            .sum()
+    }
+
+    /// The costliest pair by brute force, and every cell's norm.
     fn brute(cells: usize, history: &[Release]) -> (Cost, Vec<Cost>) {
-        let coef = |row: &[(usize, Decimal)], j: usize| {
-            row.iter()
-                .find(|(k, _)| *k == j)
-                .map_or(Decimal::ZERO, |r| r.1)
-        };
         let mut worst = 0;
         for j in 0..cells {
             for k in 0..j {
-                let cost: Cost = history
-                    .iter()
-                    .map(|(e, s, row)| charge(*e, coef(row, j) - coef(row, k), *s))
-                    .sum();
-                worst = worst.max(cost);
+                worst = worst.max(pair_cost(history, j, k));
             }
         }
         let norms = (0..cells)
             .map(|j| {
                 history
                     .iter()
-                    .map(|(e, s, row)| charge(*e, coef(row, j), *s))
+                    .map(|(e, s, row)| charge(*e, row.coef(j), *s))
                     .sum()
             })
             .collect();
@@ -534,68 +884,138 @@ mod tests {
                 p.record(*e, row, *s);
                 let (worst, norms) = brute(cells, &history[..=i]);
                 assert_eq!(predicted.cost, worst, "round {round}, release {i}: after");
-                assert_eq!(
-                    to_decimal(worst),
-                    p.worst().cost,
-                    "round {round}, release {i}"
-                );
+                let w = p.worst();
+                assert_eq!(to_decimal(worst), w.cost, "round {round}, release {i}");
+                assert!(w.exact && w.lower == w.cost);
                 let got: Vec<Decimal> = p.cell_norms();
                 let want: Vec<Decimal> = norms.into_iter().map(to_decimal).collect();
                 assert_eq!(got, want, "round {round}, release {i}: norms");
             }
-            // The pair named is one that costs that much.
+            // The pair named is two cells that cost that much.
             let w = p.worst();
             let (j, k) = w.cells;
-            let pair_cost: Cost = history
-                .iter()
-                .map(|(e, s, row)| {
-                    let c = |x: usize| {
-                        row.iter()
-                            .find(|(y, _)| *y == x)
-                            .map_or(Decimal::ZERO, |r| r.1)
-                    };
-                    charge(*e, c(j) - c(k), *s)
-                })
-                .sum();
+            assert_ne!(j, k);
             assert_eq!(
-                to_decimal(pair_cost),
+                to_decimal(pair_cost(&history, j, k)),
                 w.cost,
                 "round {round}: the pair named"
             );
         }
     }
 
-    #[test]
-    fn beyond_the_cap_the_cost_is_bounded_never_under_counted() {
-        let mut rng = ChaCha8Rng::seed_from_u64(3);
-        for round in 0..20 {
-            let cells = rng.random_range(6..14);
-            let history = random_history(&mut rng, cells, 10);
-            let mut p = PairCosts::with_cap(cells, 3);
-            for (i, (e, s, row)) in history.iter().enumerate() {
-                let predicted = p.after(*e, row, *s);
-                p.record(*e, row, *s);
-                let (worst, norms) = brute(cells, &history[..=i]);
-                let mut sorted = norms.clone();
-                sorted.sort_unstable_by(|a, b| b.cmp(a));
-                let bound = sorted[0] + sorted.get(1).copied().unwrap_or(0);
-                // The recorded cost is what the check predicted, never below the exact cost,
-                // and beyond the cap no more than the two largest cell norms together.
-                assert_eq!(
-                    to_decimal(predicted.cost),
-                    p.worst().cost,
-                    "round {round}, {i}"
-                );
-                assert!(
-                    to_decimal(worst) <= p.worst().cost,
-                    "round {round}: never under"
-                );
-                if !p.exact() {
-                    assert!(p.worst().cost <= to_decimal(bound), "round {round}, {i}");
-                }
+    /// Checks the bounds of `p` after each release of `history` against brute force.
+    fn check_bounds(cells: usize, cap: usize, history: &[Release]) -> Result<(), TestCaseError> {
+        let mut p = PairCosts::with_cap(cells, cap);
+        let mut sequential = 0;
+        for (i, (e, s, row)) in history.iter().enumerate() {
+            let predicted = p.after(*e, row, *s);
+            p.record(*e, row, *s);
+            sequential += most(*e, row, *s, cells);
+            let (worst, norms) = brute(cells, &history[..=i]);
+            let w = p.worst();
+            // What the check predicted is what is recorded.
+            prop_assert_eq!(to_decimal(predicted.cost), w.cost, "release {}", i);
+            prop_assert_eq!(to_decimal(predicted.lower), w.lower, "release {}", i);
+            // lower <= exact <= upper, and the pair named costs the lower bound.
+            prop_assert!(w.lower <= to_decimal(worst), "release {}: lower bound", i);
+            prop_assert!(to_decimal(worst) <= w.cost, "release {}: never under", i);
+            let (j, k) = w.cells;
+            prop_assert_ne!(j, k);
+            prop_assert_eq!(to_decimal(pair_cost(&history[..=i], j, k)), w.lower);
+            if w.exact {
+                prop_assert_eq!(w.cost, to_decimal(worst), "release {}: exact", i);
             }
-            assert!(!p.exact() || p.classes() <= 3);
+            // Never looser than the former bound (two largest norms), nor than the sum.
+            let mut sorted = norms;
+            sorted.sort_unstable_by(|a, b| b.cmp(a));
+            let norms_bound = sorted[0] + sorted.get(1).copied().unwrap_or(0);
+            prop_assert!(w.cost <= to_decimal(norms_bound.min(sequential)));
+            // Every pair is kept while there are at most `cap` classes.
+            prop_assert_eq!(p.keeps_every_pair(), p.classes().is_some());
+            prop_assert!(p.classes().is_none_or(|c| c <= cap));
+            if p.keeps_every_pair() {
+                prop_assert!(w.exact);
+            }
         }
+        Ok(())
+    }
+
+    /// Cells, a cap, and releases: an epsilon (by index), dense coefficients, and a cell to
+    /// make non-zero should they all be zero.
+    type RawHistory = (usize, usize, Vec<(usize, Vec<i64>, usize)>);
+
+    fn histories() -> impl Strategy<Value = RawHistory> {
+        (2usize..13, 1usize..5).prop_flat_map(|(cells, cap)| {
+            let release = (
+                0..EPS.len(),
+                prop::collection::vec(prop_oneof![3 => Just(0i64), 2 => -2i64..=3], cells),
+                0..cells,
+            );
+            (
+                Just(cells),
+                Just(cap),
+                prop::collection::vec(release, 1..14),
+            )
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// Beyond the cap, on random histories: the lower bound is the cost of the pair it
+        /// names, the upper bound is never below the exact cost (brute force over every
+        /// pair), and when they meet they are the exact cost.
+        #[test]
+        fn beyond_the_cap_the_bounds_hold_and_meet_only_at_the_cost(
+            (cells, cap, raw) in histories()
+        ) {
+            let history: Vec<Release> = raw
+                .into_iter()
+                .map(|(e, dense, spare)| release(EPS[e], dense, spare))
+                .collect();
+            check_bounds(cells, cap, &history)?;
+        }
+    }
+
+    #[test]
+    fn beyond_the_cap_the_bounds_hold_on_ranges_and_mixed_rows() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        for _ in 0..40 {
+            let cells = rng.random_range(6..20);
+            let history = random_history(&mut rng, cells, 16);
+            let cap = rng.random_range(1..5);
+            check_bounds(cells, cap, &history).expect("the bounds hold");
+        }
+    }
+
+    /// The audit's case in small: prefix counts (`COUNT WHERE id < k`) over more classes than
+    /// are kept exactly. Every release separates the first cell from the last, so the history
+    /// costs exactly the sum of the epsilons, which is also an upper bound of every history
+    /// (each release costs any pair at most its epsilon). The sum of the two largest cell
+    /// norms, the former bound, is twice that.
+    #[test]
+    fn prefix_counts_beyond_the_cap_cost_exactly_their_sum() {
+        let cells = 60;
+        let mut p = PairCosts::with_cap(cells, 4);
+        let eps = Decimal::new(1, 5);
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let mut sum = Decimal::ZERO;
+        for i in 0..40 {
+            let k = rng.random_range(1..cells);
+            let row = Row::from_runs(&[(0, k, Decimal::ONE)]).expect("a run");
+            let predicted = p.after(eps, &row, Decimal::ONE);
+            p.record(eps, &row, Decimal::ONE);
+            sum += eps;
+            let w = p.worst();
+            assert_eq!(to_decimal(predicted.cost), w.cost, "release {i}");
+            assert_eq!(w.cost, sum, "release {i}");
+            assert!(w.exact, "release {i}: the bounds meet");
+        }
+        assert!(!p.keeps_every_pair(), "beyond the cap");
+    }
+
+    fn cells_row(cells: &[(usize, Decimal)]) -> Row {
+        Row::from_cells(cells).expect("increasing cells")
     }
 
     /// The example: two counts over disjoint cells cost 0.2 under replace; ten counts
@@ -604,24 +1024,59 @@ mod tests {
     fn disjoint_counts_cost_twice_and_a_partition_costs_two() {
         let tenth = Decimal::new(1, 1);
         let mut p = PairCosts::new(3);
-        p.record(tenth, &[(0, Decimal::ONE)], Decimal::ONE);
-        p.record(tenth, &[(1, Decimal::ONE)], Decimal::ONE);
+        p.record(tenth, &cells_row(&[(0, Decimal::ONE)]), Decimal::ONE);
+        p.record(tenth, &cells_row(&[(1, Decimal::ONE)]), Decimal::ONE);
         assert_eq!(p.worst().cost, Decimal::new(2, 1));
         let mut p = PairCosts::new(11);
         for j in 0..10 {
-            p.record(tenth, &[(j, Decimal::ONE)], Decimal::ONE);
+            p.record(tenth, &cells_row(&[(j, Decimal::ONE)]), Decimal::ONE);
         }
         assert_eq!(p.worst().cost, Decimal::new(2, 1));
         // a - b over disjoint a and b: S = 2 under replace, so the pair (a, b) costs eps.
         let mut p = PairCosts::new(3);
         p.record(
             tenth,
-            &[(0, Decimal::ONE), (1, -Decimal::ONE)],
+            &cells_row(&[(0, Decimal::ONE), (1, -Decimal::ONE)]),
             Decimal::TWO,
         );
         assert_eq!(p.worst().cost, tenth);
         let (j, k) = p.worst().cells;
         assert_eq!((j.min(k), j.max(k)), (0, 1));
+    }
+
+    /// With nothing told apart every pair costs the same; the pair named is still two cells.
+    #[test]
+    fn the_pair_named_is_two_distinct_cells() {
+        let p = PairCosts::new(4);
+        let (j, k) = p.worst().cells;
+        assert_ne!(j, k);
+        // A count over every cell tells none apart (under replace it is the public n).
+        let mut p = PairCosts::new(3);
+        let all = Row::from_runs(&[(0, 3, Decimal::ONE)]).expect("a run");
+        p.record(Decimal::ONE, &all, Decimal::ZERO);
+        let (j, k) = p.worst().cells;
+        assert_ne!(j, k);
+        let a = p.after(Decimal::ONE, &all, Decimal::ZERO);
+        assert_ne!(a.cells.0, a.cells.1);
+    }
+
+    /// A charge too large to hold makes the cost "too large" for good, never a wrapped-around
+    /// small number.
+    #[test]
+    fn a_charge_too_large_to_hold_saturates() {
+        let mut p = PairCosts::new(3);
+        let huge = Decimal::from_str_exact("100000000000000000000").expect("a decimal");
+        let row = cells_row(&[(0, huge)]);
+        let max = to_decimal(Cost::MAX);
+        assert_eq!(
+            to_decimal(p.after(Decimal::ONE, &row, Decimal::ONE).cost),
+            max
+        );
+        p.record(Decimal::ONE, &row, Decimal::ONE);
+        assert_eq!(p.worst().cost, max);
+        p.record(Decimal::ONE, &cells_row(&[(1, Decimal::ONE)]), Decimal::ONE);
+        assert_eq!(p.worst().cost, max);
+        assert!(!p.worst().exact);
     }
 
     #[test]

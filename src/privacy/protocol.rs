@@ -10,6 +10,7 @@
 
 use super::history::{CubeDecl, History, Overspend, Release};
 use super::ledger::{Ledger, LedgerError, Lock};
+use super::row::Row;
 use super::Mechanism;
 use rust_decimal::Decimal;
 
@@ -29,7 +30,7 @@ pub struct Request {
     /// Another key the same query may have been recorded under (before a cube was declared).
     pub alt_key: Option<String>,
     /// Its row over the cube's cells, sparse and exact; empty without a cube.
-    pub row: Vec<(usize, Decimal)>,
+    pub row: Row,
     /// The cube the row is over, as declared; the ledger's must be the same.
     pub cube: Option<String>,
     /// The epsilon, exact.
@@ -55,14 +56,6 @@ pub struct Recorded {
 #[derive(Debug)]
 pub struct Ticket {
     release: Release,
-    spent_after: Decimal,
-}
-
-impl Ticket {
-    /// What the ledger's spent budget will be after the release.
-    pub fn spent_after(&self) -> Decimal {
-        self.spent_after
-    }
 }
 
 /// What preparing a request found.
@@ -147,7 +140,6 @@ impl Txn<'_> {
                 .check_row(request.eps, &request.row)
                 .map_err(Refusal::DatasetExceeded)?;
         }
-        let spent_after = history.spent_after(request.eps, &request.row);
         Ok(Prepared::Fits(Ticket {
             release: Release {
                 seq: self.ledger.next_seq(),
@@ -160,8 +152,14 @@ impl Txn<'_> {
                 noisy: None,
                 time: request.time,
             },
-            spent_after,
         }))
+    }
+
+    /// What the ledger's spent budget will be after the release of `ticket` (`EXPLAIN` shows
+    /// it; a release itself needs only the check [`Txn::prepare`] made).
+    pub fn spent_after(&self, ticket: &Ticket) -> Decimal {
+        self.history()
+            .spent_after(ticket.release.eps, &ticket.release.row)
     }
 
     /// Releases a prepared request: the spending is made durable, then `draw` gives the noisy
