@@ -57,6 +57,9 @@ pub enum StatementKind {
     /// `COUNT WHERE age <= 30 WITH EPS 0.1 [PRIOR p=0.3] [MECHANISM laplace]`, a linear
     /// combination `2*COUNT WHERE a - COUNT WHERE b WITH EPS 0.05`, or `... WITHIN 10 AT 0.95`.
     Count(CountQuery),
+    /// `HISTOGRAM [WHERE p] WITH EPS e` or `COUNT [WHERE p] BY a, b WITH EPS e`: a vector of
+    /// counts over a cube's cells (or groups of them) released at once.
+    Histogram(Histogram),
     /// `CHOOSE EPS WITHIN 20% AT 0.8 FOR 100` or `CHOOSE EPS WITHIN 5 AT 0.95`
     ChooseEps(ChooseEps),
     /// `CUBE 4 [NEIGHBOURS replace]`: anonymous cells with no data, for teaching inference
@@ -189,6 +192,53 @@ pub struct CountTerm {
     pub coefficient: Option<Number>,
     /// The rows counted.
     pub predicate: Expr,
+}
+
+/// `HISTOGRAM [WHERE p] WITH EPS e [MECHANISM m] [PLOT 'f.svg']`, or with `BY` the counts
+/// per group of cells: `COUNT [WHERE p] BY a, b WITH EPS e ...`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Histogram {
+    /// `BY a, b`: the cube's dimensions whose coordinates group the cells; every cell when
+    /// absent.
+    pub by: Option<Vec<Ident>>,
+    /// `WHERE p`: the cells counted (a union of cells); every cell when absent.
+    pub filter: Option<Expr>,
+    /// The epsilon of the whole vector.
+    pub eps: Number,
+    /// `MECHANISM name`: the noise; Laplace when absent.
+    pub mechanism: Option<Ident>,
+    /// `PLOT 'file.svg'`: the counts as bars with their intervals.
+    pub plot: Option<Plot>,
+}
+
+impl fmt::Display for Histogram {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.by.is_some() {
+            "COUNT"
+        } else {
+            "HISTOGRAM"
+        })?;
+        if let Some(p) = &self.filter {
+            write!(f, " WHERE {p}")?;
+        }
+        if let Some(by) = &self.by {
+            f.write_str(" BY ")?;
+            for (i, d) in by.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                write!(f, "{d}")?;
+            }
+        }
+        write!(f, " WITH EPS {}", self.eps)?;
+        if let Some(m) = &self.mechanism {
+            write!(f, " MECHANISM {m}")?;
+        }
+        if let Some(p) = &self.plot {
+            write!(f, " {p}")?;
+        }
+        Ok(())
+    }
 }
 
 /// How a count states what it may spend: an epsilon, or an accuracy to meet.
@@ -421,6 +471,7 @@ impl fmt::Display for StatementKind {
             StatementKind::SetBudget { total } => write!(f, "SET BUDGET {total}"),
             StatementKind::SetSeed { seed } => write!(f, "SET SEED {seed}"),
             StatementKind::Count(q) => write!(f, "{q}"),
+            StatementKind::Histogram(h) => write!(f, "{h}"),
             StatementKind::ChooseEps(c) => write!(f, "{c}"),
             StatementKind::Cube { cells, neighbours } => {
                 write!(f, "CUBE {cells}")?;

@@ -1,15 +1,15 @@
 //! Checking: resolves a parsed statement against the session's tables and validates its parameters.
 
 use crate::ast::{
-    self, Accuracy, ChooseEps, CountQuery, CountTerm, CubeDim, Expr, Ident, Literal, Number,
-    ProbEvent, Query, Statement, StatementKind,
+    self, Accuracy, ChooseEps, CountQuery, CountTerm, CubeDim, Expr, Histogram, Ident, Literal,
+    Number, ProbEvent, Query, Statement, StatementKind,
 };
 use crate::cube::{self, Cube, CubeError, Dim, NotUnion};
 use crate::data::{self, ColumnType, Predicate, Table, Value};
 use crate::error::CheckError;
 use crate::plan::{
-    ChoosePlan, CountPlan, CubeRef, Eps, Event, Mechanism, Plan, PlotPlan, PriorPlan, SimMetric,
-    SimulatePlan, Spend,
+    ChoosePlan, CountPlan, CubeRef, Eps, Event, HistogramPlan, Mechanism, Plan, PlotPlan,
+    PriorPlan, SimMetric, SimulatePlan, Spend,
 };
 use crate::privacy::Neighbours;
 use crate::span::Span;
@@ -100,6 +100,9 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
                 })?,
         },
         StatementKind::Count(q) => Plan::Count(Box::new(check_count(q, catalog, span)?)),
+        StatementKind::Histogram(h) => {
+            Plan::Histogram(Box::new(check_histogram(h, catalog, span)?))
+        }
         StatementKind::ChooseEps(c) => Plan::ChooseEps(check_choose(c, span)?),
         StatementKind::Cube { cells, neighbours } => {
             let n = cells
@@ -836,6 +839,118 @@ fn check_count(q: &CountQuery, catalog: &dyn Catalog, span: Span) -> Result<Coun
 }
 
 /// An epsilon: finite, positive, and exact as a decimal (budgets add exactly).
+/// `HISTOGRAM [WHERE p] ...` and `COUNT [WHERE p] BY a, b ...`: over the table's cube, the
+/// cells `p` selects (a union of cells), grouped by the dimensions named.
+fn check_histogram(
+    h: &Histogram,
+    catalog: &dyn Catalog,
+    span: Span,
+) -> Result<HistogramPlan, CheckError> {
+    let table_name = resolve_table(None, catalog, span)?;
+    let table = catalog
+        .table(&table_name)
+        .ok_or(CheckError::NoCurrentTable { span })?;
+    let Some(cube) = catalog.table_cube(&table_name) else {
+        return Err(CheckError::NeedsCube {
+            what: if h.by.is_some() {
+                "COUNT ... BY"
+            } else {
+                "HISTOGRAM"
+            },
+            table: table_name,
+            span,
+        });
+    };
+    let within = match &h.filter {
+        None => vec![true; cube.cells()],
+        Some(expr) => {
+            let predicate = check_expr(expr, table, &table_name)?;
+            cube.cells_of(&predicate)
+                .map_err(|e| not_union(e, expr, cube, table, &table_name))?
+        }
+    };
+    let mut by = Vec::new();
+    for name in h.by.iter().flatten() {
+        let column = table
+            .column_index(&name.name)
+            .ok_or_else(|| CheckError::UnknownColumn {
+                column: name.name.clone(),
+                table: table_name.clone(),
+                known: table.schema().into_iter().map(|(n, _)| n).collect(),
+                span: name.span,
+            })?;
+        let dim = cube
+            .dim_of_column(column)
+            .ok_or_else(|| CheckError::NotDimension {
+                column: name.name.clone(),
+                table: table_name.clone(),
+                span: name.span,
+            })?;
+        if by.contains(&dim) {
+            return Err(CheckError::NotApplicable {
+                message: "a dimension is named twice after BY",
+                span: name.span,
+            });
+        }
+        by.push(dim);
+    }
+    let groups = cube.groups(&by, &within);
+    if groups.is_empty() {
+        return Err(CheckError::EmptyQuery { span });
+    }
+    let mechanism = match &h.mechanism {
+        None => Mechanism::Laplace,
+        Some(m) => match mechanism(m)? {
+            Mechanism::Staircase => {
+                return Err(CheckError::NotApplicable {
+                    message: "a histogram is released with laplace or geometric noise",
+                    span: m.span,
+                })
+            }
+            other => other,
+        },
+    };
+    let plot = h
+        .plot
+        .as_ref()
+        .map(|plot| match plot.metric {
+            Some(_) => Err(CheckError::NotApplicable {
+                message: "a histogram plots its bars: PLOT 'file.svg'",
+                span: plot.path.span,
+            }),
+            None => Ok(PlotPlan {
+                path: PathBuf::from(&plot.path.value),
+                span: plot.path.span,
+                metric: SimMetric::Both,
+            }),
+        })
+        .transpose()?;
+    let query_key = format!(
+        "histogram|cells{}|{}",
+        cube.cells(),
+        groups
+            .iter()
+            .map(|(_, cells)| cells
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(","))
+            .collect::<Vec<_>>()
+            .join(";")
+    );
+    Ok(HistogramPlan {
+        table: table_name,
+        grouped: h.by.is_some(),
+        groups,
+        cube: cube.declaration(),
+        eps: check_eps(&h.eps)?,
+        mechanism,
+        plot,
+        statement: h.to_string(),
+        query_key,
+    })
+}
+
 fn check_eps(eps: &Number) -> Result<Eps, CheckError> {
     let invalid = || CheckError::InvalidEpsilon {
         text: eps.text.clone(),

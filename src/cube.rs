@@ -159,6 +159,58 @@ impl Cube {
             .join(", ")
     }
 
+    /// How each dimension buckets its column, for counting every cell in one pass
+    /// ([`crate::data::count_cells`]).
+    pub fn buckets(&self) -> Vec<(usize, crate::data::Buckets)> {
+        use crate::data::Buckets;
+        self.dims
+            .iter()
+            .map(|d| {
+                let b = match &d.kind {
+                    DimKind::Integer(cuts) | DimKind::Float(cuts) => Buckets::Cuts(cuts.clone()),
+                    DimKind::Values(values) => Buckets::Values(values.clone()),
+                };
+                (d.column, b)
+            })
+            .collect()
+    }
+
+    /// The dimension over table column `column`, if there is one.
+    pub fn dim_of_column(&self, column: usize) -> Option<usize> {
+        self.dims.iter().position(|d| d.column == column)
+    }
+
+    /// The cells of `within` grouped by their coordinates along the dimensions `by` (in that
+    /// order), each group named by those coordinates (`sex = 'F'`), in the order of the
+    /// coordinates; each cell a group of its own when `by` is empty.
+    pub fn groups(&self, by: &[usize], within: &[bool]) -> Vec<(String, Vec<usize>)> {
+        if by.is_empty() {
+            return (0..self.cells)
+                .filter(|&j| within[j])
+                .map(|j| (self.cell_name(j), vec![j]))
+                .collect();
+        }
+        let mut groups: std::collections::BTreeMap<Vec<usize>, Vec<usize>> = Default::default();
+        let mut coords = vec![0; self.dims.len()];
+        for j in (0..self.cells).filter(|&j| within[j]) {
+            self.coords_into(j, &mut coords);
+            let key: Vec<usize> = by.iter().map(|&d| coords[d]).collect();
+            groups.entry(key).or_default().push(j);
+        }
+        groups
+            .into_iter()
+            .map(|(key, cells)| {
+                let name = key
+                    .iter()
+                    .zip(by)
+                    .map(|(&c, &d)| self.dims[d].coord_name(c))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                (name, cells)
+            })
+            .collect()
+    }
+
     /// The cells on which `predicate` is true (a union of cells), or why it is not one.
     pub fn cells_of(&self, predicate: &Predicate) -> Result<Vec<bool>, NotUnion> {
         if let Some(column) = first_column_outside(predicate, &self.dims) {

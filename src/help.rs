@@ -82,6 +82,12 @@ alone needs, S ln(1/(1-p))/w, which is shown beside it).",
         example: "COUNT WHERE age <= 30 WITH EPS 0.1 PRIOR p=0.3;",
     },
     Topic {
+        name: "HISTOGRAM",
+        synopsis: "HISTOGRAM [WHERE condition] WITH EPS e [MECHANISM laplace|geometric] [PLOT 'file.svg']; | COUNT [WHERE condition] BY column, ... WITH EPS e ...;",
+        about: "Releases the count of every cell of the table's cube (those the condition, a union of cells, selects; empty cells, 'other' and 'missing' included) at once, each with its own noise, for one epsilon: its sensitivity is 1 under NEIGHBOURS add_remove (a row is in one cell) and 2 under replace (a row moves from one cell to another), the noise of every part S/e. COUNT ... BY releases the counts of the groups of cells sharing the named dimensions' coordinates the same way. Every part enters the history as a row of its own: ESTIMATE of any union of cells is then free. PLOT draws the counts as bars with their 95% intervals.",
+        example: "HISTOGRAM WITH EPS 0.5;",
+    },
+    Topic {
         name: "CHOOSE",
         synopsis: "CHOOSE EPS WITHIN w% AT p FOR c; | CHOOSE EPS WITHIN h AT p;",
         about:

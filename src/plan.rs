@@ -61,6 +61,8 @@ pub enum Plan {
     },
     /// A noisy count.
     Count(Box<CountPlan>),
+    /// Noisy counts of a cube's cells or groups of cells, released at once.
+    Histogram(Box<HistogramPlan>),
     /// Epsilon from an accuracy requirement.
     ChooseEps(ChoosePlan),
     /// The focused cube's cells, history and per-cell budgets.
@@ -252,6 +254,32 @@ pub struct Eps {
     pub exact: Decimal,
     /// As an exact fraction, for the noise.
     pub noise: ExactEpsilon,
+}
+
+/// A checked histogram: the counts of groups of a cube's cells (each cell a group, or with
+/// `BY` the cells sharing the named dimensions' coordinates), released at once with one
+/// noise each and one epsilon for all.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistogramPlan {
+    /// The table.
+    pub table: String,
+    /// Each group: its name in words and its cells, disjoint.
+    pub groups: Vec<(String, Vec<usize>)>,
+    /// Whether the groups come from `BY` (else each is a cell).
+    pub grouped: bool,
+    /// The declaration of the cube the groups are over.
+    pub cube: String,
+    /// The epsilon of the whole vector.
+    pub eps: Eps,
+    /// The noise: Laplace or geometric.
+    pub mechanism: Mechanism,
+    /// `PLOT`: the bars to draw.
+    pub plot: Option<PlotPlan>,
+    /// The statement, canonical, as recorded.
+    pub statement: String,
+    /// What makes two histograms identical, but for epsilon and mechanism: the cells of
+    /// every group.
+    pub query_key: String,
 }
 
 /// A checked counting query: a count, or a linear combination of counts over a cube.

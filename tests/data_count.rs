@@ -429,3 +429,78 @@ fn a_table_of_many_segments_and_blocks() {
         assert_eq!(count(&t, p), reference(&t, &columns, rows, p), "{p:?}");
     }
 }
+
+/// `count_cells` against a row-by-row count of each row's cell, on a seeded random table with
+/// an integer, a float, a text and a boolean dimension (missing values and "other" values
+/// included).
+#[test]
+fn count_cells_counts_every_row_in_its_cell() {
+    use dpq::data::{count_cells, Buckets};
+    let rows = 3000;
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = |m: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % m
+    };
+    let words = ["a", "b", "c", "d"];
+    let mut columns: Vec<Column> = vec![Vec::new(); 4];
+    for _ in 0..rows {
+        let missing = |k: u64| k == 0;
+        columns[0].push((!missing(next(10))).then(|| Cell::Int(next(100) as i64 - 20)));
+        columns[1].push((!missing(next(10))).then(|| Cell::Float(next(1000) as f64 / 7.0)));
+        columns[2].push((!missing(next(10))).then(|| Cell::Text(words[next(4) as usize].into())));
+        columns[3].push((!missing(next(10))).then(|| Cell::Bool(next(2) == 0)));
+    }
+    let table = load(&columns, rows);
+    let dims = vec![
+        (0, Buckets::Cuts(vec![0.0, 30.5, 50.0])),
+        (1, Buckets::Cuts(vec![10.0, 100.0])),
+        (
+            2,
+            Buckets::Values(vec![Value::Text("a".into()), Value::Text("c".into())]),
+        ),
+        (3, Buckets::Values(vec![Value::Bool(true)])),
+    ];
+    let counts = count_cells(&table, &dims);
+    let lens = [5usize, 4, 4, 3];
+    assert_eq!(counts.len(), lens.iter().product::<usize>());
+    let mut expected = vec![0u64; counts.len()];
+    let cut = |x: f64, cuts: &[f64]| cuts.iter().filter(|c| **c <= x).count();
+    for (((a, b), c), d) in columns[0]
+        .iter()
+        .zip(&columns[1])
+        .zip(&columns[2])
+        .zip(&columns[3])
+    {
+        let coords = [
+            match a {
+                Some(Cell::Int(i)) => cut(*i as f64, &[0.0, 30.5, 50.0]),
+                _ => 4,
+            },
+            match b {
+                Some(Cell::Float(f)) => cut(*f, &[10.0, 100.0]),
+                _ => 3,
+            },
+            match c {
+                Some(Cell::Text(t)) if t == "a" => 0,
+                Some(Cell::Text(t)) if t == "c" => 1,
+                Some(_) => 2,
+                None => 3,
+            },
+            match d {
+                Some(Cell::Bool(true)) => 0,
+                Some(_) => 1,
+                None => 2,
+            },
+        ];
+        let cell = coords
+            .iter()
+            .zip(lens)
+            .fold(0usize, |acc, (c, len)| acc * len + c);
+        expected[cell] += 1;
+    }
+    assert_eq!(counts, expected);
+    assert_eq!(counts.iter().sum::<u64>(), rows as u64);
+}

@@ -31,6 +31,7 @@ const KEYWORDS: &[&str] = &[
     "SET",
     "SEED",
     "COUNT",
+    "HISTOGRAM",
     "WHERE",
     "WITH",
     "EPS",

@@ -64,7 +64,6 @@ impl BitBuilder {
 
 /// The bit at `i` of a finished bit vector.
 #[inline]
-#[cfg(test)]
 pub(crate) fn get(words: &[u64], i: usize) -> bool {
     words.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1)
 }

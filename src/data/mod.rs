@@ -11,6 +11,7 @@
 //! dictionary per column, and a validity bitmap per column where cells are missing.
 
 mod bitmap;
+mod cells;
 mod content;
 mod count;
 mod error;
@@ -23,6 +24,7 @@ mod schema;
 mod source;
 mod table;
 
+pub use cells::{count_cells, Buckets};
 pub use content::ContentHash;
 pub use count::count;
 pub use error::{escape_controls, escape_json_format, escape_name, DataError};

@@ -79,12 +79,17 @@ impl Session {
                 .path()
                 .filter(|_| self.analyst.is_none())
                 .map(|p| p.display().to_string()),
+            // A vector released at once spent its epsilon once: one line, for its first part.
             lines: history
                 .releases()
                 .iter()
+                .filter(|r| r.part.is_none_or(|(i, _)| i == 0))
                 .map(|r| SpendLine {
                     seq: r.seq,
-                    statement: r.statement.clone(),
+                    statement: match r.part {
+                        Some((_, n)) => format!("{} ({n} parts)", r.statement),
+                        None => r.statement.clone(),
+                    },
                     eps: r.eps,
                     time: r.time,
                 })
@@ -127,7 +132,10 @@ impl Session {
                         dense
                     }),
                     seq: r.seq,
-                    statement: r.statement.clone(),
+                    statement: match r.part {
+                        Some((i, n)) => format!("{} (part {} of {n})", r.statement, i + 1),
+                        None => r.statement.clone(),
+                    },
                     eps: r.eps,
                     sensitivity: r.sensitivity,
                     mechanism: r.mechanism.to_string(),

@@ -577,7 +577,6 @@ fn refused(
     eps: Eps,
     span: Span,
 ) -> EvalError {
-    let history = ledger.history();
     match refusal {
         Refusal::CubeChanged => EvalError::CubeChanged {
             table: plan.table.clone(),
@@ -593,42 +592,55 @@ fn refused(
                 .then(|| (after, ledger.whole().total())),
             span,
         },
-        Refusal::Exceeded(Overspend { at, after }) => {
-            let name = |j: usize| {
-                entry
-                    .cube
-                    .as_ref()
-                    .map_or_else(|| format!("{}", j + 1), |c| c.cell_name(j))
-            };
-            match at {
-                Where::Cell(j) => EvalError::CellsExceeded {
-                    table: plan.table.clone(),
-                    cell: name(j),
-                    after,
-                    total: history.total(),
-                    span,
-                },
-                Where::Pair(j, k) => EvalError::PairExceeded {
-                    table: Some(plan.table.clone()),
-                    first: format!("[{}]", name(j)),
-                    second: format!("[{}]", name(k)),
-                    after,
-                    total: history.total(),
-                    span,
-                },
-                Where::Exposed => EvalError::Exposed {
-                    table: plan.table.clone(),
-                    span,
-                },
-                Where::Table => EvalError::BudgetExceeded {
-                    table: plan.table.clone(),
-                    requested: eps.exact,
-                    remaining: history.remaining(),
-                    total: history.total(),
-                    span,
-                },
-            }
+        Refusal::Exceeded(o) => {
+            overspend_error(o, entry, &plan.table, ledger.history(), eps.exact, span)
         }
+    }
+}
+
+/// The error of a release past the budget of table `table`: where, and what it would spend.
+pub(super) fn overspend_error(
+    o: Overspend,
+    entry: &Entry,
+    table: &str,
+    history: &History,
+    requested: Decimal,
+    span: Span,
+) -> EvalError {
+    let Overspend { at, after } = o;
+    let name = |j: usize| {
+        entry
+            .cube
+            .as_ref()
+            .map_or_else(|| format!("{}", j + 1), |c| c.cell_name(j))
+    };
+    match at {
+        Where::Cell(j) => EvalError::CellsExceeded {
+            table: table.to_string(),
+            cell: name(j),
+            after,
+            total: history.total(),
+            span,
+        },
+        Where::Pair(j, k) => EvalError::PairExceeded {
+            table: Some(table.to_string()),
+            first: format!("[{}]", name(j)),
+            second: format!("[{}]", name(k)),
+            after,
+            total: history.total(),
+            span,
+        },
+        Where::Exposed => EvalError::Exposed {
+            table: table.to_string(),
+            span,
+        },
+        Where::Table => EvalError::BudgetExceeded {
+            table: table.to_string(),
+            requested,
+            remaining: history.remaining(),
+            total: history.total(),
+            span,
+        },
     }
 }
 
@@ -636,7 +648,11 @@ fn refused(
 /// seed can recover the true count from the answer, so its private budget is used up for
 /// good. The seeded release itself is recorded in the session's practice copy only: nothing
 /// stored beside the data holds an answer that a guess of the data could reproduce.
-fn expose(own: &mut crate::privacy::Ledger, time: u64, span: Span) -> Result<(), EvalError> {
+pub(super) fn expose(
+    own: &mut crate::privacy::Ledger,
+    time: u64,
+    span: Span,
+) -> Result<(), EvalError> {
     let mut txn = own.begin().map_err(ledger_error(span))?;
     if !txn.history().exposed() {
         txn.expose(time).map_err(ledger_error(span))?;
@@ -737,7 +753,7 @@ fn grid(mechanism: Mechanism, eps: Eps, sensitivity: Decimal) -> f64 {
 
 /// The noise scale `S / eps` of a release, exactly (`1/eps` for a count); `None` when it
 /// cannot be held exactly (the query is then refused, never released with less noise).
-fn linear_scale(eps: Eps, sensitivity: Decimal) -> Option<noise::Rational> {
+pub(super) fn linear_scale(eps: Eps, sensitivity: Decimal) -> Option<noise::Rational> {
     let base = eps.noise.count_scale();
     let s = sensitivity.to_u128().filter(|s| *s >= 1)?;
     noise::Rational::new(base.num().checked_mul(s)?, base.den())
@@ -799,7 +815,7 @@ pub(super) fn choose_eps(plan: ChoosePlan, span: Span) -> Result<ChooseEpsResult
 /// key (the content's plain hash, the predicate, epsilon and mechanism). Runs are reproducible
 /// wherever the file lies, and two different queries never share noise, in one ledger or
 /// across ledgers, so the difference of their answers says nothing exact.
-fn release_rng(seed: u64, key: &str) -> ChaCha20Rng {
+pub(super) fn release_rng(seed: u64, key: &str) -> ChaCha20Rng {
     let mut h = blake3::Hasher::new();
     h.update(b"dpq release noise");
     h.update(&seed.to_le_bytes());

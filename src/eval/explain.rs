@@ -40,6 +40,11 @@ impl Session {
                     ),
                 ],
             },
+            Plan::Histogram(h) => {
+                let mut e = self.explain_histogram(*h, span);
+                e.statement = statement;
+                return Ok(e);
+            }
             other => self.describe(other),
         };
         Ok(Explanation {
@@ -162,7 +167,9 @@ impl Session {
                 "does",
                 format!("compares Laplace and optimal staircase noise from formulas alone; {free}"),
             )],
-            Plan::Count(_) | Plan::Explain { .. } => vec![step("does", "explains")],
+            Plan::Count(_) | Plan::Histogram(_) | Plan::Explain { .. } => {
+                vec![step("does", "explains")]
+            }
         }
     }
 

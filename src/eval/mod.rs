@@ -6,6 +6,7 @@
 //! | `tables.rs` | `LOAD`, `USE`, `DESCRIBE`, `SHOW TABLES` |
 //! | `budget.rs` | `SET BUDGET`, `SHOW BUDGET`, `SHOW HISTORY`, `SET SEED` |
 //! | `count.rs` | `COUNT` and linear queries, `WITHIN` |
+//! | `histogram.rs` | `HISTOGRAM`, `COUNT ... BY` |
 //! | `cubes.rs` | `CUBE BY`, `CUBE n`, `OBSERVE`, `ESTIMATE`, `PROB`, `SHOW CUBE` |
 //! | `lab.rs` | `SIMULATE`, `OUT OF RANGE`, `COMPARE NOISE`, charts |
 //! | `explain.rs` | `EXPLAIN` |
@@ -16,6 +17,7 @@ mod budget;
 mod count;
 mod cubes;
 mod explain;
+mod histogram;
 mod lab;
 mod served;
 mod tables;
@@ -231,6 +233,7 @@ impl Session {
             Plan::SetBudget { table, total } => self.set_budget(table, total, span)?,
             Plan::SetSeed { seed } => self.set_seed(seed, span)?,
             Plan::Count(plan) => self.count(*plan, span)?,
+            Plan::Histogram(plan) => self.histogram(*plan, span)?,
             Plan::ChooseEps(plan) => Output::ChooseEps(count::choose_eps(plan, span)?),
             Plan::Simulate(plan) => Output::Simulate(self.simulate(plan, span)?),
             Plan::OutOfRange { n, eps, at } => Output::OutOfRange(lab::out_of_range(n, eps, at)),

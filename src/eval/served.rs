@@ -27,6 +27,8 @@ pub enum Family {
     Linear,
     /// `COUNT ... WITHIN w AT c`: answers from the history or at the least epsilon.
     Within,
+    /// `HISTOGRAM` and `COUNT ... BY`: every cell or group of the cube at once.
+    Histogram,
     /// `ESTIMATE` from the history (free).
     Estimate,
     /// `PROB` from the history (free).
@@ -41,10 +43,11 @@ pub enum Family {
 
 impl Family {
     /// Every family, as policies name them.
-    pub const ALL: [(&'static str, Family); 8] = [
+    pub const ALL: [(&'static str, Family); 9] = [
         ("count", Family::Count),
         ("linear", Family::Linear),
         ("within", Family::Within),
+        ("histogram", Family::Histogram),
         ("estimate", Family::Estimate),
         ("prob", Family::Prob),
         ("explain", Family::Explain),
@@ -250,6 +253,22 @@ impl Session {
                 }
                 Ok(())
             }
+            Plan::Histogram(h) => {
+                self.allowed(&h.table, Family::Histogram, span)?;
+                if h.plot.is_some() {
+                    return refuse("PLOT: charts are not written on the server");
+                }
+                if self
+                    .rules(&h.table)
+                    .is_some_and(|r| !r.mechanisms.contains(&h.mechanism))
+                {
+                    return refuse(&format!(
+                        "MECHANISM {}: the policy of `{}` does not allow it",
+                        h.mechanism, h.table
+                    ));
+                }
+                Ok(())
+            }
             Plan::Explain { plan, .. } => {
                 match plan_table(plan) {
                     Some(table) => self.allowed(table, Family::Explain, span)?,
@@ -429,6 +448,7 @@ pub(super) fn permit_release(
 fn plan_table(plan: &Plan) -> Option<&str> {
     match plan {
         Plan::Count(c) => Some(&c.table),
+        Plan::Histogram(h) => Some(&h.table),
         Plan::Estimate {
             target: CubeRef::Table(t),
             ..

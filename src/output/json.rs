@@ -54,6 +54,27 @@ pub fn render_json(response: &Response) -> String {
             "gamma": c.gamma,
             "plot": plot(c.plot.as_ref()),
         }),
+        Output::Histogram(h) => json!({
+            "kind": "histogram",
+            "table": h.table,
+            "statement": h.statement,
+            "cells": h.parts.iter().map(|p| json!({
+                "cell": p.name,
+                "noisy": p.noisy,
+                "interval95": [p.interval95.0, p.interval95.1],
+            })).collect::<Vec<_>>(),
+            "eps": dec(h.eps),
+            "eps_spent": dec(h.eps_spent),
+            "sensitivity": h.sensitivity,
+            "scale": h.scale,
+            "mechanism": h.mechanism,
+            "coverage95": h.coverage95,
+            "neighbours": h.neighbours.to_string(),
+            "from_history": h.from_history,
+            "budget_spent": dec(h.budget_spent),
+            "budget_remaining": dec(h.budget_remaining),
+            "plot": plot(h.plot.as_ref()),
+        }),
         Output::Simulate(r) => json!({
             "kind": "simulate",
             "rows": r.rows.iter().map(|row| {

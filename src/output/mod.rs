@@ -55,6 +55,8 @@ pub enum Output {
     },
     /// `COUNT`.
     Count(Box<CountResult>),
+    /// Noisy counts of a cube's cells or groups of cells, released at once.
+    Histogram(Box<HistogramResult>),
     /// `CHOOSE EPS`.
     ChooseEps(ChooseEpsResult),
     /// `CUBE` and `OBSERVE`: the teaching cube and its per-cell budget.
@@ -329,6 +331,53 @@ pub struct ReleaseRow {
     pub noisy: Option<f64>,
     /// When, as seconds since the Unix epoch.
     pub time: u64,
+}
+
+/// One part of a histogram: a cell or a group of cells, its noisy count and interval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistogramPart {
+    /// The cell or group in words (`30 <= age < 65, sex = 'F'`).
+    pub name: String,
+    /// Its noisy count.
+    pub noisy: f64,
+    /// The interval that holds its true count with probability 0.95 over the noise (at least
+    /// 0.95 for geometric noise).
+    pub interval95: (f64, f64),
+}
+
+/// A histogram: every part's noisy count, released at once with one epsilon.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistogramResult {
+    /// The table.
+    pub table: String,
+    /// The statement, canonical.
+    pub statement: String,
+    /// The parts, every cell or group (zeros included).
+    pub parts: Vec<HistogramPart>,
+    /// Whether the parts are groups of cells (`COUNT ... BY`) rather than cells.
+    pub grouped: bool,
+    /// The epsilon of the vector.
+    pub eps: Decimal,
+    /// What it spent now (0 when answered from the record).
+    pub eps_spent: Decimal,
+    /// Its L1 sensitivity under the table's model.
+    pub sensitivity: f64,
+    /// The noise scale of every part, `S / eps`.
+    pub scale: f64,
+    /// The noise.
+    pub mechanism: String,
+    /// The probability each interval holds its true count.
+    pub coverage95: f64,
+    /// How neighbouring tables differ.
+    pub neighbours: Neighbours,
+    /// Whether it is the recorded answer of an identical histogram.
+    pub from_history: bool,
+    /// The table's spending after it.
+    pub budget_spent: Decimal,
+    /// Its remaining budget.
+    pub budget_remaining: Decimal,
+    /// The chart written, if one was asked for.
+    pub plot: Option<PlotOutcome>,
 }
 
 /// A noisy count and what can be said of it from public facts.

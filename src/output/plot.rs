@@ -1136,3 +1136,119 @@ pub fn sparkline(values: &[f64], width: usize) -> String {
         })
         .collect()
 }
+
+/// The most parts a histogram chart draws: beyond them the bars would be thinner than text.
+pub const MAX_BARS: usize = 200;
+
+/// A histogram as horizontal bars, one per part (cell or group), each with its 95% interval
+/// as a whisker; a noisy count below zero is drawn as a bar to the left of zero (it is
+/// noise, not an error). The names are drawn beside the bars.
+pub fn histogram_svg(
+    title: &str,
+    parts: &[crate::output::HistogramPart],
+) -> Result<String, String> {
+    let finite = |p: &&crate::output::HistogramPart| {
+        p.noisy.is_finite() && p.interval95.0.is_finite() && p.interval95.1.is_finite()
+    };
+    if parts.is_empty() || !parts.iter().all(|p| finite(&p)) {
+        return Err(PlotError::Empty.to_string());
+    }
+    if parts.len() > MAX_BARS {
+        return Err(format!(
+            "a chart draws at most {MAX_BARS} bars; this histogram has {}",
+            parts.len()
+        ));
+    }
+    let lo = parts
+        .iter()
+        .map(|p| p.interval95.0.min(0.0))
+        .fold(0.0, f64::min);
+    let hi = parts
+        .iter()
+        .map(|p| p.interval95.1.max(0.0))
+        .fold(0.0, f64::max);
+    let pad = 0.04 * (hi - lo).max(1.0);
+    let x_axis = Axis::linear(lo - pad, hi + pad, false, 8);
+    let n = parts.len();
+    let label_width = parts
+        .iter()
+        .map(|p| p.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(48) as u32;
+    let height = (120 + 26 * n as u32).max(300);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (PANEL.0 + 7 * label_width, height))
+            .into_drawing_area();
+        root.fill(&WHITE).map_err(|e| draw_err(e).to_string())?;
+        let body = root
+            .titled(title, (FONT, TITLE_SIZE))
+            .map_err(|e| draw_err(e).to_string())?;
+        let mut chart = ChartBuilder::on(&body)
+            .margin(12)
+            .margin_right(24)
+            .x_label_area_size(52)
+            .y_label_area_size(16 + 7 * label_width)
+            .build_cartesian_2d(x_axis, 0.0..n as f64)
+            .map_err(|e| draw_err(e).to_string())?;
+        let names: Vec<String> = parts.iter().map(|p| p.name.clone()).collect();
+        chart
+            .configure_mesh()
+            .x_desc("Noisy count, with its 95% interval")
+            .y_labels(n)
+            .y_label_formatter(&|y| {
+                let i = (n as f64 - y - 0.5).round();
+                if (0.0..n as f64).contains(&i) && (y - y.floor() - 0.5).abs() < 1e-9 {
+                    names[i as usize].clone()
+                } else {
+                    String::new()
+                }
+            })
+            .label_style((FONT, TICK_SIZE))
+            .axis_desc_style((FONT, DESC_SIZE))
+            .bold_line_style(BLACK.mix(0.12))
+            .light_line_style(BLACK.mix(0.0))
+            .draw()
+            .map_err(|e| draw_err(e).to_string())?;
+        let bar = RGBColor(31, 119, 180);
+        // Part i is drawn from the top: at y = n - i - 1 .. n - i.
+        let y = |i: usize| (n - i - 1) as f64;
+        chart
+            .draw_series(parts.iter().enumerate().map(|(i, p)| {
+                Rectangle::new(
+                    [
+                        (p.noisy.min(0.0), y(i) + 0.2),
+                        (p.noisy.max(0.0), y(i) + 0.8),
+                    ],
+                    bar.mix(0.7).filled(),
+                )
+            }))
+            .map_err(|e| draw_err(e).to_string())?;
+        chart
+            .draw_series(parts.iter().enumerate().map(|(i, p)| {
+                PathElement::new(
+                    vec![(p.interval95.0, y(i) + 0.5), (p.interval95.1, y(i) + 0.5)],
+                    BLACK.stroke_width(2),
+                )
+            }))
+            .map_err(|e| draw_err(e).to_string())?;
+        for cap in [0, 1] {
+            chart
+                .draw_series(parts.iter().enumerate().map(|(i, p)| {
+                    let x = if cap == 0 {
+                        p.interval95.0
+                    } else {
+                        p.interval95.1
+                    };
+                    PathElement::new(
+                        vec![(x, y(i) + 0.3), (x, y(i) + 0.7)],
+                        BLACK.stroke_width(2),
+                    )
+                }))
+                .map_err(|e| draw_err(e).to_string())?;
+        }
+        root.present().map_err(|e| draw_err(e).to_string())?;
+    }
+    Ok(svg)
+}

@@ -22,6 +22,7 @@ pub fn render_table(response: &Response) -> String {
             format!("Seed set to {seed}: from now on results are reproducible and NOT private.")
         }
         Output::Count(c) => count(c),
+        Output::Histogram(h) => histogram(h),
         Output::ChooseEps(c) => choose_eps(c),
         Output::Cube(c) => cube(c),
         Output::Estimate(e) => estimate(e),
@@ -417,6 +418,55 @@ fn count(c: &CountResult) -> String {
         );
     }
     plot_note(&mut out, c.plot.as_ref());
+    out
+}
+
+fn histogram(h: &super::HistogramResult) -> String {
+    let part = if h.grouped { "group" } else { "cell" };
+    let mut t = new_table(&[part, "noisy count", "95% interval"]);
+    for p in &h.parts {
+        t.add_row(vec![
+            p.name.clone(),
+            fixed(p.noisy, 2),
+            interval(p.interval95, 1),
+        ]);
+    }
+    let mut out = format!("{} -- table {}\n{t}", short(&h.statement), h.table);
+    let spent = if h.from_history {
+        format!(
+            "0 (identical to an earlier histogram: its recorded answers, epsilon {})",
+            dec(h.eps)
+        )
+    } else {
+        format!(
+            "{} for the whole vector ({} noise of scale S/eps = {} on every part, S = {}: {})",
+            dec(h.eps_spent),
+            h.mechanism,
+            num(h.scale),
+            num(h.sensitivity),
+            match h.neighbours {
+                Neighbours::Replace => "a replaced row moves two parts by 1 each",
+                Neighbours::AddRemove => "an added or removed row moves one part by 1",
+            }
+        )
+    };
+    let _ = write!(
+        out,
+        "\nepsilon spent: {spent}; budget: {} spent, {} remaining",
+        dec(h.budget_spent),
+        dec(h.budget_remaining)
+    );
+    if h.coverage95 == 0.95 {
+        out.push_str("\nEach interval holds its true count with probability 0.95 over the noise.");
+    } else {
+        let _ = write!(
+            out,
+            "\nEach interval holds its true count with probability at least 0.95 ({:.6}: whole-valued noise).",
+            h.coverage95
+        );
+    }
+    out.push_str("\nEvery part is released, empty or not. Each is a row of the history: ESTIMATE unions of them for free.");
+    plot_note(&mut out, h.plot.as_ref());
     out
 }
 

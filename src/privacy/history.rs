@@ -41,6 +41,10 @@ pub struct Release {
     pub noisy: Option<f64>,
     /// When, as seconds since the Unix epoch.
     pub time: u64,
+    /// For one part of a vector released at once (`HISTOGRAM`, `COUNT ... BY`): its index
+    /// and the number of parts. The vector spends its epsilon once; each part is a row of
+    /// the history with the vector's sensitivity, so each is a measurement for inference.
+    pub part: Option<(usize, usize)>,
 }
 
 /// The cube declared on a data file, as its ledger records it.
@@ -152,15 +156,9 @@ pub fn sensitivity(model: Neighbours, row: &[(usize, Decimal)], cells: usize) ->
     }
 }
 
-/// The charges of a row, cell by cell, under `add_remove`: `eps |h_j| / S` each (Theorem 5.5),
-/// computed once per run of cells sharing a coefficient.
-fn charges(eps: Decimal, row: &Row) -> impl Iterator<Item = (usize, Decimal)> + '_ {
-    let s = row
-        .runs()
-        .iter()
-        .map(|r| r.coef.abs())
-        .max()
-        .unwrap_or(Decimal::ONE);
+/// The charges of a row of sensitivity `s`, cell by cell, under `add_remove`: `eps |h_j| / S`
+/// each (Theorem 5.5), computed once per run of cells sharing a coefficient.
+fn charges(eps: Decimal, row: &Row, s: Decimal) -> impl Iterator<Item = (usize, Decimal)> + '_ {
     row.runs().iter().flat_map(move |r| {
         let add = charge(eps, r.coef, s).unwrap_or(Decimal::MAX);
         (r.start..r.end()).map(move |j| (j, add))
@@ -353,10 +351,14 @@ impl History {
     /// The most a release of `eps` with `row` can add to the spending: `eps` without a cube or
     /// a row; with one, its largest charge to a cell (`add_remove`) or a pair (`replace`).
     fn most_added(&self, eps: Decimal, row: &Row) -> Decimal {
+        self.most_added_with(eps, row, self.sensitivity(row))
+    }
+
+    /// [`History::most_added`] for a row of sensitivity `s`.
+    fn most_added_with(&self, eps: Decimal, row: &Row, s: Decimal) -> Decimal {
         if self.cube.is_none() || row.is_empty() {
             return eps;
         }
-        let s = self.sensitivity(row);
         match &self.pairs {
             Some(p) => p.most_added(eps, row, s),
             None => {
@@ -386,6 +388,11 @@ impl History {
     /// The spending after a release (an upper bound where it is not exact), a lower bound of
     /// it (equal when exact), and where it is largest.
     pub fn after_bounds(&self, eps: Decimal, row: &Row) -> (Decimal, Decimal, Where) {
+        self.after_bounds_with(eps, row, self.sensitivity(row))
+    }
+
+    /// [`History::after_bounds`] for a row of sensitivity `s`.
+    fn after_bounds_with(&self, eps: Decimal, row: &Row, s: Decimal) -> (Decimal, Decimal, Where) {
         let Some(_) = &self.cube else {
             let after = self.spent().saturating_add(eps);
             return (after, after, Where::Table);
@@ -399,7 +406,7 @@ impl History {
                     w.cells,
                 )
             } else {
-                let a = p.after(eps, row, self.sensitivity(row));
+                let a = p.after(eps, row, s);
                 (to_decimal(a.cost), to_decimal(a.lower), a.cells)
             };
             return (
@@ -416,7 +423,7 @@ impl History {
             return (after, after, Where::Cell(self.fullest_cell()));
         }
         let mut worst = (self.max_cell, self.fullest_cell());
-        for (j, add) in charges(eps, row) {
+        for (j, add) in charges(eps, row, s) {
             let cell = self
                 .cells
                 .get(j)
@@ -486,20 +493,29 @@ impl History {
         if release.row.is_empty() {
             self.rowless = self.rowless.saturating_add(release.eps);
         } else {
-            self.rows += 1;
             let s = self.sensitivity(&release.row);
-            match &mut self.pairs {
-                Some(p) => p.record(release.eps, &release.row, s),
-                None => {
-                    for (j, add) in charges(release.eps, &release.row) {
-                        if let Some(cell) = self.cells.get_mut(j) {
-                            *cell = cell.saturating_add(add);
-                            self.max_cell = self.max_cell.max(*cell);
-                        }
+            self.charge_row(release.eps, &release.row, s);
+        }
+        self.push(release);
+    }
+
+    /// Charges a row of sensitivity `s` with `eps` to the cells or pairs it touches.
+    fn charge_row(&mut self, eps: Decimal, row: &Row, s: Decimal) {
+        self.rows += 1;
+        match &mut self.pairs {
+            Some(p) => p.record(eps, row, s),
+            None => {
+                for (j, add) in charges(eps, row, s) {
+                    if let Some(cell) = self.cells.get_mut(j) {
+                        *cell = cell.saturating_add(add);
+                        self.max_cell = self.max_cell.max(*cell);
                     }
                 }
             }
         }
+    }
+
+    fn push(&mut self, release: Release) {
         if release.noisy.is_some() {
             self.answered
                 .entry(release.key.clone())
@@ -507,11 +523,154 @@ impl History {
         }
         self.releases.push(release);
     }
+
+    /// The sensitivity of a vector of disjoint parts (no cell in two parts; see
+    /// [`History::disjoint`]), released at once with one noise per part: its L1 sensitivity on
+    /// this history's cube and model. One row added or removed moves `sum_g |h_g(j)|`
+    /// (`add_remove`): the largest coefficient of any part. One moved from cell `j` to `k`
+    /// moves `sum_g |h_g(j) - h_g(k)|` (`replace`): for disjoint parts, the two largest
+    /// coefficients of two different parts, a cell outside every part counting as a part of
+    /// coefficient 0. Noise of scale `S/eps` on every part, each part charged
+    /// `eps |h_g(j) - h_g(k)| / S` (or `eps |h_g(j)| / S`), makes the vector eps-DP and
+    /// charges it exactly eps at its costliest pair.
+    pub fn vector_sensitivity(&self, parts: &[Row]) -> Decimal {
+        let cells = self.cube.as_ref().map_or(0, |c| c.cells);
+        let mut largest: Vec<Decimal> = parts
+            .iter()
+            .map(|p| {
+                p.runs()
+                    .iter()
+                    .map(|r| r.coef.abs())
+                    .max()
+                    .unwrap_or_default()
+            })
+            .collect();
+        match self.neighbours {
+            Neighbours::AddRemove => largest.into_iter().max().unwrap_or_default(),
+            Neighbours::Replace => {
+                let covered: usize = parts.iter().map(Row::cells).sum();
+                if covered < cells {
+                    largest.push(Decimal::ZERO);
+                }
+                largest.sort_unstable_by(|a, b| b.cmp(a));
+                match largest.as_slice() {
+                    [a, b, ..] => *a + *b,
+                    _ => Decimal::ZERO,
+                }
+            }
+        }
+    }
+
+    /// Whether `parts` are disjoint rows over this history's cube: every cell in one part at
+    /// most, every cell within the cube.
+    pub fn disjoint(&self, parts: &[Row]) -> bool {
+        let cells = self.cube.as_ref().map_or(0, |c| c.cells);
+        let mut seen = vec![false; cells];
+        for part in parts {
+            for r in part.runs() {
+                for j in r.start..r.end() {
+                    match seen.get_mut(j) {
+                        Some(s) if !*s => *s = true,
+                        _ => return false,
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    /// Whether releasing the parts of a vector with `eps` and sensitivity `s` fits the budget;
+    /// if not, where it would pass it.
+    pub fn check_vector(&self, eps: Decimal, parts: &[Row], s: Decimal) -> Result<(), Overspend> {
+        if self.exposed {
+            return Err(Overspend {
+                at: Where::Exposed,
+                after: self.total,
+            });
+        }
+        let (after, _, at) = self.vector_after_bounds(eps, parts, s);
+        if after <= self.total {
+            Ok(())
+        } else {
+            Err(Overspend { at, after })
+        }
+    }
+
+    /// What the spending would be after a vector's release (an upper bound where it is not
+    /// exact), a lower bound of it, and where it is largest: its parts charged one after the
+    /// other to a copy of the running totals.
+    pub fn vector_after_bounds(
+        &self,
+        eps: Decimal,
+        parts: &[Row],
+        s: Decimal,
+    ) -> (Decimal, Decimal, Where) {
+        let Some((last, first)) = parts.split_last() else {
+            let spent = self.spent();
+            return (spent, spent, Where::Table);
+        };
+        let mut scratch = History {
+            releases: Vec::new(),
+            answered: HashMap::new(),
+            ..self.clone_totals()
+        };
+        for part in first {
+            scratch.charge_row(eps, part, s);
+        }
+        scratch.after_bounds_with(eps, last, s)
+    }
+
+    /// The running totals without the releases (a scratch copy to charge a vector to).
+    fn clone_totals(&self) -> History {
+        History {
+            total: self.total,
+            releases: Vec::new(),
+            cube: self.cube.clone(),
+            neighbours: self.neighbours,
+            exposed: self.exposed,
+            answered: HashMap::new(),
+            sequential: self.sequential,
+            rowless: self.rowless,
+            cells: self.cells.clone(),
+            max_cell: self.max_cell,
+            pairs: self.pairs.clone(),
+            rows: self.rows,
+        }
+    }
+
+    /// Records the parts of a vector released at once: each a release of its own, numbered
+    /// from `first.seq`, with the vector's epsilon and sensitivity, keyed `key#i`; the epsilon
+    /// is spent once. The caller has checked the budget and the numbers.
+    pub(super) fn record_vector(&mut self, first: &Release, parts: &[Row]) {
+        self.sequential = self.sequential.saturating_add(first.eps);
+        let s = Decimal::try_from(first.sensitivity).unwrap_or(Decimal::MAX);
+        let n = parts.len();
+        for (i, part) in parts.iter().enumerate() {
+            self.charge_row(first.eps, part, s);
+            self.push(Release {
+                seq: first.seq + i as u64,
+                key: format!("{}#{i}", first.key),
+                row: part.clone(),
+                part: Some((i, n)),
+                noisy: None,
+                ..first.clone()
+            });
+        }
+    }
+
+    /// The answers of an identical vector released before, part by part, if all are on
+    /// record.
+    pub fn find_vector(&self, key: &str, parts: usize) -> Option<Vec<f64>> {
+        (0..parts)
+            .map(|i| self.find(&format!("{key}#{i}")).and_then(|r| r.noisy))
+            .collect()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rust_decimal::prelude::ToPrimitive;
     use std::str::FromStr;
 
     fn release(seq: u64, eps: &str) -> Release {
@@ -525,7 +684,140 @@ mod tests {
             mechanism: Mechanism::Laplace,
             noisy: Some(0.0),
             time: 0,
+            part: None,
         }
+    }
+
+    fn cube(cells: usize, model: Neighbours) -> History {
+        let mut h = History::new(Decimal::ONE, model);
+        h.set_cube(CubeDecl {
+            spec: "CUBE 6".into(),
+            cells,
+        });
+        h
+    }
+
+    fn cells(list: &[usize]) -> Row {
+        let cells: Vec<(usize, Decimal)> = list.iter().map(|&j| (j, Decimal::ONE)).collect();
+        Row::from_cells(&cells).expect("increasing cells")
+    }
+
+    /// The cost of a history by brute force over every pair of cells (`replace`) or every
+    /// cell (`add_remove`), from its releases' rows, epsilons and sensitivities.
+    fn brute(h: &History, n: usize) -> f64 {
+        let replace = h.neighbours() == Neighbours::Replace;
+        let rows: Vec<(f64, f64, Vec<f64>)> = h
+            .releases()
+            .iter()
+            .map(|r| {
+                let mut dense = vec![0.0; n];
+                for (j, c) in r.row.iter() {
+                    dense[j] = c.to_f64().expect("a number");
+                }
+                (r.eps.to_f64().expect("eps"), r.sensitivity, dense)
+            })
+            .collect();
+        let mut worst: f64 = 0.0;
+        for j in 0..n {
+            for k in 0..n {
+                if replace == (j == k) {
+                    continue;
+                }
+                let cost: f64 = rows
+                    .iter()
+                    .map(|(e, s, h)| {
+                        // j == k: the row added or removed in cell j (`add_remove`).
+                        let d = if j == k {
+                            h[j].abs()
+                        } else {
+                            (h[j] - h[k]).abs()
+                        };
+                        e * d / s
+                    })
+                    .sum();
+                worst = worst.max(cost);
+            }
+        }
+        worst
+    }
+
+    /// A histogram spends its epsilon once, whatever its number of cells: under `add_remove`
+    /// every cell is charged eps (a row is in one cell), under `replace` the costliest pair of
+    /// cells is (a row moves from one cell to another, changing two parts by 1 each, with
+    /// noise of scale 2/eps on every part). Checked against brute force.
+    #[test]
+    fn a_histogram_spends_its_epsilon_once_under_both_models() {
+        for (model, s) in [(Neighbours::AddRemove, 1), (Neighbours::Replace, 2)] {
+            let mut h = cube(6, model);
+            let parts: Vec<Row> = (0..6).map(|j| cells(&[j])).collect();
+            assert_eq!(h.vector_sensitivity(&parts), Decimal::from(s), "{model}");
+            let half = Decimal::from_str("0.5").expect("decimal");
+            h.check_vector(half, &parts, Decimal::from(s))
+                .expect("half the budget fits");
+            let first = Release {
+                sensitivity: f64::from(s),
+                ..release(1, "0.5")
+            };
+            h.record_vector(&first, &parts);
+            assert_eq!(h.spent(), half, "{model}");
+            assert_eq!(h.releases().len(), 6);
+            assert_eq!(h.next_seq(), 7);
+            assert!(
+                (brute(&h, 6) - 0.5).abs() < 1e-12,
+                "{model}: {}",
+                brute(&h, 6)
+            );
+            // Three more halves do not fit; a fourth half would be 2.
+            let over = h.check_vector(half.saturating_add(half), &parts, Decimal::from(s));
+            assert!(over.is_err(), "{model}");
+            // Under `replace` a count of one cell after it costs its own eps on top of the
+            // pair it separates: 0.5 + 0.25.
+            if model == Neighbours::Replace {
+                let (after, _) = h.after(Decimal::from_str("0.25").expect("decimal"), &cells(&[0]));
+                assert_eq!(after, Decimal::from_str("0.75").expect("decimal"));
+            }
+        }
+    }
+
+    /// A histogram over some cells and a `COUNT ... BY` over groups of cells: their
+    /// sensitivity under `replace` counts the cells outside every part, and their cost is the
+    /// brute-force one.
+    #[test]
+    fn partial_histograms_and_groups_cost_what_brute_force_says() {
+        let mut h = cube(6, Neighbours::Replace);
+        let one = vec![cells(&[0, 1, 2])];
+        assert_eq!(
+            h.vector_sensitivity(&one),
+            Decimal::ONE,
+            "one group and the rest"
+        );
+        let all = vec![cells(&[0, 1, 2, 3, 4, 5])];
+        assert_eq!(
+            h.vector_sensitivity(&all),
+            Decimal::ZERO,
+            "the public row count"
+        );
+        let groups = vec![cells(&[0, 1]), cells(&[2, 3])];
+        assert_eq!(h.vector_sensitivity(&groups), Decimal::from(2));
+        assert!(h.disjoint(&groups));
+        assert!(!h.disjoint(&[cells(&[0, 1]), cells(&[1, 2])]));
+        let first = Release {
+            sensitivity: 2.0,
+            ..release(1, "0.4")
+        };
+        h.record_vector(&first, &groups);
+        assert!((h.spent().to_f64().expect("f64") - brute(&h, 6)).abs() < 1e-12);
+        assert!((brute(&h, 6) - 0.4).abs() < 1e-12);
+        let mut a = cube(6, Neighbours::AddRemove);
+        a.record_vector(
+            &Release {
+                sensitivity: 1.0,
+                ..release(1, "0.4")
+            },
+            &groups,
+        );
+        assert_eq!(a.spent(), Decimal::from_str("0.4").expect("decimal"));
+        assert!((brute(&a, 6) - 0.4).abs() < 1e-12);
     }
 
     #[test]
@@ -617,7 +909,7 @@ mod tests {
             if r.row.is_empty() {
                 rowless += r.eps;
             }
-            for (j, add) in charges(r.eps, &r.row) {
+            for (j, add) in charges(r.eps, &r.row, h.sensitivity(&r.row)) {
                 cells[j] += add;
             }
         }

@@ -284,6 +284,9 @@ enum Entry<'a> {
         /// Format 3: the row as runs of cells.
         #[serde(skip_serializing_if = "Option::is_none")]
         runs: Option<Vec<(usize, usize, String)>>,
+        /// A vector released at once: each part's row as runs of cells.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        parts: Option<Vec<Vec<(usize, usize, String)>>>,
         eps: String,
         sensitivity: f64,
         mechanism: String,
@@ -297,7 +300,61 @@ enum Entry<'a> {
         noisy: f64,
         time: u64,
     },
+    /// The answers of a vector's parts, numbered from `seq`.
+    Answers {
+        seq: u64,
+        answers: Vec<f64>,
+        time: u64,
+    },
 }
+
+/// A vector's spending as read: every part's row as runs, and its first part's release.
+fn parse_vector(e: Raw) -> Result<Action, &'static str> {
+    let missing = "a field is missing";
+    let decimal = |v: Option<Cow<str>>| {
+        v.and_then(|s| Decimal::from_str(&s).ok())
+            .ok_or("a number is malformed")
+    };
+    let parts = e
+        .parts
+        .unwrap_or_default()
+        .into_iter()
+        .map(|runs| {
+            let runs = runs
+                .into_iter()
+                .map(|(j, n, c)| {
+                    let c = Decimal::from_str(&c).ok().filter(|c| !c.is_zero())?;
+                    Some((usize::try_from(j).ok()?, usize::try_from(n).ok()?, c))
+                })
+                .collect::<Option<Vec<_>>>()?;
+            Row::from_runs(&runs)
+        })
+        .collect::<Option<Vec<_>>>()
+        .ok_or("a row is malformed")?;
+    if e.row.is_some() || e.runs.is_some() {
+        return Err("a row is malformed");
+    }
+    Ok(Action::SpendVector(
+        Release {
+            seq: e.seq.ok_or(missing)?,
+            statement: e.statement.ok_or(missing)?.into_owned(),
+            key: e.key.ok_or(missing)?.into_owned(),
+            row: Row::default(),
+            eps: decimal(e.eps)?,
+            sensitivity: e.sensitivity.ok_or(missing)?,
+            mechanism: Mechanism::from_name(&e.mechanism.ok_or(missing)?)
+                .ok_or("an unknown mechanism")?,
+            noisy: None,
+            time: e.time.ok_or(missing)?,
+            part: None,
+        },
+        parts,
+        e.analyst.map(Cow::into_owned),
+    ))
+}
+
+/// A row as runs of cells, as read: `(first cell, cells, coefficient)` each.
+type RawRuns<'a> = Vec<(u64, u64, Cow<'a, str>)>;
 
 /// One entry, as read: every field any entry may have.
 #[derive(Deserialize)]
@@ -326,6 +383,9 @@ struct Raw<'a> {
     row: Option<Vec<(u64, Cow<'a, str>)>>,
     #[serde(borrow)]
     runs: Option<Vec<(u64, u64, Cow<'a, str>)>>,
+    #[serde(borrow)]
+    parts: Option<Vec<RawRuns<'a>>>,
+    answers: Option<Vec<f64>>,
     #[serde(borrow)]
     eps: Option<Cow<'a, str>>,
     sensitivity: Option<f64>,
@@ -363,6 +423,14 @@ enum Action {
     Cube(CubeDecl),
     /// A spending, and the analyst it was released to on a served dataset.
     Spend(Release, Option<String>),
+    /// A vector's spending: its first part's release (number, statement, key, epsilon,
+    /// sensitivity) and every part's row; and the analyst.
+    SpendVector(Release, Vec<Row>, Option<String>),
+    /// The answers of a vector's parts, numbered from `seq`.
+    Answers {
+        seq: u64,
+        noisy: Vec<f64>,
+    },
     Answer {
         seq: u64,
         noisy: f64,
@@ -905,6 +973,7 @@ impl Ledger {
                 cells: usize::try_from(e.cells.ok_or(missing)?)
                     .map_err(|_| "a cube is malformed")?,
             }),
+            "spend" if e.parts.is_some() => parse_vector(e)?,
             "spend" => {
                 let (row, key) = self.spend_row(e.row, e.runs, e.key.ok_or(missing)?)?;
                 Action::Spend(
@@ -919,6 +988,7 @@ impl Ledger {
                             .ok_or("an unknown mechanism")?,
                         noisy: None,
                         time: e.time.ok_or(missing)?,
+                        part: None,
                     },
                     e.analyst.map(Cow::into_owned),
                 )
@@ -926,6 +996,10 @@ impl Ledger {
             "release" => Action::Answer {
                 seq: e.seq.ok_or(missing)?,
                 noisy: e.noisy.ok_or(missing)?,
+            },
+            "answers" => Action::Answers {
+                seq: e.seq.ok_or(missing)?,
+                noisy: e.answers.ok_or(missing)?,
             },
             _ => return Err("an unknown entry"),
         })
@@ -1037,6 +1111,18 @@ impl Ledger {
                     return Err("a spending exceeds the budget");
                 }
             }
+            Action::SpendVector(first, parts, _) => check_vector(h, first, parts)?,
+            Action::Answers { seq, noisy } => {
+                for (i, v) in noisy.iter().enumerate() {
+                    if !v.is_finite() {
+                        return Err("an answer is not a number");
+                    }
+                    match h.get(seq + i as u64) {
+                        Some(r) if r.part == Some((i, noisy.len())) && r.noisy.is_none() => {}
+                        _ => return Err("answers do not match a vector's parts"),
+                    }
+                }
+            }
             Action::Answer { seq, noisy } => {
                 if !noisy.is_finite() {
                     return Err("an answer is not a number");
@@ -1101,13 +1187,41 @@ impl Ledger {
                 }
                 self.history.record(r);
             }
-            Action::Answer { seq, noisy } => {
-                self.history.set_noisy(seq, noisy);
-                if let Some(v) = &mut self.view {
-                    if let Some(&own) = v.local.get(&seq) {
-                        v.own.set_noisy(own, noisy);
+            Action::Answer { seq, noisy } => self.answered(seq, noisy),
+            Action::SpendVector(first, parts, analyst) => {
+                if let Some(v) = self
+                    .view
+                    .as_mut()
+                    .filter(|v| Some(&v.analyst) == analyst.as_ref())
+                {
+                    let seq = v.own.next_seq();
+                    for i in 0..parts.len() as u64 {
+                        v.local.insert(first.seq + i, seq + i);
                     }
+                    v.own.record_vector(
+                        &Release {
+                            seq,
+                            ..first.clone()
+                        },
+                        &parts,
+                    );
                 }
+                self.history.record_vector(&first, &parts);
+            }
+            Action::Answers { seq, noisy } => {
+                for (i, v) in noisy.into_iter().enumerate() {
+                    self.answered(seq + i as u64, v);
+                }
+            }
+        }
+    }
+
+    /// Fills in the answer of release `seq`, in the whole and in the analyst's view.
+    fn answered(&mut self, seq: u64, noisy: f64) {
+        self.history.set_noisy(seq, noisy);
+        if let Some(v) = &mut self.view {
+            if let Some(&own) = v.local.get(&seq) {
+                v.own.set_noisy(own, noisy);
             }
         }
     }
@@ -1261,6 +1375,7 @@ impl Ledger {
             key: &release.key,
             row,
             runs,
+            parts: None,
             eps: release.eps.normalize().to_string(),
             sensitivity: release.sensitivity,
             mechanism: release.mechanism.to_string(),
@@ -1270,6 +1385,58 @@ impl Ledger {
         let mut recorded = release.clone();
         recorded.noisy = None;
         self.append(lock, &entry, Action::Spend(recorded, analyst.clone()))
+    }
+
+    /// Records the spending of a vector released at once: its first part's release and every
+    /// part's row, one line, durable before its noise is drawn.
+    pub(super) fn spend_vector(
+        &mut self,
+        lock: &Lock,
+        first: &Release,
+        parts: &[Row],
+    ) -> Result<(), LedgerError> {
+        let analyst = self.view.as_ref().map(|v| v.analyst.clone());
+        let runs = |p: &Row| {
+            p.runs()
+                .iter()
+                .map(|r| (r.start, r.len, r.coef.to_string()))
+                .collect::<Vec<_>>()
+        };
+        let entry = Entry::Spend {
+            seq: first.seq,
+            statement: &first.statement,
+            key: &first.key,
+            row: None,
+            runs: None,
+            parts: Some(parts.iter().map(runs).collect()),
+            eps: first.eps.normalize().to_string(),
+            sensitivity: first.sensitivity,
+            mechanism: first.mechanism.to_string(),
+            analyst: analyst.as_deref(),
+            time: first.time,
+        };
+        let action = Action::SpendVector(first.clone(), parts.to_vec(), analyst.clone());
+        self.append(lock, &entry, action)
+    }
+
+    /// Records the answers of a vector's parts, numbered from `seq`, before they are shown.
+    pub(super) fn answers(
+        &mut self,
+        lock: &Lock,
+        seq: u64,
+        noisy: &[f64],
+        time: u64,
+    ) -> Result<(), LedgerError> {
+        let entry = Entry::Answers {
+            seq,
+            answers: noisy.to_vec(),
+            time,
+        };
+        let action = Action::Answers {
+            seq,
+            noisy: noisy.to_vec(),
+        };
+        self.append(lock, &entry, action)
     }
 
     /// Records the noisy answer of spending `seq`, before it is shown.
@@ -1330,6 +1497,33 @@ impl Ledger {
             ));
         }
     }
+}
+
+/// Checks a vector's spending as read or about to be written: in order, parts that are
+/// indicators of disjoint cells within the cube, the sensitivity such parts have, a positive
+/// epsilon, and a spending that does not pass the budget for certain.
+fn check_vector(h: &History, first: &Release, parts: &[Row]) -> Result<(), &'static str> {
+    if first.seq != h.next_seq() {
+        return Err("a release is out of order");
+    }
+    let cells = h.cube().map_or(0, |c| c.cells);
+    let fits = |p: &Row| {
+        !p.is_empty() && p.end() <= cells && p.runs().iter().all(|r| r.coef == Decimal::ONE)
+    };
+    if parts.is_empty() || !parts.iter().all(fits) || !h.disjoint(parts) {
+        return Err("a vector's parts are not disjoint cells of the cube");
+    }
+    if first.eps <= Decimal::ZERO {
+        return Err("an epsilon is not positive");
+    }
+    let s = h.vector_sensitivity(parts);
+    if s <= Decimal::ZERO || Decimal::try_from(first.sensitivity).ok() != Some(s) {
+        return Err("a vector's sensitivity is not its parts'");
+    }
+    if h.vector_after_bounds(first.eps, parts, s).1 > h.total() {
+        return Err("a spending exceeds the budget");
+    }
+    Ok(())
 }
 
 /// The length of a high-water mark's record.
@@ -1420,6 +1614,7 @@ mod tests {
                 mechanism: Mechanism::Laplace,
                 noisy: None,
                 time: 0,
+                part: None,
             },
             None,
         )
@@ -1502,6 +1697,7 @@ mod tests {
             key: "f|private|cells3|0:1,1:1|0.1|laplace",
             row: Some(vec![(0, "1".into()), (1, "1".into())]),
             runs: None,
+            parts: None,
             eps: "0.1".into(),
             sensitivity: 1.0,
             mechanism: "laplace".into(),
@@ -1591,6 +1787,7 @@ mod tests {
                 key: "k",
                 row,
                 runs,
+                parts: None,
                 eps: "0.1".into(),
                 sensitivity: 1.0,
                 mechanism: "laplace".into(),

@@ -20,7 +20,10 @@ pub use history::{
 };
 pub use ledger::{Ledger, LedgerError, Lock, MAX_LINE};
 pub use pairs::{PairCosts, Worst, EXACT_CLASSES};
-pub use protocol::{Prepared, Recorded, Refusal, ReleaseError, Request, Ticket, Txn};
+pub use protocol::{
+    Prepared, PreparedVector, Recorded, Refusal, ReleaseError, Request, Ticket, Txn, VectorRequest,
+    VectorTicket,
+};
 pub use row::{Row, Run};
 pub use store::{Fresh, LedgerId, Ledgers, OpenError, Opened, Store};
 

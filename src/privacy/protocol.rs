@@ -12,6 +12,7 @@ use super::history::{CubeDecl, History, Overspend, Release};
 use super::ledger::{Ledger, LedgerError, Lock};
 use super::row::Row;
 use super::Mechanism;
+use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 
 /// An open transaction on a ledger: its lock is held until the transaction is dropped.
@@ -41,6 +42,50 @@ pub struct Request {
     pub mechanism: Mechanism,
     /// When, as seconds since the Unix epoch.
     pub time: u64,
+}
+
+/// What a statement asks to release as a vector at once (`HISTOGRAM`, `COUNT ... BY`): parts
+/// that are indicators of disjoint cells, one noise each, one epsilon for all.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VectorRequest {
+    /// The statement, canonical, as recorded.
+    pub statement: String,
+    /// What makes a later vector identical to this one.
+    pub key: String,
+    /// Each part's row over the cube's cells.
+    pub parts: Vec<Row>,
+    /// The cube the rows are over, as declared; the ledger's must be the same.
+    pub cube: Option<String>,
+    /// The epsilon of the whole vector, exact.
+    pub eps: Decimal,
+    /// The noise.
+    pub mechanism: Mechanism,
+    /// When, as seconds since the Unix epoch.
+    pub time: u64,
+}
+
+/// A vector that fits the budget, ready to be released. Only [`Txn::prepare_vector`] makes
+/// one.
+#[derive(Debug)]
+pub struct VectorTicket {
+    first: Release,
+    parts: Vec<Row>,
+}
+
+impl VectorTicket {
+    /// The vector's sensitivity: its noise on every part has scale `sensitivity / eps`.
+    pub fn sensitivity(&self) -> f64 {
+        self.first.sensitivity
+    }
+}
+
+/// What preparing a vector found.
+#[derive(Debug)]
+pub enum PreparedVector {
+    /// An identical vector was answered before: its answers, at no cost.
+    Recorded(Vec<f64>),
+    /// The vector fits the budget.
+    Fits(VectorTicket),
 }
 
 /// An answer on record.
@@ -151,8 +196,85 @@ impl Txn<'_> {
                 mechanism: request.mechanism,
                 noisy: None,
                 time: request.time,
+                part: None,
             },
         }))
+    }
+
+    /// Checks a vector under the lock: the cube, an identical earlier vector, the budget
+    /// (an analyst's and the dataset's). Its sensitivity is computed here, from its parts and
+    /// the ledger's model: the noise is drawn with what the ledger charges.
+    pub fn prepare_vector(&self, request: VectorRequest) -> Result<PreparedVector, Refusal> {
+        let history = self.history();
+        if history.cube().map(|c| &c.spec) != request.cube.as_ref() {
+            return Err(Refusal::CubeChanged);
+        }
+        if let Some(answers) = history.find_vector(&request.key, request.parts.len()) {
+            return Ok(PreparedVector::Recorded(answers));
+        }
+        let s = history.vector_sensitivity(&request.parts);
+        // The budget is checked before any noise is drawn: a refused request changes nothing.
+        history
+            .check_vector(request.eps, &request.parts, s)
+            .map_err(Refusal::Exceeded)?;
+        if self.ledger.is_view() {
+            self.ledger
+                .whole()
+                .check_vector(request.eps, &request.parts, s)
+                .map_err(Refusal::DatasetExceeded)?;
+        }
+        Ok(PreparedVector::Fits(VectorTicket {
+            first: Release {
+                seq: self.ledger.next_seq(),
+                statement: request.statement,
+                key: request.key,
+                row: Row::default(),
+                eps: request.eps,
+                sensitivity: s.to_f64().unwrap_or(f64::INFINITY),
+                mechanism: request.mechanism,
+                noisy: None,
+                time: request.time,
+                part: None,
+            },
+            parts: request.parts,
+        }))
+    }
+
+    /// What the ledger's spent budget will be after a vector's release (`EXPLAIN`).
+    pub fn vector_spent_after(&self, ticket: &VectorTicket) -> Decimal {
+        let s = self.history().vector_sensitivity(&ticket.parts);
+        self.history()
+            .vector_after_bounds(ticket.first.eps, &ticket.parts, s)
+            .0
+    }
+
+    /// Releases a prepared vector: its spending is made durable, then `draw` gives one noisy
+    /// answer per part (with noise of scale `sensitivity / eps` each), which are made durable
+    /// before they are returned.
+    pub fn release_vector(
+        self,
+        ticket: VectorTicket,
+        draw: impl FnOnce() -> Vec<f64>,
+    ) -> Result<Vec<f64>, ReleaseError> {
+        let Txn { ledger, lock } = self;
+        let (seq, eps, time) = (ticket.first.seq, ticket.first.eps, ticket.first.time);
+        ledger
+            .spend_vector(&lock, &ticket.first, &ticket.parts)
+            .map_err(ReleaseError::Ledger)?;
+        let noisy = draw();
+        if noisy.len() != ticket.parts.len() {
+            return Err(ReleaseError::NotRecorded {
+                eps,
+                error: LedgerError::Io {
+                    path: String::new(),
+                    message: "a vector's answers do not match its parts".into(),
+                },
+            });
+        }
+        ledger
+            .answers(&lock, seq, &noisy, time)
+            .map_err(|error| ReleaseError::NotRecorded { eps, error })?;
+        Ok(noisy)
     }
 
     /// What the ledger's spent budget will be after the release of `ticket` (`EXPLAIN` shows

@@ -109,10 +109,11 @@ impl Default for Limits {
 }
 
 /// The families an analyst may use when a dataset's policy names none.
-const DEFAULT_FAMILIES: [Family; 8] = [
+const DEFAULT_FAMILIES: [Family; 9] = [
     Family::Count,
     Family::Linear,
     Family::Within,
+    Family::Histogram,
     Family::Estimate,
     Family::Prob,
     Family::Explain,

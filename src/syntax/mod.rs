@@ -4,8 +4,8 @@ mod names;
 pub mod split;
 
 use crate::ast::{
-    Accuracy, ChooseEps, CmpOp, CountQuery, CountTerm, CubeDim, Expr, Ident, Literal, Number, Plot,
-    PlotMetric, Prior, ProbEvent, Query, Simulate, Statement, StatementKind, Text,
+    Accuracy, ChooseEps, CmpOp, CountQuery, CountTerm, CubeDim, Expr, Histogram, Ident, Literal,
+    Number, Plot, PlotMetric, Prior, ProbEvent, Query, Simulate, Statement, StatementKind, Text,
 };
 use crate::error::SyntaxError;
 use crate::span::Span;
@@ -133,6 +133,9 @@ impl Builder {
                 }
             }
             Rule::count_stmt => StatementKind::Count(self.count(inner)?),
+            Rule::histogram_stmt | Rule::count_by_stmt => {
+                StatementKind::Histogram(self.histogram(inner)?)
+            }
             Rule::choose_stmt => StatementKind::ChooseEps(self.choose(inner)),
             Rule::cube_stmt => {
                 inner.next(); // CUBE
@@ -288,6 +291,45 @@ impl Builder {
             mechanism,
             plot,
         })
+    }
+
+    /// `HISTOGRAM [WHERE p] WITH EPS e ...` or `COUNT [WHERE p] BY a, b WITH EPS e ...`.
+    fn histogram(&self, inner: Pairs<'_, Rule>) -> Result<Histogram, SyntaxError> {
+        let mut h = Histogram {
+            by: None,
+            filter: None,
+            eps: Number {
+                value: 0.0,
+                text: String::new(),
+                span: Span::new(0, 0),
+            },
+            mechanism: None,
+            plot: None,
+        };
+        let mut after_by = false;
+        for p in inner {
+            let span = self.span(&p);
+            match p.as_rule() {
+                Rule::kw_histogram | Rule::kw_count | Rule::kw_where => {}
+                Rule::kw_by => after_by = true,
+                Rule::predicate => h.filter = Some(self.predicate(p)?),
+                Rule::bare_name | Rule::quoted_name if after_by => {
+                    h.by.get_or_insert_with(Vec::new).push(self.name(p));
+                }
+                Rule::eps_clause => {
+                    h.eps = self.number(p.into_inner().nth(2).expect("EPS has a number"));
+                }
+                Rule::mechanism_clause if h.mechanism.is_none() => {
+                    let value = p.into_inner().last().expect("a clause has a value");
+                    h.mechanism = Some(self.name(value));
+                }
+                Rule::mechanism_clause => return Err(duplicate("MECHANISM", span)),
+                Rule::plot_clause if h.plot.is_none() => h.plot = Some(self.plot(p)),
+                Rule::plot_clause => return Err(duplicate("PLOT", span)),
+                other => unreachable!("the grammar gives a histogram no {other:?}"),
+            }
+        }
+        Ok(h)
     }
 
     fn query(&self, pair: Pair<'_, Rule>) -> Result<Query, SyntaxError> {

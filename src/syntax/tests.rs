@@ -101,7 +101,7 @@ fn errors_read_like_sentences() {
     );
     assert_eq!(
         err("COUNT WHERE age < 30 EPS 0.1;"),
-        "expected WITH, WITHIN, AND, OR or +/- after `30`"
+        "expected WITH, WITHIN, AND, OR, BY or +/- after `30`"
     );
     assert!(err("SELECT * FROM t;").starts_with("expected a statement"));
     assert_eq!(
