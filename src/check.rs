@@ -156,8 +156,15 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
             }
             // Lemma 2.1, under the teaching cube's neighbour model.
             let model = catalog.cube_neighbours(&target);
-            if crate::privacy::sensitivity(model, &exact, coefficients.len()).is_zero() {
+            let s = crate::privacy::sensitivity(model, &exact, coefficients.len());
+            if s.is_zero() {
                 return Err(CheckError::PublicAnswer { span });
+            }
+            if s == Decimal::MAX {
+                return Err(CheckError::NumberOutOfRange {
+                    text: "the measurement's sensitivity".into(),
+                    span,
+                });
             }
             Plan::Observe {
                 row: exact,
@@ -733,6 +740,12 @@ fn check_count(q: &CountQuery, catalog: &dyn Catalog, span: Span) -> Result<Coun
             if s.is_zero() {
                 return Err(CheckError::PublicAnswer { span });
             }
+            if s == Decimal::MAX {
+                return Err(CheckError::NumberOutOfRange {
+                    text: "the query's sensitivity".into(),
+                    span,
+                });
+            }
             s
         }
     };
@@ -831,6 +844,7 @@ fn check_count(q: &CountQuery, catalog: &dyn Catalog, span: Span) -> Result<Coun
         row,
         cube: cube.map(Cube::declaration),
         sensitivity,
+        neighbours,
         spend,
         prior,
         mechanism,

@@ -332,6 +332,14 @@ pub enum EvalError {
         /// The statement.
         span: Span,
     },
+    /// Another session changed the table's neighbour model after the statement was checked.
+    #[error("the neighbour model of table `{table}` was changed by another session since this statement was checked; nothing was spent")]
+    ModelChanged {
+        /// The table.
+        table: String,
+        /// The statement.
+        span: Span,
+    },
     /// A served dataset's total, shared by all its analysts, has too little left.
     #[error("the dataset `{table}` has too little budget left for all its analysts{}", dataset_numbers(.shown))]
     DatasetBudgetExceeded {
@@ -611,6 +619,7 @@ impl Error {
             Error::Eval(e) => match e {
                 EvalError::BudgetExceeded { span, .. }
                 | EvalError::DatasetBudgetExceeded { span, .. }
+                | EvalError::ModelChanged { span, .. }
                 | EvalError::NotPermitted { span, .. }
                 | EvalError::BudgetBelowSpent { span, .. }
                 | EvalError::TableExists { span, .. }
@@ -714,6 +723,9 @@ impl Error {
                     "ask with a smaller EPS, or repeat an earlier query: its recorded answer is free"
                         .into(),
                 ),
+                EvalError::ModelChanged { .. } => {
+                    Some("run the statement again: it is checked under the model now recorded".into())
+                }
                 EvalError::DatasetBudgetExceeded { .. } => Some(
                     "the dataset's budget is shared by all its analysts and is nearly spent; repeat an earlier query (free) or ESTIMATE from the history"
                         .into(),

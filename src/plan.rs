@@ -296,6 +296,8 @@ pub struct CountPlan {
     pub cube: Option<String>,
     /// `S`, the largest absolute coefficient over cells (Lemma 2.1); 1 for a plain count.
     pub sensitivity: Decimal,
+    /// The neighbour model `S` was computed under.
+    pub neighbours: Neighbours,
     /// What it may spend.
     pub spend: Spend,
     /// The Binomial prior, for the Bayes estimate.

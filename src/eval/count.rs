@@ -554,6 +554,7 @@ fn request(
             .map(|k| keyed(&entry.fingerprint, k)),
         row: Row::from_cells(&plan.row).expect("a plan's row is by increasing cell"),
         cube: plan.cube.clone(),
+        neighbours: plan.neighbours,
         eps: eps.exact,
         sensitivity: plan.sensitivity.to_f64().unwrap_or(f64::INFINITY),
         mechanism: plan.mechanism,
@@ -579,6 +580,10 @@ fn refused(
 ) -> EvalError {
     match refusal {
         Refusal::CubeChanged => EvalError::CubeChanged {
+            table: plan.table.clone(),
+            span,
+        },
+        Refusal::ModelChanged => EvalError::ModelChanged {
             table: plan.table.clone(),
             span,
         },

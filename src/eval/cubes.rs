@@ -178,13 +178,14 @@ impl Session {
             sensitivity: history.sensitivity(&row).to_f64().unwrap_or(f64::INFINITY),
             row,
             cube: Some(spec),
+            neighbours: history.neighbours(),
             eps,
             mechanism: Mechanism::Laplace,
             time,
         };
         let ticket = match txn.prepare(request) {
             Ok(Prepared::Fits(ticket)) => ticket,
-            Ok(Prepared::Recorded(_)) | Err(Refusal::CubeChanged) => {
+            Ok(Prepared::Recorded(_)) | Err(Refusal::CubeChanged | Refusal::ModelChanged) => {
                 return Err(EvalError::CubeInUse { span })
             }
             // A teaching cube is never a served dataset's view: both are its own budget.

@@ -354,6 +354,11 @@ fn refused(
             table: plan.table.clone(),
             span,
         },
+        // A vector's sensitivity is computed under the lock, from the model recorded then.
+        Refusal::ModelChanged => EvalError::ModelChanged {
+            table: plan.table.clone(),
+            span,
+        },
         Refusal::DatasetExceeded(o) => EvalError::DatasetBudgetExceeded {
             table: plan.table.clone(),
             shown: entry

@@ -9,6 +9,7 @@
 //! row moves from one cell to another: the sensitivity is `max_{j,k} |h_j - h_k|` and the
 //! history costs its costliest pair of cells (see [`super::pairs`]).
 
+use super::decimal::AddUp;
 use super::pairs::{to_decimal, PairCosts, Worst};
 use super::row::Row;
 use super::{Mechanism, Neighbours};
@@ -114,14 +115,8 @@ pub struct History {
 /// rounded up in the last decimal place when the division is not exact, so that spending is
 /// never under-counted.
 pub fn charge(eps: Decimal, coefficient: Decimal, sensitivity: Decimal) -> Option<Decimal> {
-    let num = eps.checked_mul(coefficient.abs())?;
-    let q = num.checked_div(sensitivity)?;
-    // q is at most one unit of its last place off; round up whenever it falls short.
-    if q.checked_mul(sensitivity)? >= num {
-        Some(q)
-    } else {
-        q.checked_add(Decimal::new(1, q.scale()))
-    }
+    // Exactly, on integers, then rounded up at the finest scale a decimal holds.
+    super::decimal::share_up(eps, coefficient.abs(), sensitivity)
 }
 
 /// The sensitivity of a row: its largest absolute coefficient (Lemma 2.1); 1 for no row.
@@ -151,7 +146,8 @@ pub fn sensitivity(model: Neighbours, row: &[(usize, Decimal)], cells: usize) ->
                 hi = hi.max(Decimal::ZERO);
                 lo = lo.min(Decimal::ZERO);
             }
-            hi - lo
+            // Past a decimal's range it saturates: the checker refuses such a query.
+            hi.saturating_sub(lo)
         }
     }
 }
@@ -248,7 +244,7 @@ impl History {
                 .unwrap_or(Decimal::ONE),
             Neighbours::Replace => {
                 let (hi, lo) = row.extremes(self.cube.as_ref().map_or(0, |c| c.cells));
-                hi - lo
+                hi.saturating_sub(lo)
             }
         }
     }
@@ -268,11 +264,7 @@ impl History {
             Some(p) => p.cell_norms(),
             None => self.cells.clone(),
         };
-        Some(
-            base.into_iter()
-                .map(|c| c.saturating_add(self.rowless))
-                .collect(),
-        )
+        Some(base.into_iter().map(|c| c.add_up(self.rowless)).collect())
     }
 
     /// Under `replace` with a cube: the costliest pair of cells and its cost, with the
@@ -281,7 +273,7 @@ impl History {
     pub fn worst_pair(&self) -> Option<Worst> {
         let w = self.pairs.as_ref()?.worst();
         Some(Worst {
-            cost: w.cost.saturating_add(self.rowless),
+            cost: w.cost.add_up(self.rowless),
             lower: w.lower.saturating_add(self.rowless),
             before_cube: self.rowless,
             ..w
@@ -300,8 +292,8 @@ impl History {
     pub fn spent(&self) -> Decimal {
         match (&self.cube, &self.pairs) {
             (None, _) => self.sequential,
-            (Some(_), Some(p)) => p.worst().cost.saturating_add(self.rowless),
-            (Some(_), None) => self.max_cell.saturating_add(self.rowless),
+            (Some(_), Some(p)) => p.worst().cost.add_up(self.rowless),
+            (Some(_), None) => self.max_cell.add_up(self.rowless),
         }
     }
 
@@ -325,7 +317,7 @@ impl History {
         }
         // Spending after a release is at most what is spent plus the most it can add: when
         // that fits, so does the release, and nothing more need be looked at.
-        if self.spent().saturating_add(self.most_added(eps, row)) <= self.total {
+        if self.spent().add_up(self.most_added(eps, row)) <= self.total {
             return Ok(());
         }
         let (after, at) = self.after(eps, row);
@@ -342,7 +334,7 @@ impl History {
     /// the two agree wherever the cost is exact, and a ledger stays readable should its bounds
     /// ever be computed differently.
     pub fn exceeds_for_certain(&self, eps: Decimal, row: &Row) -> bool {
-        if self.spent().saturating_add(self.most_added(eps, row)) <= self.total {
+        if self.spent().add_up(self.most_added(eps, row)) <= self.total {
             return false;
         }
         self.after_bounds(eps, row).1 > self.total
@@ -394,32 +386,25 @@ impl History {
     /// [`History::after_bounds`] for a row of sensitivity `s`.
     fn after_bounds_with(&self, eps: Decimal, row: &Row, s: Decimal) -> (Decimal, Decimal, Where) {
         let Some(_) = &self.cube else {
-            let after = self.spent().saturating_add(eps);
+            let after = self.spent().add_up(eps);
             return (after, after, Where::Table);
         };
         if let Some(p) = &self.pairs {
             let (upper, lower, cells) = if row.is_empty() {
                 let w = p.worst();
-                (
-                    w.cost.saturating_add(eps),
-                    w.lower.saturating_add(eps),
-                    w.cells,
-                )
+                (w.cost.add_up(eps), w.lower.saturating_add(eps), w.cells)
             } else {
                 let a = p.after(eps, row, s);
                 (to_decimal(a.cost), to_decimal(a.lower), a.cells)
             };
             return (
-                upper.saturating_add(self.rowless),
+                upper.add_up(self.rowless),
                 lower.saturating_add(self.rowless),
                 Where::Pair(cells.0, cells.1),
             );
         }
         if row.is_empty() {
-            let after = self
-                .max_cell
-                .saturating_add(self.rowless)
-                .saturating_add(eps);
+            let after = self.max_cell.add_up(self.rowless).add_up(eps);
             return (after, after, Where::Cell(self.fullest_cell()));
         }
         let mut worst = (self.max_cell, self.fullest_cell());
@@ -429,12 +414,12 @@ impl History {
                 .get(j)
                 .copied()
                 .unwrap_or(Decimal::MAX)
-                .saturating_add(add);
+                .add_up(add);
             if cell > worst.0 {
                 worst = (cell, j);
             }
         }
-        let after = worst.0.saturating_add(self.rowless);
+        let after = worst.0.add_up(self.rowless);
         (after, after, Where::Cell(worst.1))
     }
 
@@ -489,14 +474,27 @@ impl History {
 
     /// Records a release; the caller has checked the budget and its number.
     pub(super) fn record(&mut self, release: Release) {
-        self.sequential = self.sequential.saturating_add(release.eps);
+        self.sequential = self.sequential.add_up(release.eps);
         if release.row.is_empty() {
-            self.rowless = self.rowless.saturating_add(release.eps);
+            self.rowless = self.rowless.add_up(release.eps);
         } else {
-            let s = self.sensitivity(&release.row);
+            let s = self.noise_sensitivity(&release);
             self.charge_row(release.eps, &release.row, s);
         }
         self.push(release);
+    }
+
+    /// The sensitivity a release's charges are computed with: the one its noise was drawn
+    /// with (its loss on a pair of cells is `eps |h_j - h_k| / S_noise`, whatever the model
+    /// said when it was drawn), and never more than the row's sensitivity under the ledger's
+    /// model: a release recorded by an earlier dpq, or made under a model since changed, is
+    /// charged what it lost, never less.
+    fn noise_sensitivity(&self, release: &Release) -> Decimal {
+        let model = self.sensitivity(&release.row);
+        match Decimal::from_f64_retain(release.sensitivity) {
+            Some(s) if s > Decimal::ZERO && s < model => s,
+            _ => model,
+        }
     }
 
     /// Charges a row of sensitivity `s` with `eps` to the cells or pairs it touches.
@@ -507,7 +505,7 @@ impl History {
             None => {
                 for (j, add) in charges(eps, row, s) {
                     if let Some(cell) = self.cells.get_mut(j) {
-                        *cell = cell.saturating_add(add);
+                        *cell = cell.add_up(add);
                         self.max_cell = self.max_cell.max(*cell);
                     }
                 }
@@ -642,7 +640,7 @@ impl History {
     /// from `first.seq`, with the vector's epsilon and sensitivity, keyed `key#i`; the epsilon
     /// is spent once. The caller has checked the budget and the numbers.
     pub(super) fn record_vector(&mut self, first: &Release, parts: &[Row]) {
-        self.sequential = self.sequential.saturating_add(first.eps);
+        self.sequential = self.sequential.add_up(first.eps);
         let s = Decimal::try_from(first.sensitivity).unwrap_or(Decimal::MAX);
         let n = parts.len();
         for (i, part) in parts.iter().enumerate() {
@@ -854,6 +852,7 @@ mod tests {
         for (seq, cell) in [(1, 0), (2, 1)] {
             let mut r = release(seq, "0.1");
             r.row = Row::from_cells(&[(cell, Decimal::ONE)]).expect("a row");
+            r.sensitivity = h.sensitivity(&r.row).to_f64().expect("a number");
             assert!(h.check_row(tenth, &r.row).is_ok());
             h.record(r);
         }
@@ -861,6 +860,7 @@ mod tests {
         // 2*a - b: S = 2, so cell 0 is charged 0.1 and cell 1 0.05.
         let mut r = release(3, "0.1");
         r.row = Row::from_cells(&[(0, Decimal::TWO), (1, -Decimal::ONE)]).expect("a row");
+        r.sensitivity = h.sensitivity(&r.row).to_f64().expect("a number");
         h.record(r);
         let b = h.cell_spent().expect("a cube");
         assert_eq!(b, vec![dec("0.2"), dec("0.15"), Decimal::ZERO]);
@@ -900,6 +900,7 @@ mod tests {
                     .map(|j| (j as usize, Decimal::from((i % 4) as i64 + 1)))
                     .collect();
                 r.row = Row::from_cells(&cells).expect("a row");
+                r.sensitivity = h.sensitivity(&r.row).to_f64().expect("a number");
             }
             h.record(r);
         }

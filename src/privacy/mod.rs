@@ -7,6 +7,7 @@
 //! durable before the answer, damage refused, nothing stored that confirms a guess about the
 //! data) lives in these files.
 
+mod decimal;
 mod history;
 mod ledger;
 mod pairs;

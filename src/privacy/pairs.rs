@@ -152,7 +152,10 @@ fn charge(eps: Decimal, diff: Decimal, s: Decimal) -> Cost {
         return 0;
     }
     // eps |diff| / S in units of 10^-24, exactly as a rational: num / den, rounded up.
-    let num = eps.abs() * diff.abs();
+    let Some(num) = eps.abs().checked_mul(diff.abs()) else {
+        // Past a decimal's range: the most a charge can be (the release is refused).
+        return Cost::MAX;
+    };
     let (m, e) = (num.mantissa().unsigned_abs(), num.scale());
     let (sm, se) = (s.abs().mantissa().unsigned_abs(), s.scale());
     // value = m 10^-e / (sm 10^-se) = m 10^(se - e) / sm; in units: m 10^(24 + se - e) / sm.
@@ -183,7 +186,7 @@ fn charge(eps: Decimal, diff: Decimal, s: Decimal) -> Cost {
 /// a charge grows with the difference; under `replace` the spread is `S`, so this is `eps`.
 fn most(eps: Decimal, row: &Row, s: Decimal, cells: usize) -> Cost {
     let (hi, lo) = row.extremes(cells);
-    charge(eps, hi - lo, s)
+    charge(eps, hi.saturating_sub(lo), s)
 }
 
 /// A cost as a decimal of epsilon (exact: 10^-24 is within a decimal's reach).

@@ -34,6 +34,9 @@ pub struct Request {
     pub row: Row,
     /// The cube the row is over, as declared; the ledger's must be the same.
     pub cube: Option<String>,
+    /// The neighbour model its sensitivity was computed under; the ledger's must be the
+    /// same (another session may have changed it while nothing was released).
+    pub neighbours: super::Neighbours,
     /// The epsilon, exact.
     pub eps: Decimal,
     /// The sensitivity.
@@ -118,6 +121,9 @@ pub enum Refusal {
     /// The cube the statement was checked against is no longer the ledger's (another process
     /// declared another).
     CubeChanged,
+    /// The neighbour model the statement's sensitivity was computed under is no longer the
+    /// ledger's (another process loaded the data under another before anything was released).
+    ModelChanged,
     /// The release would take a cell, or the table, past the total.
     Exceeded(Overspend),
     /// On a served dataset: the release fits the analyst's cap, but would take the dataset,
@@ -165,6 +171,9 @@ impl Txn<'_> {
         let history = self.history();
         if history.cube().map(|c| &c.spec) != request.cube.as_ref() {
             return Err(Refusal::CubeChanged);
+        }
+        if history.neighbours() != request.neighbours && !request.row.is_empty() {
+            return Err(Refusal::ModelChanged);
         }
         let earlier = history
             .find(&request.key)

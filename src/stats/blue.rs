@@ -423,9 +423,17 @@ impl Blue {
 
     /// The cells behind a refusal: those the query weights whose own count is not estimable.
     fn why_not(&self, q: &[f64]) -> NotEstimable {
+        // Each cell is a projection onto the row space: a few suffice to name the cells
+        // lacking evidence, and a query over thousands of cells must not cost thousands.
+        const LOOKED_AT: usize = 32;
         let mut cells = Vec::new();
         let mut e = vec![0.0; self.cells];
-        for (c, &qc) in q.iter().enumerate() {
+        for (c, &qc) in q
+            .iter()
+            .enumerate()
+            .filter(|(_, qc)| **qc != 0.0)
+            .take(LOOKED_AT)
+        {
             if qc == 0.0 {
                 continue;
             }
