@@ -60,6 +60,9 @@ pub enum StatementKind {
     /// `HISTOGRAM [WHERE p] WITH EPS e` or `COUNT [WHERE p] BY a, b WITH EPS e`: a vector of
     /// counts over a cube's cells (or groups of them) released at once.
     Histogram(Histogram),
+    /// `SUM col CLAMP (lo, hi) [WHERE p] WITH EPS e` or `MEAN ...`: a noisy sum or mean of a
+    /// numeric column, its values clamped to public bounds.
+    Sum(SumQuery),
     /// `CHOOSE EPS WITHIN 20% AT 0.8 FOR 100` or `CHOOSE EPS WITHIN 5 AT 0.95`
     ChooseEps(ChooseEps),
     /// `CUBE 4 [NEIGHBOURS replace]`: anonymous cells with no data, for teaching inference
@@ -236,6 +239,40 @@ impl fmt::Display for Histogram {
         }
         if let Some(p) = &self.plot {
             write!(f, " {p}")?;
+        }
+        Ok(())
+    }
+}
+
+/// `SUM col CLAMP (lo, hi) [WHERE p] WITH EPS e [MECHANISM m]`, or `MEAN ...`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SumQuery {
+    /// `MEAN` rather than `SUM`.
+    pub mean: bool,
+    /// The column summed.
+    pub column: Ident,
+    /// The public lower bound every value is clamped to.
+    pub lo: Number,
+    /// The public upper bound.
+    pub hi: Number,
+    /// `WHERE p`: the rows summed; every row when absent.
+    pub filter: Option<Expr>,
+    /// The epsilon.
+    pub eps: Number,
+    /// `MECHANISM name`: the noise; Laplace when absent.
+    pub mechanism: Option<Ident>,
+}
+
+impl fmt::Display for SumQuery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = if self.mean { "MEAN" } else { "SUM" };
+        write!(f, "{what} {} CLAMP ({}, {})", self.column, self.lo, self.hi)?;
+        if let Some(p) = &self.filter {
+            write!(f, " WHERE {p}")?;
+        }
+        write!(f, " WITH EPS {}", self.eps)?;
+        if let Some(m) = &self.mechanism {
+            write!(f, " MECHANISM {m}")?;
         }
         Ok(())
     }
@@ -472,6 +509,7 @@ impl fmt::Display for StatementKind {
             StatementKind::SetSeed { seed } => write!(f, "SET SEED {seed}"),
             StatementKind::Count(q) => write!(f, "{q}"),
             StatementKind::Histogram(h) => write!(f, "{h}"),
+            StatementKind::Sum(q) => write!(f, "{q}"),
             StatementKind::ChooseEps(c) => write!(f, "{c}"),
             StatementKind::Cube { cells, neighbours } => {
                 write!(f, "CUBE {cells}")?;

@@ -2,14 +2,14 @@
 
 use crate::ast::{
     self, Accuracy, ChooseEps, CountQuery, CountTerm, CubeDim, Expr, Histogram, Ident, Literal,
-    Number, ProbEvent, Query, Statement, StatementKind,
+    Number, ProbEvent, Query, Statement, StatementKind, SumQuery,
 };
 use crate::cube::{self, Cube, CubeError, Dim, NotUnion};
 use crate::data::{self, ColumnType, Predicate, Table, Value};
 use crate::error::CheckError;
 use crate::plan::{
     ChoosePlan, CountPlan, CubeRef, Eps, Event, HistogramPlan, Mechanism, Plan, PlotPlan,
-    PriorPlan, SimMetric, SimulatePlan, Spend,
+    PriorPlan, SimMetric, SimulatePlan, Spend, SumPlan,
 };
 use crate::privacy::Neighbours;
 use crate::span::Span;
@@ -103,6 +103,7 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
         StatementKind::Histogram(h) => {
             Plan::Histogram(Box::new(check_histogram(h, catalog, span)?))
         }
+        StatementKind::Sum(q) => Plan::Sum(Box::new(check_sum(q, catalog, span)?)),
         StatementKind::ChooseEps(c) => Plan::ChooseEps(check_choose(c, span)?),
         StatementKind::Cube { cells, neighbours } => {
             let n = cells
@@ -961,6 +962,99 @@ fn check_histogram(
         mechanism,
         plot,
         statement: h.to_string(),
+        query_key,
+    })
+}
+
+/// `SUM col CLAMP (lo, hi) [WHERE p] ...` and `MEAN ...`: a number column, bounds written in
+/// the statement (never taken from the data), and the sum's sensitivity under the model.
+fn check_sum(q: &SumQuery, catalog: &dyn Catalog, span: Span) -> Result<SumPlan, CheckError> {
+    let table_name = resolve_table(None, catalog, span)?;
+    let neighbours = catalog.table_neighbours(&table_name);
+    let table = catalog
+        .table(&table_name)
+        .ok_or(CheckError::NoCurrentTable { span })?;
+    let column = table
+        .column_index(&q.column.name)
+        .ok_or_else(|| CheckError::UnknownColumn {
+            column: q.column.name.clone(),
+            table: table_name.clone(),
+            known: table.schema().into_iter().map(|(n, _)| n).collect(),
+            span: q.column.span,
+        })?;
+    let integer = match table.column_type(column) {
+        ColumnType::Integer => true,
+        ColumnType::Float => false,
+        _ => {
+            return Err(CheckError::NotApplicable {
+                message: "SUM and MEAN take a number column",
+                span: q.column.span,
+            })
+        }
+    };
+    let bound = |n: &Number| {
+        exact_decimal(n).ok_or_else(|| CheckError::NumberOutOfRange {
+            text: n.text.clone(),
+            span: n.span,
+        })
+    };
+    let (mut lo, mut hi) = (bound(&q.lo)?, bound(&q.hi)?);
+    if integer {
+        // Whole values: the bounds that matter are the whole numbers within.
+        (lo, hi) = (lo.ceil(), hi.floor());
+    }
+    if lo >= hi {
+        return Err(CheckError::NotApplicable {
+            message: "CLAMP (lo, hi) needs lo < hi (whole numbers apart, on an integer column)",
+            span: q.lo.span,
+        });
+    }
+    // A row added or removed moves the sum by its clamped value; a row replaced moves it from
+    // one value to another, where a row outside the condition or without a value counts 0.
+    let sensitivity = match neighbours {
+        Neighbours::AddRemove => lo.abs().max(hi.abs()),
+        Neighbours::Replace => hi.max(Decimal::ZERO) - lo.min(Decimal::ZERO),
+    };
+    let filter = q
+        .filter
+        .as_ref()
+        .map(|e| check_expr(e, table, &table_name))
+        .transpose()?;
+    let mechanism = match &q.mechanism {
+        None => Mechanism::Laplace,
+        Some(m) => match mechanism(m)? {
+            Mechanism::Geometric if integer && sensitivity.fract().is_zero() => {
+                Mechanism::Geometric
+            }
+            Mechanism::Laplace => Mechanism::Laplace,
+            _ => return Err(CheckError::NotApplicable {
+                message:
+                    "a sum is released with laplace noise, or geometric noise on an integer column",
+                span: m.span,
+            }),
+        },
+    };
+    let query_key = format!(
+        "{}|{}|{}|{}|{:?}",
+        if q.mean { "mean" } else { "sum" },
+        q.column.name,
+        lo.normalize(),
+        hi.normalize(),
+        filter
+    );
+    Ok(SumPlan {
+        table: table_name,
+        mean: q.mean,
+        column,
+        column_name: q.column.name.clone(),
+        integer,
+        clamp: (lo.normalize(), hi.normalize()),
+        filter,
+        eps: check_eps(&q.eps)?,
+        mechanism,
+        sensitivity: sensitivity.normalize(),
+        neighbours,
+        statement: q.to_string(),
         query_key,
     })
 }

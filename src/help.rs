@@ -88,6 +88,12 @@ alone needs, S ln(1/(1-p))/w, which is shown beside it).",
         example: "HISTOGRAM WITH EPS 0.5;",
     },
     Topic {
+        name: "SUM",
+        synopsis: "SUM column CLAMP (lo, hi) [WHERE condition] WITH EPS e [MECHANISM laplace|geometric]; | MEAN column CLAMP (lo, hi) ...;",
+        about: "Releases the sum of a number column's values clamped to the public bounds [lo, hi] (never taken from the data), over the rows the condition selects; missing values count 0. Sensitivity max(|lo|, |hi|) under NEIGHBOURS add_remove, max(hi, 0) - min(lo, 0) under replace; exact noise of scale S/e on the value grid. MEAN spends half on the sum and half on the count of the rows that contributed, and gives their ratio with an interval holding the true mean with probability at least 0.95. Charged on every cell of a cube.",
+        example: "SUM income CLAMP (0, 200000) WHERE age >= 30 WITH EPS 0.5;",
+    },
+    Topic {
         name: "CHOOSE",
         synopsis: "CHOOSE EPS WITHIN w% AT p FOR c; | CHOOSE EPS WITHIN h AT p;",
         about:
@@ -182,6 +188,12 @@ nothing, draws no noise.",
 /// The topic named `name` (case-insensitive), if any.
 pub fn topic(name: &str) -> Option<&'static Topic> {
     let word = name.split_whitespace().next().unwrap_or("");
+    // Statements documented together.
+    let word = if word.eq_ignore_ascii_case("mean") {
+        "SUM"
+    } else {
+        word
+    };
     TOPICS.iter().find(|t| t.name.eq_ignore_ascii_case(word))
 }
 

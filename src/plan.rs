@@ -63,6 +63,8 @@ pub enum Plan {
     Count(Box<CountPlan>),
     /// Noisy counts of a cube's cells or groups of cells, released at once.
     Histogram(Box<HistogramPlan>),
+    /// A noisy sum or mean of a column, its values clamped to public bounds.
+    Sum(Box<SumPlan>),
     /// Epsilon from an accuracy requirement.
     ChooseEps(ChoosePlan),
     /// The focused cube's cells, history and per-cell budgets.
@@ -279,6 +281,39 @@ pub struct HistogramPlan {
     pub statement: String,
     /// What makes two histograms identical, but for epsilon and mechanism: the cells of
     /// every group.
+    pub query_key: String,
+}
+
+/// A checked `SUM` or `MEAN`: a column's values clamped to public bounds, over the rows a
+/// condition selects.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SumPlan {
+    /// The table.
+    pub table: String,
+    /// `MEAN` rather than `SUM`.
+    pub mean: bool,
+    /// The column summed, and its name.
+    pub column: usize,
+    /// Its name.
+    pub column_name: String,
+    /// Whether the column holds integers (its values are whole, summed exactly).
+    pub integer: bool,
+    /// The clamp's bounds as written.
+    pub clamp: (Decimal, Decimal),
+    /// The rows summed; every row when absent.
+    pub filter: Option<Predicate>,
+    /// The epsilon of the statement (a mean spends half on the sum, half on the count).
+    pub eps: Eps,
+    /// The noise.
+    pub mechanism: Mechanism,
+    /// The sum's sensitivity under the table's model, from the bounds: `max(|lo|, |hi|)`
+    /// when a row is added or removed, `max(hi, 0) - min(lo, 0)` when one is replaced.
+    pub sensitivity: Decimal,
+    /// The neighbour model it was computed under.
+    pub neighbours: Neighbours,
+    /// The statement, canonical, as recorded.
+    pub statement: String,
+    /// What makes two sums identical, but for epsilon and mechanism.
     pub query_key: String,
 }
 

@@ -26,7 +26,7 @@ mod table;
 
 pub use cells::{count_cells, Buckets};
 pub use content::ContentHash;
-pub use count::count;
+pub use count::{count, sum_clamped, Clamp};
 pub use error::{escape_controls, escape_json_format, escape_name, DataError};
 pub use load::{load_csv, load_csv_bytes, LoadOptions, Loaded};
 pub use predicate::{CmpOp, Predicate, Value};

@@ -45,6 +45,11 @@ impl Session {
                 e.statement = statement;
                 return Ok(e);
             }
+            Plan::Sum(q) => {
+                let mut e = self.explain_sum(&q);
+                e.statement = statement;
+                return Ok(e);
+            }
             other => self.describe(other),
         };
         Ok(Explanation {
@@ -167,7 +172,7 @@ impl Session {
                 "does",
                 format!("compares Laplace and optimal staircase noise from formulas alone; {free}"),
             )],
-            Plan::Count(_) | Plan::Histogram(_) | Plan::Explain { .. } => {
+            Plan::Count(_) | Plan::Histogram(_) | Plan::Sum(_) | Plan::Explain { .. } => {
                 vec![step("does", "explains")]
             }
         }

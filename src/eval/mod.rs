@@ -7,6 +7,7 @@
 //! | `budget.rs` | `SET BUDGET`, `SHOW BUDGET`, `SHOW HISTORY`, `SET SEED` |
 //! | `count.rs` | `COUNT` and linear queries, `WITHIN` |
 //! | `histogram.rs` | `HISTOGRAM`, `COUNT ... BY` |
+//! | `sums.rs` | `SUM`, `MEAN` |
 //! | `cubes.rs` | `CUBE BY`, `CUBE n`, `OBSERVE`, `ESTIMATE`, `PROB`, `SHOW CUBE` |
 //! | `lab.rs` | `SIMULATE`, `OUT OF RANGE`, `COMPARE NOISE`, charts |
 //! | `explain.rs` | `EXPLAIN` |
@@ -20,6 +21,7 @@ mod explain;
 mod histogram;
 mod lab;
 mod served;
+mod sums;
 mod tables;
 
 pub use served::{Family, Quotas, Rules, ServedTable};
@@ -234,6 +236,7 @@ impl Session {
             Plan::SetSeed { seed } => self.set_seed(seed, span)?,
             Plan::Count(plan) => self.count(*plan, span)?,
             Plan::Histogram(plan) => self.histogram(*plan, span)?,
+            Plan::Sum(plan) => self.sum(*plan, span)?,
             Plan::ChooseEps(plan) => Output::ChooseEps(count::choose_eps(plan, span)?),
             Plan::Simulate(plan) => Output::Simulate(self.simulate(plan, span)?),
             Plan::OutOfRange { n, eps, at } => Output::OutOfRange(lab::out_of_range(n, eps, at)),

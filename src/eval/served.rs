@@ -29,6 +29,8 @@ pub enum Family {
     Within,
     /// `HISTOGRAM` and `COUNT ... BY`: every cell or group of the cube at once.
     Histogram,
+    /// `SUM` and `MEAN` of a clamped column.
+    Sum,
     /// `ESTIMATE` from the history (free).
     Estimate,
     /// `PROB` from the history (free).
@@ -43,11 +45,12 @@ pub enum Family {
 
 impl Family {
     /// Every family, as policies name them.
-    pub const ALL: [(&'static str, Family); 9] = [
+    pub const ALL: [(&'static str, Family); 10] = [
         ("count", Family::Count),
         ("linear", Family::Linear),
         ("within", Family::Within),
         ("histogram", Family::Histogram),
+        ("sum", Family::Sum),
         ("estimate", Family::Estimate),
         ("prob", Family::Prob),
         ("explain", Family::Explain),
@@ -240,35 +243,13 @@ impl Session {
                     Spend::Eps(_) if c.single().is_some() => Family::Count,
                     Spend::Eps(_) => Family::Linear,
                 };
-                self.allowed(&c.table, family, span)?;
-                if c.plot.is_some() {
-                    return refuse("PLOT: charts are not written on the server");
-                }
-                let rules = self.rules(&c.table);
-                if rules.is_some_and(|r| !r.mechanisms.contains(&c.mechanism)) {
-                    return refuse(&format!(
-                        "MECHANISM {}: the policy of `{}` does not allow it",
-                        c.mechanism, c.table
-                    ));
-                }
-                Ok(())
+                self.permit_release(&c.table, family, c.mechanism, c.plot.is_some(), span)
             }
             Plan::Histogram(h) => {
-                self.allowed(&h.table, Family::Histogram, span)?;
-                if h.plot.is_some() {
-                    return refuse("PLOT: charts are not written on the server");
-                }
-                if self
-                    .rules(&h.table)
-                    .is_some_and(|r| !r.mechanisms.contains(&h.mechanism))
-                {
-                    return refuse(&format!(
-                        "MECHANISM {}: the policy of `{}` does not allow it",
-                        h.mechanism, h.table
-                    ));
-                }
-                Ok(())
+                let plot = h.plot.is_some();
+                self.permit_release(&h.table, Family::Histogram, h.mechanism, plot, span)
             }
+            Plan::Sum(q) => self.permit_release(&q.table, Family::Sum, q.mechanism, false, span),
             Plan::Explain { plan, .. } => {
                 match plan_table(plan) {
                     Some(table) => self.allowed(table, Family::Explain, span)?,
@@ -296,6 +277,32 @@ impl Session {
             | Plan::Cube { .. }
             | Plan::Observe { .. } => self.allowed_anywhere(Family::Lab, span),
         }
+    }
+
+    /// A releasing statement of `family` on `table` with `mechanism`: allowed by the table's
+    /// policy, and writing no chart.
+    fn permit_release(
+        &self,
+        table: &str,
+        family: Family,
+        mechanism: Mechanism,
+        plot: bool,
+        span: Span,
+    ) -> Result<(), EvalError> {
+        self.allowed(table, family, span)?;
+        let refuse = |what: String| Err(EvalError::NotPermitted { what, span });
+        if plot {
+            return refuse("PLOT: charts are not written on the server".into());
+        }
+        if self
+            .rules(table)
+            .is_some_and(|r| !r.mechanisms.contains(&mechanism))
+        {
+            return refuse(format!(
+                "MECHANISM {mechanism}: the policy of `{table}` does not allow it"
+            ));
+        }
+        Ok(())
     }
 
     /// The largest epsilon one statement of an analyst may spend on `table`, if capped.
@@ -449,6 +456,7 @@ fn plan_table(plan: &Plan) -> Option<&str> {
     match plan {
         Plan::Count(c) => Some(&c.table),
         Plan::Histogram(h) => Some(&h.table),
+        Plan::Sum(q) => Some(&q.table),
         Plan::Estimate {
             target: CubeRef::Table(t),
             ..

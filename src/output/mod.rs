@@ -57,6 +57,8 @@ pub enum Output {
     Count(Box<CountResult>),
     /// Noisy counts of a cube's cells or groups of cells, released at once.
     Histogram(Box<HistogramResult>),
+    /// A noisy sum or mean of a clamped column.
+    Sum(Box<SumResult>),
     /// `CHOOSE EPS`.
     ChooseEps(ChooseEpsResult),
     /// `CUBE` and `OBSERVE`: the teaching cube and its per-cell budget.
@@ -378,6 +380,50 @@ pub struct HistogramResult {
     pub budget_remaining: Decimal,
     /// The chart written, if one was asked for.
     pub plot: Option<PlotOutcome>,
+}
+
+/// A noisy sum, or a mean from a noisy sum and count, of a column clamped to public bounds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SumResult {
+    /// The table.
+    pub table: String,
+    /// The statement, canonical.
+    pub statement: String,
+    /// A mean rather than a sum.
+    pub mean: bool,
+    /// The column.
+    pub column: String,
+    /// The bounds the values were clamped to (whole numbers on an integer column).
+    pub clamp: (f64, f64),
+    /// The answer: the noisy sum, or the mean estimate (`None` when the noisy count is below
+    /// one: no mean can be said).
+    pub value: Option<f64>,
+    /// The noisy sum.
+    pub noisy_sum: f64,
+    /// For a mean, the noisy count of the rows that contributed.
+    pub noisy_count: Option<f64>,
+    /// The interval holding the true value with probability `coverage95` at least.
+    pub interval95: (f64, f64),
+    /// Its probability.
+    pub coverage95: f64,
+    /// The statement's epsilon.
+    pub eps: Decimal,
+    /// What it spent now (0 when answered from the record).
+    pub eps_spent: Decimal,
+    /// The sum's sensitivity under the table's model.
+    pub sensitivity: f64,
+    /// The sum's noise scale.
+    pub scale: f64,
+    /// The noise.
+    pub mechanism: String,
+    /// How neighbouring tables differ.
+    pub neighbours: Neighbours,
+    /// Whether it is the recorded answer of an identical statement.
+    pub from_history: bool,
+    /// The table's spending after it.
+    pub budget_spent: Decimal,
+    /// Its remaining budget.
+    pub budget_remaining: Decimal,
 }
 
 /// A noisy count and what can be said of it from public facts.

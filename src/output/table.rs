@@ -23,6 +23,7 @@ pub fn render_table(response: &Response) -> String {
         }
         Output::Count(c) => count(c),
         Output::Histogram(h) => histogram(h),
+        Output::Sum(r) => sum(r),
         Output::ChooseEps(c) => choose_eps(c),
         Output::Cube(c) => cube(c),
         Output::Estimate(e) => estimate(e),
@@ -467,6 +468,85 @@ fn histogram(h: &super::HistogramResult) -> String {
     }
     out.push_str("\nEvery part is released, empty or not. Each is a row of the history: ESTIMATE unions of them for free.");
     plot_note(&mut out, h.plot.as_ref());
+    out
+}
+
+fn sum(r: &super::SumResult) -> String {
+    let mut t = new_table(&[]);
+    let bounds = format!("clamped to [{}, {}]", num(r.clamp.0), num(r.clamp.1));
+    if r.mean {
+        t.add_row(vec![
+            "mean".to_string(),
+            match r.value {
+                Some(v) => format!("{} ({bounds})", fixed(v, 4)),
+                None => "none: the noisy count is below 1".to_string(),
+            },
+        ]);
+        t.add_row(vec![
+            "95% interval".to_string(),
+            format!("{} (at least 0.95)", interval(r.interval95, 4)),
+        ]);
+        t.add_row(vec!["noisy sum".to_string(), fixed(r.noisy_sum, 2)]);
+        t.add_row(vec![
+            "noisy count".to_string(),
+            fixed(r.noisy_count.unwrap_or(f64::NAN), 2),
+        ]);
+    } else {
+        t.add_row(vec![
+            "noisy sum".to_string(),
+            format!("{} ({bounds})", fixed(r.noisy_sum, 2)),
+        ]);
+        t.add_row(vec![
+            "95% noise interval".to_string(),
+            interval(r.interval95, 2),
+        ]);
+    }
+    t.add_row(vec![
+        "epsilon spent".to_string(),
+        if r.from_history {
+            format!(
+                "0 (identical to an earlier statement: its recorded answers, epsilon {})",
+                dec(r.eps)
+            )
+        } else if r.mean {
+            format!(
+                "{} (half on the sum, half on the count; {} noise, sum scale {})",
+                dec(r.eps_spent),
+                r.mechanism,
+                num(r.scale)
+            )
+        } else {
+            format!(
+                "{} ({} noise, scale {})",
+                dec(r.eps_spent),
+                r.mechanism,
+                num(r.scale)
+            )
+        },
+    ]);
+    t.add_row(vec![
+        "budget".to_string(),
+        format!(
+            "{} spent, {} remaining",
+            dec(r.budget_spent),
+            dec(r.budget_remaining)
+        ),
+    ]);
+    let mut out = format!("{} -- table {}\n{t}", short(&r.statement), r.table);
+    let _ = write!(
+        out,
+        "\nSensitivity {} ({}): values are clamped to public bounds, never the data's.",
+        num(r.sensitivity),
+        match r.neighbours {
+            Neighbours::Replace =>
+                "max(hi, 0) - min(lo, 0): a replaced row moves the sum from one value to another",
+            Neighbours::AddRemove =>
+                "max(|lo|, |hi|): an added or removed row moves the sum by its value",
+        }
+    );
+    if r.mean {
+        out.push_str("\nThe mean is the noisy sum over the noisy count; its interval holds the true mean with probability at least 0.95 (both answers within their 97.5% intervals).");
+    }
     out
 }
 

@@ -7,7 +7,7 @@
 //! durable before the answer, damage refused, nothing stored that confirms a guess about the
 //! data) lives in these files.
 
-mod decimal;
+pub mod decimal;
 mod history;
 mod ledger;
 mod pairs;
@@ -22,8 +22,8 @@ pub use history::{
 pub use ledger::{Ledger, LedgerError, Lock, MAX_LINE};
 pub use pairs::{PairCosts, Worst, EXACT_CLASSES};
 pub use protocol::{
-    Prepared, PreparedVector, Recorded, Refusal, ReleaseError, Request, Ticket, Txn, VectorRequest,
-    VectorTicket,
+    ManyTicket, Prepared, PreparedMany, PreparedVector, Recorded, Refusal, ReleaseError, Request,
+    Ticket, Txn, VectorRequest, VectorTicket,
 };
 pub use row::{Row, Run};
 pub use store::{Fresh, LedgerId, Ledgers, OpenError, Opened, Store};

@@ -91,6 +91,22 @@ pub enum PreparedVector {
     Fits(VectorTicket),
 }
 
+/// Requests without rows that fit the budget together. Only [`Txn::prepare_rowless`] makes
+/// one.
+#[derive(Debug)]
+pub struct ManyTicket {
+    releases: Vec<Release>,
+}
+
+/// What preparing requests released together found.
+#[derive(Debug)]
+pub enum PreparedMany {
+    /// All were answered before: their answers, at no cost.
+    Recorded(Vec<f64>),
+    /// They fit the budget together.
+    Fits(ManyTicket),
+}
+
 /// An answer on record.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Recorded {
@@ -172,7 +188,7 @@ impl Txn<'_> {
         if history.cube().map(|c| &c.spec) != request.cube.as_ref() {
             return Err(Refusal::CubeChanged);
         }
-        if history.neighbours() != request.neighbours && !request.row.is_empty() {
+        if history.neighbours() != request.neighbours {
             return Err(Refusal::ModelChanged);
         }
         let earlier = history
@@ -283,6 +299,84 @@ impl Txn<'_> {
         ledger
             .answers(&lock, seq, &noisy, time)
             .map_err(|error| ReleaseError::NotRecorded { eps, error })?;
+        Ok(noisy)
+    }
+
+    /// Checks several requests without rows released together (the sum and the count of a
+    /// `MEAN`): all recorded before, or all fitting the budget together. Nothing is released
+    /// unless all are.
+    pub fn prepare_rowless(&self, requests: Vec<Request>) -> Result<PreparedMany, Refusal> {
+        let history = self.history();
+        if requests.iter().any(|r| !r.row.is_empty()) {
+            return Err(Refusal::CubeChanged);
+        }
+        if requests
+            .iter()
+            .any(|r| r.neighbours != history.neighbours())
+        {
+            return Err(Refusal::ModelChanged);
+        }
+        let recorded: Option<Vec<f64>> = requests
+            .iter()
+            .map(|r| history.find(&r.key).and_then(|f| f.noisy))
+            .collect();
+        if let Some(answers) = recorded {
+            return Ok(PreparedMany::Recorded(answers));
+        }
+        let total = requests
+            .iter()
+            .fold(Decimal::ZERO, |a, r| super::decimal::add_up(a, r.eps));
+        let empty = Row::default();
+        history
+            .check_row(total, &empty)
+            .map_err(Refusal::Exceeded)?;
+        if self.ledger.is_view() {
+            self.ledger
+                .whole()
+                .check_row(total, &empty)
+                .map_err(Refusal::DatasetExceeded)?;
+        }
+        let first = self.ledger.next_seq();
+        let releases = requests
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| Release {
+                seq: first + i as u64,
+                statement: r.statement,
+                key: r.key,
+                row: r.row,
+                eps: r.eps,
+                sensitivity: r.sensitivity,
+                mechanism: r.mechanism,
+                noisy: None,
+                time: r.time,
+                part: None,
+            })
+            .collect();
+        Ok(PreparedMany::Fits(ManyTicket { releases }))
+    }
+
+    /// Releases requests prepared together: every spending is made durable, then `draw`
+    /// gives their answers, which are made durable before they are returned.
+    pub fn release_many(
+        self,
+        ticket: ManyTicket,
+        draw: impl FnOnce() -> Vec<f64>,
+    ) -> Result<Vec<f64>, ReleaseError> {
+        let Txn { ledger, lock } = self;
+        let eps = ticket
+            .releases
+            .iter()
+            .fold(Decimal::ZERO, |a, r| super::decimal::add_up(a, r.eps));
+        for r in &ticket.releases {
+            ledger.spend(&lock, r).map_err(ReleaseError::Ledger)?;
+        }
+        let noisy = draw();
+        for (r, &v) in ticket.releases.iter().zip(&noisy) {
+            ledger
+                .answer(&lock, r.seq, v, r.time)
+                .map_err(|error| ReleaseError::NotRecorded { eps, error })?;
+        }
         Ok(noisy)
     }
 

@@ -109,11 +109,12 @@ impl Default for Limits {
 }
 
 /// The families an analyst may use when a dataset's policy names none.
-const DEFAULT_FAMILIES: [Family; 9] = [
+const DEFAULT_FAMILIES: [Family; 10] = [
     Family::Count,
     Family::Linear,
     Family::Within,
     Family::Histogram,
+    Family::Sum,
     Family::Estimate,
     Family::Prob,
     Family::Explain,

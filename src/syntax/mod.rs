@@ -5,7 +5,8 @@ pub mod split;
 
 use crate::ast::{
     Accuracy, ChooseEps, CmpOp, CountQuery, CountTerm, CubeDim, Expr, Histogram, Ident, Literal,
-    Number, Plot, PlotMetric, Prior, ProbEvent, Query, Simulate, Statement, StatementKind, Text,
+    Number, Plot, PlotMetric, Prior, ProbEvent, Query, Simulate, Statement, StatementKind,
+    SumQuery, Text,
 };
 use crate::error::SyntaxError;
 use crate::span::Span;
@@ -136,6 +137,7 @@ impl Builder {
             Rule::histogram_stmt | Rule::count_by_stmt => {
                 StatementKind::Histogram(self.histogram(inner)?)
             }
+            Rule::sum_stmt => StatementKind::Sum(self.sum(inner)?),
             Rule::choose_stmt => StatementKind::ChooseEps(self.choose(inner)),
             Rule::cube_stmt => {
                 inner.next(); // CUBE
@@ -330,6 +332,43 @@ impl Builder {
             }
         }
         Ok(h)
+    }
+
+    /// `SUM|MEAN col CLAMP (lo, hi) [WHERE p] WITH EPS e [MECHANISM m]`.
+    fn sum(&self, mut inner: Pairs<'_, Rule>) -> Result<SumQuery, SyntaxError> {
+        let mean = inner.next().expect("SUM or MEAN").as_rule() == Rule::kw_mean;
+        let column = self.name(inner.next().expect("a column"));
+        inner.next(); // CLAMP
+        let lo = self.number(inner.next().expect("a lower bound"));
+        let hi = self.number(inner.next().expect("an upper bound"));
+        let mut q = SumQuery {
+            mean,
+            column,
+            lo,
+            hi,
+            filter: None,
+            eps: Number {
+                value: 0.0,
+                text: String::new(),
+                span: Span::new(0, 0),
+            },
+            mechanism: None,
+        };
+        for p in inner {
+            match p.as_rule() {
+                Rule::kw_where => {}
+                Rule::predicate => q.filter = Some(self.predicate(p)?),
+                Rule::eps_clause => {
+                    q.eps = self.number(p.into_inner().nth(2).expect("EPS has a number"));
+                }
+                Rule::mechanism_clause => {
+                    let value = p.into_inner().last().expect("a clause has a value");
+                    q.mechanism = Some(self.name(value));
+                }
+                other => unreachable!("the grammar gives a sum no {other:?}"),
+            }
+        }
+        Ok(q)
     }
 
     fn query(&self, pair: Pair<'_, Rule>) -> Result<Query, SyntaxError> {

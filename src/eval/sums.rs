@@ -1,0 +1,426 @@
+//! `SUM col CLAMP (lo, hi)` and `MEAN col CLAMP (lo, hi)`: a column's values clamped to
+//! public bounds, summed exactly, released with noise.
+//!
+//! The bounds are the statement's, never the data's. Every value is clamped to them and put on
+//! the grid of its noise (whole values as they are; floats rounded to a multiple of `2^-k`,
+//! within the bounds), so the sum is an exact integer number of grid steps and the noise is
+//! drawn exactly as for counts. The sum's sensitivity follows the model: a row added or
+//! removed moves it by at most `max(|lo|, |hi|)`; a row replaced moves it from one value to
+//! another, a row outside the condition or without a value counting 0, so by at most
+//! `max(hi, 0) - min(lo, 0)`.
+//!
+//! A sum is charged its epsilon on every cell and pair of cells of a cube (a row's value can
+//! change within a cell, which counts never see): it composes sequentially with everything. A
+//! `MEAN` spends half its epsilon on the sum and half on the count of the rows that
+//! contributed (sensitivity 1), released together; its estimate is their ratio, and its
+//! interval holds the true mean with probability at least 0.95 (each noisy answer within its
+//! 97.5% interval, by the union bound, and the ratio over that box).
+
+use super::count::{expose, overspend_error, release_rng};
+use super::{ledger_error, served, Entry, Session};
+use crate::error::EvalError;
+use crate::output::{Output, SumResult};
+use crate::plan::{Eps, SumPlan};
+use crate::privacy::{Mechanism, Neighbours, PreparedMany, Refusal, ReleaseError, Request, Row};
+use crate::span::Span;
+use crate::stats::noise::{self, ExactEpsilon, GridLaplace, Rational};
+use crate::stats::{laplace, Epsilon, Probability};
+use rand_chacha::ChaCha20Rng;
+use rust_decimal::prelude::ToPrimitive;
+use rust_decimal::Decimal;
+
+/// The most rows a table may have when its row count is private (as for counts).
+const PUBLIC_ROWS_BOUND: u64 = 1 << 32;
+
+/// The noise of one released number: Laplace on a grid, or discrete Laplace.
+enum Noise {
+    Laplace(GridLaplace),
+    Geometric(Rational),
+}
+
+impl Noise {
+    /// The grid exponent `k` the true value must be given in (0 for whole values).
+    fn k(&self) -> u32 {
+        match self {
+            Noise::Laplace(l) => l.k(),
+            Noise::Geometric(_) => 0,
+        }
+    }
+
+    fn release(&self, rng: &mut ChaCha20Rng, steps: i128) -> f64 {
+        match self {
+            Noise::Laplace(l) => l.release(rng, steps).value(),
+            Noise::Geometric(scale) => (steps + noise::discrete_laplace(rng, *scale)) as f64,
+        }
+    }
+}
+
+impl Session {
+    /// `SUM ...` and `MEAN ...`.
+    pub(super) fn sum(&mut self, plan: SumPlan, span: Span) -> Result<Output, EvalError> {
+        let i = self.index(&plan.table);
+        let max_eps = self.max_eps(&plan.table);
+        served::permit_eps(max_eps, &plan.table, plan.eps.exact, span)?;
+        let max_releases = self.max_releases();
+        let (seed, time) = (self.seed, (self.clock)());
+        let entry = &self.entries[i];
+        let parts = parts(&plan).ok_or(EvalError::UnusableEpsilon {
+            eps: plan.eps.value.get() / 2.0,
+            span,
+        })?;
+        let noises = parts
+            .iter()
+            .map(|(eps, s, _)| noise_for(&plan, *eps, *s, entry, span))
+            .collect::<Result<Vec<_>, _>>()?;
+        let (own, exposed) = match entry.private {
+            Some(private) => match self.ledgers.two_mut(entry.ledger, private) {
+                Some((practice, private)) => (practice, Some(private)),
+                None => (self.ledgers.get_mut(entry.ledger), None),
+            },
+            None => (self.ledgers.get_mut(entry.ledger), None),
+        };
+        let txn = own.begin().map_err(ledger_error(span))?;
+        let requests: Vec<Request> = parts
+            .iter()
+            .map(|(eps, s, what)| request(entry, &plan, *eps, *s, what, seed, time))
+            .collect();
+        let noise_key = format!("{}|{}|{}", entry.content, plan.query_key, plan.eps.exact);
+        let refused = |r: Refusal, ledger: &crate::privacy::Ledger| match r {
+            Refusal::Exceeded(o) => overspend_error(
+                o,
+                entry,
+                &plan.table,
+                ledger.history(),
+                plan.eps.exact,
+                span,
+            ),
+            Refusal::DatasetExceeded(o) => EvalError::DatasetBudgetExceeded {
+                table: plan.table.clone(),
+                shown: entry
+                    .rules
+                    .as_ref()
+                    .is_some_and(|r| r.show_dataset_budget)
+                    .then(|| (o.after, ledger.whole().total())),
+                span,
+            },
+            Refusal::ModelChanged => EvalError::ModelChanged {
+                table: plan.table.clone(),
+                span,
+            },
+            Refusal::CubeChanged => EvalError::CubeChanged {
+                table: plan.table.clone(),
+                span,
+            },
+        };
+        let ticket = match txn.prepare_rowless(requests) {
+            Ok(PreparedMany::Recorded(noisy)) => {
+                return Ok(self.sum_output(plan, i, noisy, true));
+            }
+            Ok(PreparedMany::Fits(t)) => t,
+            Err(r) => return Err(refused(r, txn.ledger())),
+        };
+        served::permit_release(max_releases, txn.history(), &plan.table, span)?;
+        if let Some(private) = exposed {
+            expose(private, time, span)?;
+        }
+        self.drawn = true;
+        let mut seeded;
+        let rng: &mut ChaCha20Rng = match seed {
+            Some(seed) => {
+                seeded = release_rng(seed, &noise_key);
+                &mut seeded
+            }
+            None => &mut self.rng,
+        };
+        let noisy = txn
+            .release_many(ticket, || draw(&plan, entry, &noises, rng))
+            .map_err(|e| match e {
+                ReleaseError::Ledger(error) => EvalError::Ledger { error, span },
+                ReleaseError::NotRecorded { eps, error } => {
+                    EvalError::AnswerNotRecorded { eps, error, span }
+                }
+            })?;
+        Ok(self.sum_output(plan, i, noisy, false))
+    }
+
+    /// `EXPLAIN SUM ...`: what it would spend and draw, from public facts.
+    pub(super) fn explain_sum(&self, plan: &SumPlan) -> crate::output::Explanation {
+        let i = self.index(&plan.table);
+        let history = self.ledgers.get(self.entries[i].ledger).history();
+        let spent = history.spent();
+        let (after, _, _) = history.after_bounds(plan.eps.exact, &Row::default());
+        let fits = after <= history.total();
+        let step = |l: &str, t: String| (l.to_string(), t);
+        let mut steps = vec![
+            step("table", format!("`{}`", plan.table)),
+            step(
+                "query",
+                format!(
+                    "the {} of `{}` clamped to [{}, {}] over the rows its condition selects; values never move the bounds",
+                    if plan.mean { "mean" } else { "sum" },
+                    plan.column_name,
+                    plan.clamp.0,
+                    plan.clamp.1
+                ),
+            ),
+            step(
+                "sensitivity",
+                format!("{} (NEIGHBOURS {})", plan.sensitivity, plan.neighbours),
+            ),
+        ];
+        if plan.mean {
+            steps.push(step("does", "spends half the epsilon on the sum and half on the count of the rows that contributed, released together".into()));
+        }
+        steps.push(if fits {
+            step(
+                "budget",
+                format!(
+                    "spends epsilon {} on every cell and pair (a value can change within a cell): spent {} -> {} of {}",
+                    plan.eps.exact.normalize(),
+                    spent.normalize(),
+                    after.normalize(),
+                    history.total().normalize()
+                ),
+            )
+        } else {
+            step("refused", "the budget does not hold it; nothing would change".into())
+        });
+        crate::output::Explanation {
+            statement: plan.statement.clone(),
+            spends: if fits { plan.eps.exact } else { Decimal::ZERO },
+            draws_noise: fits,
+            budget: fits.then_some(crate::output::ExplainedBudget {
+                spent_before: spent,
+                spent_after: after,
+                total: history.total(),
+            }),
+            steps,
+        }
+    }
+
+    /// The result: the noisy sum, or the mean of the noisy sum and count, with intervals.
+    fn sum_output(&self, plan: SumPlan, i: usize, noisy: Vec<f64>, from_history: bool) -> Output {
+        let history = self.ledgers.get(self.entries[i].ledger).history();
+        let (lo, hi) = (
+            plan.clamp.0.to_f64().unwrap_or(f64::NEG_INFINITY),
+            plan.clamp.1.to_f64().unwrap_or(f64::INFINITY),
+        );
+        let s = plan.sensitivity.to_f64().unwrap_or(f64::INFINITY);
+        let e = plan.eps.value.get();
+        let (value, interval, coverage, scale) = if plan.mean {
+            mean_interval(&plan, noisy[0], noisy[1], (lo, hi))
+        } else {
+            let half = match plan.mechanism {
+                Mechanism::Geometric => geometric_half(e, s, 0.95),
+                _ => s * laplace::interval_half_width(plan.eps.value, ninety_five()),
+            };
+            (
+                Some(noisy[0]),
+                (noisy[0] - half, noisy[0] + half),
+                0.95,
+                s / e,
+            )
+        };
+        Output::Sum(Box::new(SumResult {
+            table: plan.table,
+            statement: plan.statement,
+            mean: plan.mean,
+            column: plan.column_name,
+            clamp: (lo, hi),
+            value,
+            noisy_sum: noisy[0],
+            noisy_count: noisy.get(1).copied(),
+            interval95: interval,
+            coverage95: coverage,
+            eps: plan.eps.exact,
+            eps_spent: if from_history {
+                Decimal::ZERO
+            } else {
+                plan.eps.exact
+            },
+            sensitivity: s,
+            scale,
+            mechanism: plan.mechanism.to_string(),
+            neighbours: history.neighbours(),
+            from_history,
+            budget_spent: history.spent(),
+            budget_remaining: history.remaining(),
+        }))
+    }
+}
+
+fn ninety_five() -> Probability {
+    Probability::new(0.95).expect("0.95 lies in (0, 1)")
+}
+
+/// The smallest whole half-width holding discrete Laplace noise of scale `s/e` with
+/// probability `level` (the geometric mechanism at `e/s`).
+fn geometric_half(e: f64, s: f64, level: f64) -> f64 {
+    let per = Epsilon::new(e / s).ok();
+    let p = Probability::new(level).ok();
+    match (per, p) {
+        (Some(per), Some(p)) => crate::stats::accuracy::geometric_half_width(per, p) as f64,
+        _ => f64::INFINITY,
+    }
+}
+
+/// The released parts of a plan: `(epsilon, sensitivity, what)` each. A sum is one part; a
+/// mean is its sum and its count, half the epsilon each. `None` when half the epsilon is not
+/// a usable epsilon.
+fn parts(plan: &SumPlan) -> Option<Vec<(Eps, Decimal, &'static str)>> {
+    if !plan.mean {
+        return Some(vec![(plan.eps, plan.sensitivity, "sum")]);
+    }
+    let half = plan.eps.exact / Decimal::TWO;
+    let eps = Eps {
+        value: Epsilon::new(half.to_f64()?).ok()?,
+        exact: half,
+        noise: ExactEpsilon::new(half).ok()?,
+    };
+    if eps.exact + eps.exact != plan.eps.exact {
+        return None;
+    }
+    Some(vec![
+        (eps, plan.sensitivity, "sum"),
+        (eps, Decimal::ONE, "count"),
+    ])
+}
+
+/// The request of one part, recorded under the statement and a key of its own.
+fn request(
+    entry: &Entry,
+    plan: &SumPlan,
+    eps: Eps,
+    sensitivity: Decimal,
+    what: &str,
+    seed: Option<u64>,
+    time: u64,
+) -> Request {
+    let source = match seed {
+        Some(seed) => format!("seed {seed}"),
+        None => "private".to_string(),
+    };
+    Request {
+        statement: if plan.mean {
+            format!("{} ({what})", plan.statement)
+        } else {
+            plan.statement.clone()
+        },
+        key: format!(
+            "{}|{source}|{}|{what}|{}|{}",
+            entry.fingerprint,
+            plan.query_key,
+            plan.eps.exact.normalize(),
+            plan.mechanism
+        ),
+        alt_key: None,
+        row: Row::default(),
+        cube: entry.cube.as_ref().map(crate::cube::Cube::declaration),
+        neighbours: plan.neighbours,
+        eps: eps.exact,
+        sensitivity: sensitivity.to_f64().unwrap_or(f64::INFINITY),
+        mechanism: plan.mechanism,
+        time,
+    }
+}
+
+/// The noise of a part of sensitivity `s` at `eps`, checked to be exact on the data's
+/// public bound.
+fn noise_for(
+    plan: &SumPlan,
+    eps: Eps,
+    s: Decimal,
+    entry: &Entry,
+    span: Span,
+) -> Result<Noise, EvalError> {
+    let rows = match plan.neighbours {
+        Neighbours::Replace => entry.table.n_rows(),
+        Neighbours::AddRemove => PUBLIC_ROWS_BOUND,
+    };
+    let big = plan.clamp.0.abs().max(plan.clamp.1.abs()).max(Decimal::ONE);
+    let bound = big.to_f64().unwrap_or(f64::INFINITY) * rows as f64;
+    let too_large = || EvalError::TooLarge {
+        bound: crate::output::short_number(bound),
+        span,
+    };
+    let scale = decimal_scale(eps, s).ok_or_else(too_large)?;
+    let noise = match plan.mechanism {
+        Mechanism::Geometric => Noise::Geometric(scale),
+        _ => Noise::Laplace(GridLaplace::new(scale)),
+    };
+    let scaled = bound * 2f64.powi(noise.k() as i32);
+    if scaled.is_nan() || scaled >= 2f64.powi(120) {
+        return Err(too_large());
+    }
+    Ok(noise)
+}
+
+/// `s / eps` as an exact fraction, for a decimal sensitivity `s`.
+fn decimal_scale(eps: Eps, s: Decimal) -> Option<Rational> {
+    let base = eps.noise.count_scale();
+    let m = s.mantissa().unsigned_abs();
+    let den = 10u128.checked_pow(s.scale())?;
+    Rational::new(base.num().checked_mul(m)?, base.den().checked_mul(den)?)
+}
+
+/// Draws every part: the clamped sum (and the count) in one pass over the table, each with its
+/// noise.
+fn draw(plan: &SumPlan, entry: &Entry, noises: &[Noise], rng: &mut ChaCha20Rng) -> Vec<f64> {
+    let k = noises[0].k();
+    let clamp = if plan.integer {
+        crate::data::Clamp::Int {
+            lo: plan.clamp.0.to_i64().unwrap_or(i64::MIN),
+            hi: plan.clamp.1.to_i64().unwrap_or(i64::MAX),
+            k,
+        }
+    } else {
+        // The bounds on the grid 2^-k, within the written ones: every rounded value stays in
+        // them, so no value moves the sum by more than the sensitivity.
+        let g = 2f64.powi(k as i32);
+        let lo = (plan.clamp.0.to_f64().unwrap_or(f64::MIN) * g).ceil() / g;
+        let hi = (plan.clamp.1.to_f64().unwrap_or(f64::MAX) * g).floor() / g;
+        crate::data::Clamp::Float { lo, hi, k }
+    };
+    let (steps, n) =
+        crate::data::sum_clamped(&entry.table, plan.column, plan.filter.as_ref(), clamp);
+    let mut out = vec![noises[0].release(rng, steps)];
+    if let Some(count) = noises.get(1) {
+        let steps = i128::from(n) << count.k();
+        out.push(count.release(rng, steps));
+    }
+    out
+}
+
+/// A mean's estimate and interval from its noisy sum and count: the estimate their ratio
+/// within the bounds; the interval the ratios over the box where both answers lie within
+/// their 97.5% noise intervals (together with probability at least 0.95), within the bounds.
+fn mean_interval(
+    plan: &SumPlan,
+    sum: f64,
+    count: f64,
+    (lo, hi): (f64, f64),
+) -> (Option<f64>, (f64, f64), f64, f64) {
+    let e = plan.eps.value.get() / 2.0;
+    let s = plan.sensitivity.to_f64().unwrap_or(f64::INFINITY);
+    let level = Probability::new(0.975).expect("0.975 lies in (0, 1)");
+    let half = |sens: f64| match plan.mechanism {
+        Mechanism::Geometric => geometric_half(e, sens, 0.975),
+        _ => match Epsilon::new(e) {
+            Ok(eps) => sens * laplace::interval_half_width(eps, level),
+            Err(_) => f64::INFINITY,
+        },
+    };
+    let (hs, hc) = (half(s), half(1.0));
+    let value = (count >= 1.0).then(|| (sum / count).clamp(lo, hi));
+    let (c1, c2) = (count - hc, count + hc);
+    let interval = if c1 > 0.0 {
+        let (s1, s2) = (sum - hs, sum + hs);
+        let ratios = [s1 / c1, s1 / c2, s2 / c1, s2 / c2];
+        let min = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (min.clamp(lo, hi), max.clamp(lo, hi))
+    } else {
+        (lo, hi)
+    };
+    (value, interval, 0.95, s / e)
+}
