@@ -63,6 +63,15 @@ pub enum StatementKind {
     /// `SUM col CLAMP (lo, hi) [WHERE p] WITH EPS e` or `MEAN ...`: a noisy sum or mean of a
     /// numeric column, its values clamped to public bounds.
     Sum(SumQuery),
+    /// `ESTIMATE MEDIAN col`, `ESTIMATE QUANTILE q OF col`, `ESTIMATE MEAN col CLAMP (lo, hi)`:
+    /// a statistic of a numeric dimension of the cube from the history's estimates of its
+    /// bins (free).
+    Binned {
+        /// Which statistic.
+        stat: BinnedStat,
+        /// The dimension's column.
+        column: Ident,
+    },
     /// `CHOOSE EPS WITHIN 20% AT 0.8 FOR 100` or `CHOOSE EPS WITHIN 5 AT 0.95`
     ChooseEps(ChooseEps),
     /// `CUBE 4 [NEIGHBOURS replace]`: anonymous cells with no data, for teaching inference
@@ -242,6 +251,17 @@ impl fmt::Display for Histogram {
         }
         Ok(())
     }
+}
+
+/// A statistic of a cube's numeric dimension, from its bins.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BinnedStat {
+    /// `MEDIAN`: the bin holding the middle of the distribution.
+    Median,
+    /// `QUANTILE q OF`: the bin holding the `q`-quantile.
+    Quantile(Number),
+    /// `MEAN ... CLAMP (lo, hi)`: the bounds of the mean, the outer bins closed by the clamp.
+    Mean(Number, Number),
 }
 
 /// `SUM col CLAMP (lo, hi) [WHERE p] WITH EPS e [MECHANISM m]`, or `MEAN ...`.
@@ -510,6 +530,13 @@ impl fmt::Display for StatementKind {
             StatementKind::Count(q) => write!(f, "{q}"),
             StatementKind::Histogram(h) => write!(f, "{h}"),
             StatementKind::Sum(q) => write!(f, "{q}"),
+            StatementKind::Binned { stat, column } => match stat {
+                BinnedStat::Median => write!(f, "ESTIMATE MEDIAN {column}"),
+                BinnedStat::Quantile(q) => write!(f, "ESTIMATE QUANTILE {q} OF {column}"),
+                BinnedStat::Mean(lo, hi) => {
+                    write!(f, "ESTIMATE MEAN {column} CLAMP ({lo}, {hi})")
+                }
+            },
             StatementKind::ChooseEps(c) => write!(f, "{c}"),
             StatementKind::Cube { cells, neighbours } => {
                 write!(f, "CUBE {cells}")?;

@@ -1,15 +1,15 @@
 //! Checking: resolves a parsed statement against the session's tables and validates its parameters.
 
 use crate::ast::{
-    self, Accuracy, ChooseEps, CountQuery, CountTerm, CubeDim, Expr, Histogram, Ident, Literal,
-    Number, ProbEvent, Query, Statement, StatementKind, SumQuery,
+    self, Accuracy, BinnedStat, ChooseEps, CountQuery, CountTerm, CubeDim, Expr, Histogram, Ident,
+    Literal, Number, ProbEvent, Query, Statement, StatementKind, SumQuery,
 };
 use crate::cube::{self, Cube, CubeError, Dim, NotUnion};
 use crate::data::{self, ColumnType, Predicate, Table, Value};
 use crate::error::CheckError;
 use crate::plan::{
-    ChoosePlan, CountPlan, CubeRef, Eps, Event, HistogramPlan, Mechanism, Plan, PlotPlan,
-    PriorPlan, SimMetric, SimulatePlan, Spend, SumPlan,
+    Bin, BinnedPlan, BinnedStatistic, ChoosePlan, CountPlan, CubeRef, Eps, Event, HistogramPlan,
+    Mechanism, Plan, PlotPlan, PriorPlan, SimMetric, SimulatePlan, Spend, SumPlan,
 };
 use crate::privacy::Neighbours;
 use crate::span::Span;
@@ -104,6 +104,9 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
             Plan::Histogram(Box::new(check_histogram(h, catalog, span)?))
         }
         StatementKind::Sum(q) => Plan::Sum(Box::new(check_sum(q, catalog, span)?)),
+        StatementKind::Binned { stat, column } => {
+            Plan::Binned(Box::new(check_binned(stat, column, kind, catalog, span)?))
+        }
         StatementKind::ChooseEps(c) => Plan::ChooseEps(check_choose(c, span)?),
         StatementKind::Cube { cells, neighbours } => {
             let n = cells
@@ -963,6 +966,80 @@ fn check_histogram(
         plot,
         statement: h.to_string(),
         query_key,
+    })
+}
+
+/// `ESTIMATE MEDIAN col` and its kin: a numeric dimension of the current table's cube, its
+/// bins, and the statistic's parameters.
+fn check_binned(
+    stat: &BinnedStat,
+    column: &Ident,
+    kind: &StatementKind,
+    catalog: &dyn Catalog,
+    span: Span,
+) -> Result<BinnedPlan, CheckError> {
+    let table_name = resolve_table(None, catalog, span)?;
+    let table = catalog
+        .table(&table_name)
+        .ok_or(CheckError::NoCurrentTable { span })?;
+    let Some(cube) = catalog.table_cube(&table_name) else {
+        return Err(CheckError::NeedsCube {
+            what: "a binned statistic",
+            table: table_name,
+            span,
+        });
+    };
+    let index = table
+        .column_index(&column.name)
+        .ok_or_else(|| CheckError::UnknownColumn {
+            column: column.name.clone(),
+            table: table_name.clone(),
+            known: table.schema().into_iter().map(|(n, _)| n).collect(),
+            span: column.span,
+        })?;
+    let not_dimension = || CheckError::NotDimension {
+        column: column.name.clone(),
+        table: table_name.clone(),
+        span: column.span,
+    };
+    let dim = cube.dim_of_column(index).ok_or_else(not_dimension)?;
+    let bounds = cube.bin_bounds(dim).ok_or(CheckError::NotApplicable {
+        message: "a binned statistic needs a dimension cut at numbers, not split by values",
+        span: column.span,
+    })?;
+    let groups = cube.groups(&[dim], &vec![true; cube.cells()]);
+    let bins = groups
+        .into_iter()
+        .zip(bounds)
+        .map(|((name, cells), (lo, hi))| Bin {
+            name,
+            lo,
+            hi,
+            cells,
+        })
+        .collect();
+    let stat = match stat {
+        BinnedStat::Median => BinnedStatistic::Quantile(0.5),
+        BinnedStat::Quantile(q) => {
+            BinnedStatistic::Quantile(probability(q, false, "the quantile's level")?.get())
+        }
+        BinnedStat::Mean(lo, hi) => {
+            let (lo, hi) = (finite(lo)?, finite(hi)?);
+            if lo >= hi {
+                return Err(CheckError::NotApplicable {
+                    message: "CLAMP (lo, hi) needs lo < hi",
+                    span,
+                });
+            }
+            BinnedStatistic::Mean(lo, hi)
+        }
+    };
+    Ok(BinnedPlan {
+        table: table_name,
+        column: column.name.clone(),
+        stat,
+        bins,
+        statement: kind.to_string(),
     })
 }
 

@@ -175,6 +175,30 @@ impl Cube {
             .collect()
     }
 
+    /// The values each non-missing coordinate of numeric dimension `dim` holds, `(lo, hi)`:
+    /// on an integer column the whole numbers `ceil(cut) ..= ceil(next) - 1`; on a float
+    /// column `[cut, next)`, `hi` the exclusive end. `None` for a dimension of listed values.
+    pub fn bin_bounds(&self, dim: usize) -> Option<Vec<(f64, f64)>> {
+        let d = self.dims.get(dim)?;
+        match &d.kind {
+            DimKind::Integer(cuts) => Some((0..=cuts.len()).map(|c| int_range(cuts, c)).collect()),
+            DimKind::Float(cuts) => Some(
+                (0..=cuts.len())
+                    .map(|c| {
+                        let lo = if c == 0 {
+                            f64::NEG_INFINITY
+                        } else {
+                            cuts[c - 1]
+                        };
+                        let hi = cuts.get(c).copied().unwrap_or(f64::INFINITY);
+                        (lo, hi)
+                    })
+                    .collect(),
+            ),
+            DimKind::Values(_) => None,
+        }
+    }
+
     /// The dimension over table column `column`, if there is one.
     pub fn dim_of_column(&self, column: usize) -> Option<usize> {
         self.dims.iter().position(|d| d.column == column)

@@ -65,6 +65,8 @@ pub enum Plan {
     Histogram(Box<HistogramPlan>),
     /// A noisy sum or mean of a column, its values clamped to public bounds.
     Sum(Box<SumPlan>),
+    /// A statistic of a cube's numeric dimension from the history's estimates of its bins.
+    Binned(Box<BinnedPlan>),
     /// Epsilon from an accuracy requirement.
     ChooseEps(ChoosePlan),
     /// The focused cube's cells, history and per-cell budgets.
@@ -282,6 +284,45 @@ pub struct HistogramPlan {
     /// What makes two histograms identical, but for epsilon and mechanism: the cells of
     /// every group.
     pub query_key: String,
+}
+
+/// A statistic of a numeric dimension, from its bins.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BinnedStatistic {
+    /// The bin holding the `q`-quantile (0.5: the median).
+    Quantile(f64),
+    /// The bounds of the mean, the outer bins closed at `lo` and `hi`.
+    Mean(f64, f64),
+}
+
+/// One bin of a dimension: its name, the values it holds (`lo` to `hi`, each end as the
+/// cuts say), and its cells.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bin {
+    /// The bin in words (`30 <= age < 65`).
+    pub name: String,
+    /// The least value it holds (`-inf` for the first).
+    pub lo: f64,
+    /// The greatest value it holds, or its exclusive end on a float column (`inf` for the
+    /// last).
+    pub hi: f64,
+    /// Its cells: every cell with this coordinate.
+    pub cells: Vec<usize>,
+}
+
+/// A checked `ESTIMATE MEDIAN | QUANTILE q OF | MEAN ... CLAMP` of a cube dimension.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BinnedPlan {
+    /// The table.
+    pub table: String,
+    /// The dimension's column.
+    pub column: String,
+    /// The statistic.
+    pub stat: BinnedStatistic,
+    /// The bins, missing values left out.
+    pub bins: Vec<Bin>,
+    /// The statement, canonical.
+    pub statement: String,
 }
 
 /// A checked `SUM` or `MEAN`: a column's values clamped to public bounds, over the rows a

@@ -252,3 +252,37 @@ fn count_by_releases_one_part_per_group() {
     };
     assert!(rows.iter().all(|r| ones(r) == 4), "{rows:?}");
 }
+
+/// Binned statistics from a histogram: with little noise (eps 50) the median's and the
+/// 0.9-quantile's bins are those of the true distribution, and the mean's bounds hold the true
+/// mean; nothing is spent by them.
+#[test]
+fn binned_statistics_are_bounded_by_their_bins() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("ages.csv");
+    // 110 rows: ages 0..100, one each, and 10 more at 95: the median (55th and 56th values)
+    // is 54.5, the 0.9-quantile (99th value) 95.
+    let mut text = String::from("age\n");
+    for a in (0..100).chain(std::iter::repeat_n(95, 10)) {
+        text.push_str(&format!("{a}\n"));
+    }
+    std::fs::write(&path, text).expect("written");
+    let mut session = Session::new(Randomness::Seeded(5));
+    let out = run_json(
+        &mut session,
+        &format!(
+            "LOAD '{}' AS t; SET BUDGET 100; CUBE BY age (20, 40, 60, 80, 90); HISTOGRAM WITH EPS 50; \
+             ESTIMATE MEDIAN age; ESTIMATE QUANTILE 0.9 OF age; ESTIMATE MEAN age CLAMP (0, 99); SHOW BUDGET;",
+            path.display()
+        ),
+    );
+    assert_eq!(out[4]["bin"], "40 <= age < 60", "{}", out[4]);
+    assert_eq!(out[5]["bin"], "age >= 90", "{}", out[5]);
+    let truth = (0..100).chain(std::iter::repeat_n(95, 10)).sum::<i32>() as f64 / 110.0;
+    let (lo, hi) = (
+        out[6]["bounds"][0].as_f64().expect("a bound"),
+        out[6]["bounds"][1].as_f64().expect("a bound"),
+    );
+    assert!(lo <= truth && truth <= hi, "{truth} outside [{lo}, {hi}]");
+    assert_eq!(out[7]["spent"], 50.0, "only the histogram spent");
+}

@@ -5,11 +5,14 @@
 //! ```text
 //! cargo run --release --example gen_people > examples/data/people.csv
 //! cargo run --release --example gen_people -- 5000 2025 > examples/data/survey.csv
+//! cargo run --release --example gen_people -- 4000 2026 > examples/data/census.csv
+//! cargo run --release --example gen_people -- 3000 2027 > examples/data/incomes.csv
 //! ```
 //!
-//! The optional arguments are the number of people and the seed: `survey.csv` is another
-//! table of the same shape for the examples that declare a cube, so that their cube never
-//! lands on the table the quickstart asks about (a cube stays with its data's ledger).
+//! The optional arguments are the number of people and the seed: `survey.csv`, `census.csv`
+//! and `incomes.csv` are other tables of the same shape for the examples that declare a cube
+//! or set a budget (each its own), so that no example's cube or spending lands on a table
+//! another example, or the quickstart, asks about (both stay with the data's ledger).
 //!
 //! Columns: `id`, `age` (integer 18-90, about 30% at most 30, about 2% missing as `NA` or empty), `sex` (`F`/`M`),
 //! `income` (integer, rising with education and age until the late fifties, lower when not

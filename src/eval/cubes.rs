@@ -466,6 +466,53 @@ pub(super) fn table_error(
 
 /// The BLUE of `query` from `history` over `cells` cells (Xiao and Xiong, section 3), or why
 /// the history cannot give it.
+/// A BLUE: its value and variance.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Estimated {
+    /// The estimate.
+    pub(super) value: f64,
+    /// Its variance.
+    pub(super) variance: f64,
+}
+
+/// The BLUE of the count of each union of cells of a table's cube, from its history (one
+/// factorisation for all): free post-processing.
+pub(super) fn blue_of_table(
+    entry: &Entry,
+    history: &History,
+    unions: &[Vec<usize>],
+    span: Span,
+) -> Result<Vec<Estimated>, EvalError> {
+    let cube = entry
+        .cube
+        .as_ref()
+        .expect("the checker found the table's cube");
+    let name = |j: usize| format!("[{}]", cube.cell_name(j));
+    let measurements = evidence(entry, history);
+    let fail = |message: String| EvalError::NotEstimable {
+        cells: message,
+        span,
+    };
+    let b = blue::Blue::new(cube.cells(), &measurements).map_err(|e| fail(e.to_string()))?;
+    unions
+        .iter()
+        .map(|cells| {
+            let mut query = vec![0.0; cube.cells()];
+            for &j in cells {
+                query[j] = 1.0;
+            }
+            let e = b.estimate(&query).map_err(|e| match e {
+                blue::BlueError::NotEstimable(n) => fail(lacking(&n, &name)),
+                other => fail(other.to_string()),
+            })?;
+            Ok(Estimated {
+                value: e.value,
+                variance: e.variance,
+            })
+        })
+        .collect()
+}
+
 fn blue_of(
     cells: usize,
     history: &[Measurement],

@@ -102,6 +102,7 @@ impl Session {
                 ),
             ],
             Plan::Use { table } => vec![step("does", format!("makes `{table}` the current table; {free}"))],
+            Plan::Binned(_) => vec![step("does", format!("estimates the counts of the dimension's bins from the history (the BLUE) and the statistic from them; {free}"))],
             Plan::ShowTables | Plan::ShowBudget { .. } | Plan::ShowHistory { .. } | Plan::Describe { .. } | Plan::ShowCube { .. } => {
                 vec![step("does", format!("shows public facts (names, schemas, budgets, released answers); {free}"))]
             }

@@ -9,11 +9,13 @@
 //! | `histogram.rs` | `HISTOGRAM`, `COUNT ... BY` |
 //! | `sums.rs` | `SUM`, `MEAN` |
 //! | `cubes.rs` | `CUBE BY`, `CUBE n`, `OBSERVE`, `ESTIMATE`, `PROB`, `SHOW CUBE` |
+//! | `binned.rs` | `ESTIMATE MEDIAN`, `QUANTILE`, `MEAN` of a dimension |
 //! | `lab.rs` | `SIMULATE`, `OUT OF RANGE`, `COMPARE NOISE`, charts |
 //! | `explain.rs` | `EXPLAIN` |
 //!
 //! Spending goes through the privacy layer's release protocol only ([`crate::privacy::Txn`]).
 
+mod binned;
 mod budget;
 mod count;
 mod cubes;
@@ -237,6 +239,7 @@ impl Session {
             Plan::Count(plan) => self.count(*plan, span)?,
             Plan::Histogram(plan) => self.histogram(*plan, span)?,
             Plan::Sum(plan) => self.sum(*plan, span)?,
+            Plan::Binned(plan) => self.binned(*plan, span)?,
             Plan::ChooseEps(plan) => Output::ChooseEps(count::choose_eps(plan, span)?),
             Plan::Simulate(plan) => Output::Simulate(self.simulate(plan, span)?),
             Plan::OutOfRange { n, eps, at } => Output::OutOfRange(lab::out_of_range(n, eps, at)),

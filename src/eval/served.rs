@@ -258,6 +258,7 @@ impl Session {
                 self.permit(plan, span)
             }
             Plan::Estimate { target, .. } => self.allowed_on(target, Family::Estimate, span),
+            Plan::Binned(b) => self.allowed(&b.table, Family::Estimate, span),
             Plan::Prob { target, .. } => self.allowed_on(target, Family::Prob, span),
             Plan::ShowCube { target } => self.allowed_on(target, Family::Estimate, span),
             Plan::Simulate(p) if p.plot.is_some() => {

@@ -75,6 +75,19 @@ pub fn render_json(response: &Response) -> String {
             "budget_remaining": dec(h.budget_remaining),
             "plot": plot(h.plot.as_ref()),
         }),
+        Output::Binned(b) => json!({
+            "kind": "binned",
+            "table": b.table,
+            "statement": b.statement,
+            "column": b.column,
+            "quantile": b.quantile,
+            "bin": b.bin,
+            "bounds": [b.bounds.0, b.bounds.1],
+            "bins": b.bins.iter().map(|(name, estimate, variance)| json!({
+                "bin": name, "estimate": estimate, "variance": variance,
+            })).collect::<Vec<_>>(),
+            "eps_spent": 0.0,
+        }),
         Output::Sum(r) => json!({
             "kind": if r.mean { "mean" } else { "sum" },
             "table": r.table,

@@ -59,6 +59,8 @@ pub enum Output {
     Histogram(Box<HistogramResult>),
     /// A noisy sum or mean of a clamped column.
     Sum(Box<SumResult>),
+    /// A statistic of a cube dimension from the estimates of its bins.
+    Binned(Box<BinnedResult>),
     /// `CHOOSE EPS`.
     ChooseEps(ChooseEpsResult),
     /// `CUBE` and `OBSERVE`: the teaching cube and its per-cell budget.
@@ -380,6 +382,25 @@ pub struct HistogramResult {
     pub budget_remaining: Decimal,
     /// The chart written, if one was asked for.
     pub plot: Option<PlotOutcome>,
+}
+
+/// A median, quantile or mean of a cube's numeric dimension, bounded by its bins.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BinnedResult {
+    /// The table.
+    pub table: String,
+    /// The statement, canonical.
+    pub statement: String,
+    /// The dimension's column.
+    pub column: String,
+    /// The quantile's level (0.5 for the median); `None` for a mean.
+    pub quantile: Option<f64>,
+    /// For a quantile, the bin holding it.
+    pub bin: Option<String>,
+    /// The values the statistic lies between: the bin's (a quantile), or the mean's bounds.
+    pub bounds: (f64, f64),
+    /// Every bin: its name, estimated count and that estimate's variance.
+    pub bins: Vec<(String, f64, f64)>,
 }
 
 /// A noisy sum, or a mean from a noisy sum and count, of a column clamped to public bounds.

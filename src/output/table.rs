@@ -24,6 +24,7 @@ pub fn render_table(response: &Response) -> String {
         Output::Count(c) => count(c),
         Output::Histogram(h) => histogram(h),
         Output::Sum(r) => sum(r),
+        Output::Binned(b) => binned(b),
         Output::ChooseEps(c) => choose_eps(c),
         Output::Cube(c) => cube(c),
         Output::Estimate(e) => estimate(e),
@@ -469,6 +470,41 @@ fn histogram(h: &super::HistogramResult) -> String {
     out.push_str("\nEvery part is released, empty or not. Each is a row of the history: ESTIMATE unions of them for free.");
     plot_note(&mut out, h.plot.as_ref());
     out
+}
+
+fn binned(b: &super::BinnedResult) -> String {
+    let mut t = new_table(&["bin", "estimated count", "variance"]);
+    for (name, estimate, variance) in &b.bins {
+        t.add_row(vec![name.clone(), fixed(*estimate, 2), num(*variance)]);
+    }
+    let end = |x: f64| {
+        if x.is_infinite() {
+            "unbounded".to_string()
+        } else {
+            num(x)
+        }
+    };
+    let said = match (b.quantile, &b.bin) {
+        (Some(q), Some(bin)) => format!(
+            "The {} of `{}` lies in the bin {bin} (from {} to {}): the first where the estimated counts reach {} of their total.",
+            if q == 0.5 { "median".to_string() } else { format!("{q}-quantile") },
+            b.column,
+            end(b.bounds.0),
+            end(b.bounds.1),
+            num(q)
+        ),
+        _ => format!(
+            "The mean of `{}` lies between {} and {}: every value at its bin's least, and at its greatest (the outer bins closed by the clamp).",
+            b.column,
+            num(b.bounds.0),
+            num(b.bounds.1)
+        ),
+    };
+    format!(
+        "{} -- table {}\n{t}\n{said}\nFrom the history's estimates of the bins (counts below 0 taken as 0); each estimate's uncertainty is ESTIMATE's. Spends nothing.",
+        short(&b.statement),
+        b.table
+    )
 }
 
 fn sum(r: &super::SumResult) -> String {

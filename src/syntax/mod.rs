@@ -4,8 +4,8 @@ mod names;
 pub mod split;
 
 use crate::ast::{
-    Accuracy, ChooseEps, CmpOp, CountQuery, CountTerm, CubeDim, Expr, Histogram, Ident, Literal,
-    Number, Plot, PlotMetric, Prior, ProbEvent, Query, Simulate, Statement, StatementKind,
+    Accuracy, BinnedStat, ChooseEps, CmpOp, CountQuery, CountTerm, CubeDim, Expr, Histogram, Ident,
+    Literal, Number, Plot, PlotMetric, Prior, ProbEvent, Query, Simulate, Statement, StatementKind,
     SumQuery, Text,
 };
 use crate::error::SyntaxError;
@@ -168,9 +168,16 @@ impl Builder {
                 let eps = self.number(inner.nth(2).expect("OBSERVE has an epsilon"));
                 StatementKind::Observe { row, value, eps }
             }
-            Rule::estimate_stmt => StatementKind::Estimate {
-                query: self.query(inner.nth(1).expect("ESTIMATE has a query"))?,
-            },
+            Rule::estimate_stmt => {
+                let what = inner.nth(1).expect("ESTIMATE has a query");
+                if what.as_rule() == Rule::binned {
+                    self.binned(what)
+                } else {
+                    StatementKind::Estimate {
+                        query: self.query(what)?,
+                    }
+                }
+            }
             Rule::prob_stmt => {
                 inner.next(); // PROB
                 let query = self.query(inner.next().expect("PROB has a query"))?;
@@ -332,6 +339,31 @@ impl Builder {
             }
         }
         Ok(h)
+    }
+
+    /// `MEDIAN col`, `QUANTILE q OF col` or `MEAN col CLAMP (lo, hi)` after `ESTIMATE`.
+    fn binned(&self, pair: Pair<'_, Rule>) -> StatementKind {
+        let mut inner = pair.into_inner();
+        let kw = inner.next().expect("a statistic");
+        let (stat, column) = match kw.as_rule() {
+            Rule::kw_median => (BinnedStat::Median, inner.next()),
+            Rule::kw_quantile => {
+                let q = self.number(inner.next().expect("a level"));
+                inner.next(); // OF
+                (BinnedStat::Quantile(q), inner.next())
+            }
+            _ => {
+                let column = inner.next();
+                inner.next(); // CLAMP
+                let lo = self.number(inner.next().expect("a lower bound"));
+                let hi = self.number(inner.next().expect("an upper bound"));
+                (BinnedStat::Mean(lo, hi), column)
+            }
+        };
+        StatementKind::Binned {
+            stat,
+            column: self.name(column.expect("a column")),
+        }
     }
 
     /// `SUM|MEAN col CLAMP (lo, hi) [WHERE p] WITH EPS e [MECHANISM m]`.
