@@ -936,6 +936,10 @@ fn check_histogram(
                 message: "a histogram plots its bars: PLOT 'file.svg'",
                 span: plot.path.span,
             }),
+            None if groups.len() > crate::output::plot::MAX_BARS => Err(CheckError::TooManyBars {
+                parts: groups.len(),
+                span: plot.path.span,
+            }),
             None => Ok(PlotPlan {
                 path: PathBuf::from(&plot.path.value),
                 span: plot.path.span,
@@ -943,18 +947,23 @@ fn check_histogram(
             }),
         })
         .transpose()?;
-    let query_key = format!(
-        "histogram|cells{}|{}",
-        cube.cells(),
-        groups
-            .iter()
-            .map(|(_, cells)| cells
+    // The groups' cells, hashed: the key of a histogram over thousands of cells would
+    // otherwise be as long as its cells, and each part keeps its own copy of it.
+    let listing = groups
+        .iter()
+        .map(|(_, cells)| {
+            cells
                 .iter()
                 .map(ToString::to_string)
                 .collect::<Vec<_>>()
-                .join(","))
-            .collect::<Vec<_>>()
-            .join(";")
+                .join(",")
+        })
+        .collect::<Vec<_>>()
+        .join(";");
+    let query_key = format!(
+        "histogram|cells{}|{}",
+        cube.cells(),
+        &blake3::hash(listing.as_bytes()).to_hex()[..32]
     );
     Ok(HistogramPlan {
         table: table_name,

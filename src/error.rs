@@ -248,6 +248,14 @@ pub enum CheckError {
         /// Where.
         span: Span,
     },
+    /// A chart of more bars than it can draw.
+    #[error("a chart draws at most {max} bars; this histogram has {parts}: drop PLOT or ask for fewer parts", max = crate::output::plot::MAX_BARS)]
+    TooManyBars {
+        /// The parts asked for.
+        parts: usize,
+        /// The PLOT clause.
+        span: Span,
+    },
     /// A clause that does not apply to this form of the statement.
     #[error("{message}")]
     NotApplicable {
@@ -605,6 +613,7 @@ impl Error {
                 | CheckError::NotDimension { span, .. }
                 | CheckError::NeedsCube { span, .. }
                 | CheckError::EmptyQuery { span }
+                | CheckError::TooManyBars { span, .. }
                 | CheckError::NotWhole { span, .. }
                 | CheckError::NotApplicable { span, .. }
                 | CheckError::UnknownNeighbours { span, .. }

@@ -105,15 +105,21 @@ fn add_coords(
 ) {
     let col = &seg.columns[column];
     let missing = buckets.len() - 1;
+    // An integer `x` is at or above a cut `c` exactly when `x >= ceil(c)`: compared as
+    // integers, with no rounding of `x` to a float (2^60 - 1 is below the cut 2^60).
+    let thresholds: Vec<i128> = match buckets {
+        Buckets::Cuts(cuts) => cuts.iter().map(|c| c.ceil() as i128).collect(),
+        Buckets::Values(_) => Vec::new(),
+    };
     let valid = |r: usize| col.valid.as_ref().is_none_or(|v| bitmap::get(v, r));
     let coord = |r: usize| -> usize {
         if !valid(r) {
             return missing;
         }
         match (buckets, &col.data) {
-            (Buckets::Cuts(cuts), ColumnData::Integer(v)) => {
-                let x = v[r] as f64;
-                cuts.partition_point(|c| *c <= x)
+            (Buckets::Cuts(_), ColumnData::Integer(v)) => {
+                let x = i128::from(v[r]);
+                thresholds.partition_point(|t| *t <= x)
             }
             (Buckets::Cuts(cuts), ColumnData::Float(v)) => cuts.partition_point(|c| *c <= v[r]),
             (Buckets::Values(values), ColumnData::Text(v)) => codes

@@ -92,7 +92,14 @@ impl Session {
             let decl = CubeDecl {
                 spec,
                 cells: cube.cells(),
+                header: self.entries[i].header,
             };
+            // Every table of the same data must read the cube before it is recorded: a
+            // statement refused here leaves the ledger as it was.
+            for entry in self.entries.iter().filter(|e| e.ledger == id) {
+                restore_cube(Some(&decl), &entry.table, &entry.name, entry.header)
+                    .map_err(|message| EvalError::CubeUnusable { message, span })?;
+            }
             txn.declare_cube(&decl, time).map_err(ledger_error(span))?;
         }
         let declared = txn.history().cube().cloned();
@@ -125,6 +132,7 @@ impl Session {
         let decl = CubeDecl {
             spec: cube.spec(),
             cells,
+            header: true,
         };
         let time = (self.clock)();
         cube.ledger
@@ -380,7 +388,7 @@ pub(super) fn sync_cube(
     span: Span,
 ) -> Result<(), EvalError> {
     if declared.map(|c| &c.spec) != entry.cube.as_ref().map(Cube::declaration).as_ref() {
-        entry.cube = restore_cube(declared, &entry.table, &entry.name)
+        entry.cube = restore_cube(declared, &entry.table, &entry.name, entry.header)
             .map_err(|message| EvalError::CubeUnusable { message, span })?;
     }
     Ok(())
@@ -567,10 +575,30 @@ pub(super) fn restore_cube(
     decl: Option<&CubeDecl>,
     table: &crate::data::Table,
     name: &str,
+    header: bool,
 ) -> Result<Option<Cube>, String> {
-    let Some(CubeDecl { spec, cells }) = decl else {
+    let Some(CubeDecl {
+        spec,
+        cells,
+        header: declared_header,
+    }) = decl
+    else {
         return Ok(None);
     };
+    if *declared_header != header {
+        let read = |h: bool| {
+            if h {
+                "with a header row"
+            } else {
+                "with NO HEADER"
+            }
+        };
+        return Err(format!(
+            "{spec} was declared over this data read {}; `{name}` reads it {}, whose rows differ",
+            read(*declared_header),
+            read(header)
+        ));
+    }
     let statements = crate::syntax::parse_script(spec).map_err(|e| e.to_string())?;
     match statements.first().map(|s| &s.kind) {
         Some(StatementKind::CubeBy { dims }) => {

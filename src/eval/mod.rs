@@ -83,6 +83,9 @@ struct Entry {
     content: String,
     /// Whether the content differed from what the ledger saw last when it was loaded.
     changed: bool,
+    /// Whether the first row of the file named the columns: a cube declared over one
+    /// reading of a file is refused over the other, whose rows differ.
+    header: bool,
     /// The ledger's cube, built over this table's own columns.
     cube: Option<Cube>,
     /// On a served dataset, what its analyst may do.

@@ -121,6 +121,8 @@ pub struct ServedTable {
     pub table: Arc<Table>,
     /// The plain hash of the bytes the data was read from (never stored or shown).
     pub content: [u8; 32],
+    /// Whether the file's first row names the columns.
+    pub header: bool,
     /// How neighbouring tables differ.
     pub neighbours: Neighbours,
     /// The dataset's total budget, for a new ledger.
@@ -157,7 +159,15 @@ impl Session {
         let mut cube = None;
         let view = served.analyst.as_ref().map(|(a, cap)| (a.as_str(), *cap));
         let accept = |h: &History| {
-            tables::accept(h, &table, &name, Some(served.neighbours), &mut cube, span)
+            tables::accept(
+                h,
+                &table,
+                &name,
+                served.header,
+                Some(served.neighbours),
+                &mut cube,
+                span,
+            )
         };
         let opened = self
             .ledgers
@@ -183,6 +193,7 @@ impl Session {
             fingerprint: opened.fingerprint,
             content: tables::hex(&served.content),
             changed: opened.changed,
+            header: served.header,
             cube,
             rules: served.rules,
         });
@@ -441,8 +452,16 @@ pub(super) fn permit_release(
     table: &str,
     span: Span,
 ) -> Result<(), EvalError> {
+    // A vector (a histogram, a count by groups) is one release however many parts it has.
+    let releases = || {
+        history
+            .releases()
+            .iter()
+            .filter(|r| r.part.is_none_or(|(i, _)| i == 0))
+            .count()
+    };
     match max {
-        Some(max) if history.releases().len() >= max => Err(EvalError::NotPermitted {
+        Some(max) if releases() >= max => Err(EvalError::NotPermitted {
             what: format!(
                 "more than {max} releases on `{table}` for one analyst (the server's quota); repeated queries and ESTIMATE stay free"
             ),

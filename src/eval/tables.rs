@@ -61,7 +61,7 @@ impl Session {
             time: (self.clock)(),
         };
         let mut cube = None;
-        let accept = |h: &History| accept(h, &table, &name, neighbours, &mut cube, span);
+        let accept = |h: &History| accept(h, &table, &name, header, neighbours, &mut cube, span);
         let opened = self
             .ledgers
             .open(&data_file, &content, fresh, accept)
@@ -81,6 +81,7 @@ impl Session {
             fingerprint: opened.fingerprint,
             content: hex(&content),
             changed: opened.changed,
+            header,
             cube,
             rules: None,
         });
@@ -161,6 +162,7 @@ pub(super) fn accept(
     history: &History,
     table: &Table,
     name: &str,
+    header: bool,
     neighbours: Option<Neighbours>,
     cube: &mut Option<crate::cube::Cube>,
     span: Span,
@@ -176,7 +178,7 @@ pub(super) fn accept(
             });
         }
     }
-    *cube = cubes::restore_cube(history.cube(), table, name)
+    *cube = cubes::restore_cube(history.cube(), table, name, header)
         .map_err(|message| EvalError::CubeUnusable { message, span })?;
     Ok(())
 }

@@ -55,6 +55,9 @@ pub struct CubeDecl {
     pub spec: String,
     /// Its number of cells.
     pub cells: usize,
+    /// Whether the table it was declared over read the file's first row as its header: the
+    /// cube's column names name the same columns only for tables read the same way.
+    pub header: bool,
 }
 
 /// Where a release would pass the budget.
@@ -691,6 +694,7 @@ mod tests {
         h.set_cube(CubeDecl {
             spec: "CUBE 6".into(),
             cells,
+            header: true,
         });
         h
     }
@@ -847,6 +851,7 @@ mod tests {
         h.set_cube(CubeDecl {
             spec: "CUBE BY x (1)".into(),
             cells: 3,
+            header: true,
         });
         let tenth = Decimal::from_str("0.1").expect("decimal");
         for (seq, cell) in [(1, 0), (2, 1)] {
@@ -889,6 +894,7 @@ mod tests {
         h.set_cube(CubeDecl {
             spec: "c".into(),
             cells: 5,
+            header: true,
         });
         let mut seq = 0;
         for i in 0..200u64 {

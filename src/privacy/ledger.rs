@@ -272,6 +272,9 @@ enum Entry<'a> {
     Cube {
         spec: &'a str,
         cells: usize,
+        /// Written only when false (a table read with `NO HEADER`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        header: Option<bool>,
         time: u64,
     },
     Spend {
@@ -386,6 +389,7 @@ struct Raw<'a> {
     #[serde(borrow)]
     parts: Option<Vec<RawRuns<'a>>>,
     answers: Option<Vec<f64>>,
+    header: Option<bool>,
     #[serde(borrow)]
     eps: Option<Cow<'a, str>>,
     sensitivity: Option<f64>,
@@ -972,6 +976,7 @@ impl Ledger {
                 spec: e.spec.ok_or(missing)?.into_owned(),
                 cells: usize::try_from(e.cells.ok_or(missing)?)
                     .map_err(|_| "a cube is malformed")?,
+                header: e.header.unwrap_or(true),
             }),
             "spend" if e.parts.is_some() => parse_vector(e)?,
             "spend" => {
@@ -1085,7 +1090,9 @@ impl Ledger {
                 if !(1..=MAX_CELLS).contains(&c.cells) {
                     return Err("a cube is malformed");
                 }
-                let same = h.cube().is_some_and(|d| d.spec == c.spec);
+                let same = h
+                    .cube()
+                    .is_some_and(|d| d.spec == c.spec && d.header == c.header);
                 if !same && h.rows_released() > 0 {
                     return Err("the cube changes after releases over it");
                 }
@@ -1351,6 +1358,7 @@ impl Ledger {
         let entry = Entry::Cube {
             spec: &cube.spec,
             cells: cube.cells,
+            header: (!cube.header).then_some(false),
             time,
         };
         self.append(lock, &entry, Action::Cube(cube.clone()))
@@ -1689,6 +1697,7 @@ mod tests {
         let cube = Entry::Cube {
             spec: "CUBE BY id (2, 3)",
             cells: 3,
+            header: None,
             time: 0,
         };
         let spend = Entry::Spend {
@@ -1751,6 +1760,7 @@ mod tests {
                 &CubeDecl {
                     spec: "CUBE BY id (2, 3)".into(),
                     cells: 3,
+                    header: true,
                 },
                 0,
             )
@@ -1769,6 +1779,36 @@ mod tests {
         assert_eq!(again.history().releases()[0].row, release.row);
     }
 
+    /// A cube declared over a file read with `NO HEADER` says so in the ledger, and reads
+    /// back so: the same file read with its header has other rows.
+    #[test]
+    fn a_cube_keeps_the_header_mode_it_was_declared_over() {
+        let dir = tempfile::tempdir().expect("a directory");
+        let path = dir.path().join("h.ledger");
+        let head = Header {
+            name: "h",
+            data_file: "ids.csv",
+            fingerprint: "f",
+            path: "p",
+            total: Decimal::ONE,
+            neighbours: Neighbours::Replace,
+            time: 0,
+        };
+        let mut ledger = Ledger::create(&path, &head, false).expect("a new ledger");
+        let lock = ledger.lock().expect("the lock");
+        let decl = CubeDecl {
+            spec: "CUBE BY c1 (2)".into(),
+            cells: 2,
+            header: false,
+        };
+        ledger.declare_cube(&lock, &decl, 0).expect("a cube");
+        drop(lock);
+        let text = std::fs::read_to_string(&path).expect("the ledger");
+        assert!(text.contains(r#""header":false"#), "{text}");
+        let again = Ledger::open(&path, "h", false).expect("read again");
+        assert_eq!(again.history().cube(), Some(&decl));
+    }
+
     /// Rows that dpq never writes are refused: overlapping or unordered runs, zero
     /// coefficients, cells outside the cube, and both forms at once.
     #[test]
@@ -1777,6 +1817,7 @@ mod tests {
         let cube = || Entry::Cube {
             spec: "CUBE BY id (2, 3)",
             cells: 3,
+            header: None,
             time: 0,
         };
         let spend = |row: Option<Vec<(usize, String)>>,

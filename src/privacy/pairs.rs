@@ -160,25 +160,35 @@ fn charge(eps: Decimal, diff: Decimal, s: Decimal) -> Cost {
     let (sm, se) = (s.abs().mantissa().unsigned_abs(), s.scale());
     // value = m 10^-e / (sm 10^-se) = m 10^(se - e) / sm; in units: m 10^(24 + se - e) / sm.
     let exp = i64::from(SCALE) + i64::from(se) - i64::from(e);
-    let (n, d) = if exp >= 0 {
-        (
-            10u128
-                .checked_pow(u32::try_from(exp).unwrap_or(u32::MAX))
-                .and_then(|p| m.checked_mul(p)),
-            Some(sm),
-        )
-    } else {
-        (
-            Some(m),
-            10u128
-                .checked_pow(u32::try_from(-exp).unwrap_or(u32::MAX))
-                .and_then(|p| sm.checked_mul(p)),
-        )
-    };
-    match (n, d) {
-        (Some(n), Some(d)) if d > 0 => n.div_ceil(d),
-        _ => Cost::MAX,
+    if sm == 0 {
+        return Cost::MAX;
     }
+    if exp < 0 {
+        // m / (sm 10^-exp): a denominator past u128 is above m (at most 2^96), so the charge
+        // is a fraction of a unit, rounded up to one.
+        return 10u128
+            .checked_pow(u32::try_from(-exp).unwrap_or(u32::MAX))
+            .and_then(|p| sm.checked_mul(p))
+            .map_or(1, |d| m.div_ceil(d));
+    }
+    let p = 10u128.checked_pow(u32::try_from(exp).unwrap_or(u32::MAX));
+    if let Some(n) = p.and_then(|p| m.checked_mul(p)) {
+        return n.div_ceil(sm);
+    }
+    // m 10^exp / sm by long division, one decimal digit at a time: the remainder stays below
+    // sm (at most 2^96), so only a quotient past u128 saturates, never an intermediate.
+    let (mut q, mut r) = (m / sm, m % sm);
+    for _ in 0..exp {
+        let Some(next) = q.checked_mul(10).and_then(|q| q.checked_add(r * 10 / sm)) else {
+            return Cost::MAX;
+        };
+        q = next;
+        r = r * 10 % sm;
+    }
+    if r > 0 {
+        q = q.saturating_add(1);
+    }
+    q
 }
 
 /// The most a release costs any pair: its charge at the spread of its coefficients over
@@ -191,6 +201,11 @@ fn most(eps: Decimal, row: &Row, s: Decimal, cells: usize) -> Cost {
 
 /// A cost as a decimal of epsilon (exact: 10^-24 is within a decimal's reach).
 pub fn to_decimal(cost: Cost) -> Decimal {
+    // A cost that reached the top of its range saturated there: it is at least that much, so
+    // it is as large as a decimal can say (a release past it is refused, never under-charged).
+    if cost == Cost::MAX {
+        return Decimal::MAX;
+    }
     let whole = cost / 10u128.pow(SCALE);
     let frac = cost % 10u128.pow(SCALE);
     let whole = Decimal::from_u128(whole).unwrap_or(Decimal::MAX);
@@ -793,6 +808,35 @@ mod tests {
     use proptest::prelude::*;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
+
+    /// A charge is exact (rounded up to 10^-24) however large its coefficients: a query of
+    /// coefficient 1e26 at epsilon 0.001 costs a pair 0.001, not a saturated maximum.
+    #[test]
+    fn charges_are_exact_past_the_range_of_their_intermediates() {
+        let d = |s: &str| {
+            Decimal::from_scientific(s)
+                .or_else(|_| s.parse())
+                .expect("decimal")
+        };
+        // eps diff / S with diff = S: eps itself, at any size of S.
+        for s in ["1", "1e20", "1e26", "79228162514264337593543950335"] {
+            let s = d(s);
+            assert_eq!(to_decimal(charge(d("0.001"), s, s)), d("0.001"), "S = {s}");
+        }
+        // 1/3 of 0.001, rounded up at the 24th decimal.
+        assert_eq!(
+            to_decimal(charge(
+                d("0.001"),
+                d("1e26").checked_div(d("3")).unwrap().round(),
+                d("1e26")
+            )),
+            d("0.000333333333333333333334")
+        );
+        // A quotient past the range saturates: the release is refused, never under-charged.
+        assert_eq!(charge(d("1e20"), d("1e8"), d("1")), Cost::MAX);
+        // A charge below one unit rounds up to one.
+        assert_eq!(charge(d("1e-28"), d("1"), d("1e28")), 1);
+    }
 
     /// A release: epsilon, sensitivity (at least the spread of its coefficients over every
     /// cell, untouched ones at 0), row.

@@ -315,6 +315,7 @@ fn served(
         id: d.id.clone(),
         table: Arc::clone(table),
         content,
+        header: d.header,
         neighbours: d.neighbours,
         total: d.budget,
         rules: analyst.as_ref().map(|_| d.rules.clone()),
