@@ -12,6 +12,17 @@ pub struct Statement {
     pub span: Span,
 }
 
+/// `PRIVACY UNIT col [MAX ROWS k]` (the bound is required; its absence is refused by name).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnitClause {
+    /// The column naming the unit.
+    pub column: Ident,
+    /// `MAX ROWS k`.
+    pub max_rows: Option<Number>,
+    /// The whole clause.
+    pub span: Span,
+}
+
 /// The statements of dpq.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StatementKind {
@@ -25,6 +36,8 @@ pub enum StatementKind {
         no_header: bool,
         /// `NEIGHBOURS replace|add_remove`: how neighbouring tables differ.
         neighbours: Option<Ident>,
+        /// `PRIVACY UNIT col MAX ROWS k`: the rows sharing a value of `col` are one unit's.
+        unit: Option<UnitClause>,
     },
     /// `USE people`
     Use {
@@ -503,6 +516,7 @@ impl fmt::Display for StatementKind {
                 alias,
                 no_header,
                 neighbours,
+                unit,
             } => {
                 write!(f, "LOAD {path}")?;
                 if let Some(a) = alias {
@@ -513,6 +527,12 @@ impl fmt::Display for StatementKind {
                 }
                 if let Some(m) = neighbours {
                     write!(f, " NEIGHBOURS {m}")?;
+                }
+                if let Some(u) = unit {
+                    write!(f, " PRIVACY UNIT {}", u.column)?;
+                    if let Some(k) = &u.max_rows {
+                        write!(f, " MAX ROWS {k}")?;
+                    }
                 }
                 Ok(())
             }

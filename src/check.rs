@@ -32,6 +32,9 @@ pub trait Catalog {
     fn table_cube(&self, table: &str) -> Option<&Cube>;
     /// How neighbouring tables differ for a table.
     fn table_neighbours(&self, table: &str) -> Neighbours;
+    /// The most rows one privacy unit has in a table: 1 without a unit (a row is the unit).
+    /// Every sensitivity over the table is this many times a row's.
+    fn table_unit_rows(&self, table: &str) -> Decimal;
     /// How neighbouring tables differ for a cube (a table's, or the teaching cube).
     fn cube_neighbours(&self, cube: &CubeRef) -> Neighbours;
     /// The cube that coefficient lists such as `(1, 0, 1, 0)` speak of (the last declared,
@@ -39,8 +42,34 @@ pub trait Catalog {
     fn focus(&self) -> Option<(CubeRef, usize)>;
 }
 
+pub use crate::privacy::MAX_UNIT_ROWS;
+
 /// The most cells a teaching cube may have.
 pub const MAX_CUBE_CELLS: usize = 10_000;
+
+/// `PRIVACY UNIT col MAX ROWS k`: the bound is required, a whole number in range.
+fn check_unit(u: &crate::ast::UnitClause) -> Result<crate::privacy::Unit, CheckError> {
+    let k = u
+        .max_rows
+        .as_ref()
+        .ok_or_else(|| CheckError::UnitUnbounded {
+            column: u.column.to_string(),
+            span: u.span,
+        })?;
+    let max_rows = k
+        .text
+        .parse::<u32>()
+        .ok()
+        .filter(|k| (1..=MAX_UNIT_ROWS).contains(k))
+        .ok_or_else(|| CheckError::UnitBound {
+            text: k.text.clone(),
+            span: k.span,
+        })?;
+    Ok(crate::privacy::Unit {
+        column: u.column.name.clone(),
+        max_rows,
+    })
+}
 
 /// Checks `stmt` against `catalog`, giving a plan that can run without further checks.
 pub fn check(stmt: &Statement, catalog: &dyn Catalog) -> Result<Plan, CheckError> {
@@ -54,16 +83,31 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
             alias,
             no_header,
             neighbours,
-        } => Plan::Load {
-            path: PathBuf::from(&path.value),
-            path_span: path.span,
-            header: !no_header,
-            neighbours: neighbours.as_ref().map(model).transpose()?,
-            name: match alias {
-                Some(a) => a.name.clone(),
-                None => default_table_name(Path::new(&path.value)),
-            },
-        },
+            unit,
+        } => {
+            let unit = unit.as_ref().map(check_unit).transpose()?;
+            let mut asked = neighbours.as_ref().map(model).transpose()?;
+            if unit.is_some() {
+                // A unit is added or removed with all its rows: the only model it has.
+                match (asked, neighbours) {
+                    (Some(Neighbours::Replace), Some(m)) => {
+                        return Err(CheckError::UnitModel { span: m.span })
+                    }
+                    _ => asked = Some(Neighbours::AddRemove),
+                }
+            }
+            Plan::Load {
+                path: PathBuf::from(&path.value),
+                path_span: path.span,
+                header: !no_header,
+                neighbours: asked,
+                unit,
+                name: match alias {
+                    Some(a) => a.name.clone(),
+                    None => default_table_name(Path::new(&path.value)),
+                },
+            }
+        }
         StatementKind::Use { table } => Plan::Use {
             table: resolve_table(Some(table), catalog, span)?,
         },
@@ -753,6 +797,7 @@ fn check_count(q: &CountQuery, catalog: &dyn Catalog, span: Span) -> Result<Coun
             s
         }
     };
+    let sensitivity = unit_scaled(sensitivity, catalog.table_unit_rows(&table_name), span)?;
     let spend = match &q.accuracy {
         Accuracy::Eps(eps) => Spend::Eps(check_eps(eps)?),
         Accuracy::Within {
@@ -1097,10 +1142,16 @@ fn check_sum(q: &SumQuery, catalog: &dyn Catalog, span: Span) -> Result<SumPlan,
     }
     // A row added or removed moves the sum by its clamped value; a row replaced moves it from
     // one value to another, where a row outside the condition or without a value counts 0.
-    let sensitivity = match neighbours {
-        Neighbours::AddRemove => lo.abs().max(hi.abs()),
-        Neighbours::Replace => hi.max(Decimal::ZERO) - lo.min(Decimal::ZERO),
-    };
+    // A privacy unit of k rows moves it by k rows' worth.
+    let unit_rows = catalog.table_unit_rows(&table_name);
+    let sensitivity = unit_scaled(
+        match neighbours {
+            Neighbours::AddRemove => lo.abs().max(hi.abs()),
+            Neighbours::Replace => hi.max(Decimal::ZERO) - lo.min(Decimal::ZERO),
+        },
+        unit_rows,
+        span,
+    )?;
     let filter = q
         .filter
         .as_ref()
@@ -1139,10 +1190,22 @@ fn check_sum(q: &SumQuery, catalog: &dyn Catalog, span: Span) -> Result<SumPlan,
         eps: check_eps(&q.eps)?,
         mechanism,
         sensitivity: sensitivity.normalize(),
+        count_sensitivity: unit_rows,
         neighbours,
         statement: q.to_string(),
         query_key,
     })
+}
+
+/// A row's sensitivity times the most rows of a privacy unit; past a decimal's range it is
+/// refused.
+fn unit_scaled(s: Decimal, unit_rows: Decimal, span: Span) -> Result<Decimal, CheckError> {
+    s.checked_mul(unit_rows)
+        .filter(|s| *s < Decimal::MAX)
+        .ok_or_else(|| CheckError::NumberOutOfRange {
+            text: "the query's sensitivity".into(),
+            span,
+        })
 }
 
 fn check_eps(eps: &Number) -> Result<Eps, CheckError> {

@@ -5,6 +5,7 @@
 
 use crate::data::{ColumnType, DataError};
 use crate::privacy::LedgerError;
+use crate::privacy::MAX_UNIT_ROWS;
 use crate::span::{locate, Span};
 use rust_decimal::Decimal;
 
@@ -248,6 +249,28 @@ pub enum CheckError {
         /// Where.
         span: Span,
     },
+    /// `PRIVACY UNIT col` without the bound on each unit's rows.
+    #[error("PRIVACY UNIT {column} needs a bound on each unit's rows: add MAX ROWS k (at most k rows of each {column} are kept, and every sensitivity is k times a row's)")]
+    UnitUnbounded {
+        /// The unit column.
+        column: String,
+        /// The clause.
+        span: Span,
+    },
+    /// A bound on a unit's rows that is not a whole number in range.
+    #[error("MAX ROWS takes a whole number from 1 to {max}, not {text}", max = MAX_UNIT_ROWS)]
+    UnitBound {
+        /// The bound as written.
+        text: String,
+        /// Where.
+        span: Span,
+    },
+    /// A privacy unit under `NEIGHBOURS replace`.
+    #[error("a privacy unit is added or removed with all its rows, and their number varies, so the table's size is private: a table with PRIVACY UNIT is under NEIGHBOURS add_remove")]
+    UnitModel {
+        /// The NEIGHBOURS clause.
+        span: Span,
+    },
     /// A chart of more bars than it can draw.
     #[error("a chart draws at most {max} bars; this histogram has {parts}: drop PLOT or ask for fewer parts", max = crate::output::plot::MAX_BARS)]
     TooManyBars {
@@ -457,6 +480,46 @@ pub enum EvalError {
         /// The statement.
         span: Span,
     },
+    /// A privacy unit other than the one the data's releases were made under.
+    #[error("the data of table `{table}` keeps {current}: answers were released under it")]
+    UnitFixed {
+        /// The table.
+        table: String,
+        /// The unit recorded, as a clause (or "no privacy unit").
+        current: String,
+        /// The statement.
+        span: Span,
+    },
+    /// A table whose data has a privacy unit, asked under `NEIGHBOURS replace`.
+    #[error("the data of table `{table}` has {unit}: a unit is added or removed with all its rows, so its model is NEIGHBOURS add_remove")]
+    UnitModel {
+        /// The table.
+        table: String,
+        /// The unit, as a clause.
+        unit: String,
+        /// The statement.
+        span: Span,
+    },
+    /// The data's privacy unit is not the one the table's rows were bounded with.
+    #[error("the privacy unit of the data of table `{table}` is now {current}, not what its rows were read with; nothing was spent: LOAD the file again (under another name) to read it so")]
+    UnitChanged {
+        /// The table.
+        table: String,
+        /// The unit now recorded, as a clause (or "no privacy unit").
+        current: String,
+        /// The statement.
+        span: Span,
+    },
+    /// A privacy unit naming no column of the table.
+    #[error("PRIVACY UNIT {column}: table `{table}` has no such column")]
+    UnitColumn {
+        /// The column named.
+        column: String,
+        /// The table.
+        table: String,
+        /// The statement.
+        span: Span,
+    },
     /// A different cube on a table whose releases are recorded over its cube.
     #[error("table `{table}` keeps its cube: {releases} release(s) are recorded over {current}")]
     CubeFixed {
@@ -614,6 +677,9 @@ impl Error {
                 | CheckError::NeedsCube { span, .. }
                 | CheckError::EmptyQuery { span }
                 | CheckError::TooManyBars { span, .. }
+                | CheckError::UnitUnbounded { span, .. }
+                | CheckError::UnitBound { span, .. }
+                | CheckError::UnitModel { span }
                 | CheckError::NotWhole { span, .. }
                 | CheckError::NotApplicable { span, .. }
                 | CheckError::UnknownNeighbours { span, .. }
@@ -642,6 +708,10 @@ impl Error {
                 | EvalError::CellBudgetExceeded { span, .. }
                 | EvalError::CubeInUse { span }
                 | EvalError::CellsExceeded { span, .. }
+                | EvalError::UnitFixed { span, .. }
+                | EvalError::UnitChanged { span, .. }
+                | EvalError::UnitModel { span, .. }
+                | EvalError::UnitColumn { span, .. }
                 | EvalError::PairExceeded { span, .. }
                 | EvalError::Exposed { span, .. }
                 | EvalError::NeighboursFixed { span, .. }

@@ -17,14 +17,18 @@ pub struct Topic {
 pub const TOPICS: &[Topic] = &[
     Topic {
         name: "LOAD",
-        synopsis: "LOAD 'file.csv' [AS name] [NO HEADER];",
+        synopsis: "LOAD 'file.csv' [AS name] [NO HEADER] [NEIGHBOURS replace|add_remove] [PRIVACY UNIT column MAX ROWS k];",
         about:
             "Reads a CSV file with a header row into a table and makes it current. Column types \
 (integer, float, text, boolean) are inferred; empty and NA cells are missing and match no \
 comparison. Shows the schema, the public row count n and the budget (total epsilon 1 by default). \
 A first row that looks like data (numbers, dates) is refused: with NO HEADER the first row is \
 data and the columns are named c1, c2, ... The budget belongs to the data: a copy or a \
-rename of the file finds the same ledger.",
+rename of the file finds the same ledger. When one person may have many rows, PRIVACY UNIT \
+names the column that identifies them and MAX ROWS k keeps at most k rows of each (chosen by \
+a hash of each row's own content); every sensitivity is then k times a row's, neighbouring \
+tables differ by one person's rows (NEIGHBOURS add_remove), and n is private. The unit is \
+recorded with the data and holds when the file is loaded again.",
         example: "LOAD 'examples/data/people.csv' AS people;",
     },
     Topic {

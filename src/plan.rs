@@ -20,8 +20,10 @@ pub enum Plan {
         path_span: Span,
         /// Whether the first row names the columns (else they are `c1`, `c2`, ...).
         header: bool,
-        /// The neighbour model asked for, if any.
+        /// The neighbour model asked for, if any (`add_remove` with a unit).
         neighbours: Option<Neighbours>,
+        /// The privacy unit asked for, if any.
+        unit: Option<crate::privacy::Unit>,
         /// The table's name.
         name: String,
     },
@@ -348,8 +350,12 @@ pub struct SumPlan {
     /// The noise.
     pub mechanism: Mechanism,
     /// The sum's sensitivity under the table's model, from the bounds: `max(|lo|, |hi|)`
-    /// when a row is added or removed, `max(hi, 0) - min(lo, 0)` when one is replaced.
+    /// when a row is added or removed, `max(hi, 0) - min(lo, 0)` when one is replaced; times
+    /// the most rows of a privacy unit.
     pub sensitivity: Decimal,
+    /// The sensitivity of a count of the table's rows: the most rows of a privacy unit (1
+    /// without one).
+    pub count_sensitivity: Decimal,
     /// The neighbour model it was computed under.
     pub neighbours: Neighbours,
     /// The statement, canonical, as recorded.

@@ -2,9 +2,7 @@
 //! promise it checks and how it was broken. They are expected to FAIL on the code they were
 //! written against; each failure is a finding.
 
-use dpq::driver::{run_source, Emitted};
 use dpq::eval::{Randomness, Session};
-use dpq::output::Format;
 use dpq::privacy::Store;
 use rust_decimal::Decimal;
 use serde_json::Value;
@@ -12,17 +10,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::str::FromStr;
 
-/// Runs `source` in `session`; returns its JSON results (errors included).
-fn run_json(session: &mut Session, source: &str) -> Vec<Value> {
-    let mut out = Vec::new();
-    run_source(session, "attack", source, Format::Json, &mut |e| {
-        let text = match e {
-            Emitted::Result(s) | Emitted::Error(s) => s,
-        };
-        out.push(serde_json::from_str(&text).expect("every result is one JSON object"));
-    });
-    out
-}
+mod common;
+use common::run_json;
 
 /// Runs `source` in a fresh in-memory session, and says whether it panicked (with the
 /// message).

@@ -2,19 +2,11 @@
 //! cost of one histogram under both neighbour models, free estimates of unions from it, and
 //! the privacy loss of a histogram measured on tables that differ by one replaced row.
 
-use dpq::driver::{run_source, Emitted};
 use dpq::eval::{Randomness, Session};
-use dpq::output::Format;
 use serde_json::Value;
 
-fn run_json(session: &mut Session, source: &str) -> Vec<Value> {
-    let mut out = Vec::new();
-    run_source(session, "test", source, Format::Json, &mut |e| {
-        let (Emitted::Result(s) | Emitted::Error(s)) = e;
-        out.push(serde_json::from_str(&s).expect("one JSON object"));
-    });
-    out
-}
+mod common;
+use common::run_json;
 
 /// A table with a three-valued column `x` (`a` on 30 rows, `b` on 50, missing on 20).
 fn table(dir: &std::path::Path) -> std::path::PathBuf {

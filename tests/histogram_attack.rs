@@ -2,31 +2,17 @@
 //! one epsilon): its cost, its cells' counts, the quota of a served analyst and the memory a
 //! histogram keeps. Each test states the promise it checks and how it broke before its fix.
 
-use dpq::driver::{run_source, Emitted};
 use dpq::eval::{Randomness, Session};
-use dpq::output::Format;
 use dpq::privacy::Store;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-fn run_json(session: &mut Session, source: &str) -> Vec<Value> {
-    let mut out = Vec::new();
-    run_source(session, "test", source, Format::Json, &mut |e| {
-        let (Emitted::Result(s) | Emitted::Error(s)) = e;
-        out.push(serde_json::from_str(&s).expect("one JSON object"));
-    });
-    out
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).expect("the file is written");
-    path
-}
+mod common;
+use common::{run_json, write};
 
 /// The result of kind `kind` among `out`, the first one.
 fn first<'a>(out: &'a [Value], kind: &str) -> &'a Value {

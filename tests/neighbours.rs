@@ -8,17 +8,8 @@ use dpq::eval::{Randomness, Session};
 use dpq::output::Format;
 use serde_json::Value;
 
-/// Runs `source` in `session`; returns its JSON results (errors included).
-fn run_json(session: &mut Session, source: &str) -> Vec<Value> {
-    let mut out = Vec::new();
-    run_source(session, "test", source, Format::Json, &mut |e| {
-        let text = match e {
-            Emitted::Result(s) | Emitted::Error(s) => s,
-        };
-        out.push(serde_json::from_str(&text).expect("every result is one JSON object"));
-    });
-    out
-}
+mod common;
+use common::run_json;
 
 /// Runs `source` in `session`; returns its results as text.
 fn run_text(session: &mut Session, source: &str) -> Vec<String> {

@@ -3,7 +3,7 @@
 
 use dpq::ast::{
     Accuracy, ChooseEps, CmpOp, CountQuery, CountTerm, CubeDim, Expr, Ident, Literal, Number, Plot,
-    PlotMetric, Prior, ProbEvent, Query, Simulate, Statement, StatementKind, Text,
+    PlotMetric, Prior, ProbEvent, Query, Simulate, Statement, StatementKind, Text, UnitClause,
 };
 use dpq::driver::run_source;
 use dpq::eval::{Randomness, Session};
@@ -139,14 +139,22 @@ fn statement() -> impl Strategy<Value = StatementKind> {
             text(),
             prop::option::of(name()),
             any::<bool>(),
-            prop::option::of(name())
+            prop::option::of(name()),
+            prop::option::of((name(), prop::option::of(number()))),
         )
-            .prop_map(|(path, alias, no_header, neighbours)| StatementKind::Load {
-                path,
-                alias,
-                no_header,
-                neighbours,
-            }),
+            .prop_map(
+                |(path, alias, no_header, neighbours, unit)| StatementKind::Load {
+                    path,
+                    alias,
+                    no_header,
+                    neighbours,
+                    unit: unit.map(|(column, max_rows)| UnitClause {
+                        column,
+                        max_rows,
+                        span: Span::default(),
+                    }),
+                }
+            ),
         name().prop_map(|table| StatementKind::Use { table }),
         Just(StatementKind::ShowTables),
         Just(StatementKind::ShowBudget),

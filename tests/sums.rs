@@ -2,19 +2,10 @@
 //! above the upper bound changes nothing), and the coverage of their intervals over seeded
 //! repetitions.
 
-use dpq::driver::{run_source, Emitted};
 use dpq::eval::{Randomness, Session};
-use dpq::output::Format;
-use serde_json::Value;
 
-fn run_json(session: &mut Session, source: &str) -> Vec<Value> {
-    let mut out = Vec::new();
-    run_source(session, "test", source, Format::Json, &mut |e| {
-        let (Emitted::Result(s) | Emitted::Error(s)) = e;
-        out.push(serde_json::from_str(&s).expect("one JSON object"));
-    });
-    out
-}
+mod common;
+use common::run_json;
 
 /// A table of 200 rows: `v` from 0 to 199 (every tenth missing), `w` = v / 4 as a float, `g`
 /// alternating `a` and `b`.

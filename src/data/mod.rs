@@ -23,6 +23,7 @@ mod predicate;
 mod schema;
 mod source;
 mod table;
+mod units;
 
 pub use cells::{count_cells, Buckets};
 pub use content::ContentHash;
@@ -32,3 +33,4 @@ pub use load::{load_csv, load_csv_bytes, LoadOptions, Loaded};
 pub use predicate::{CmpOp, Predicate, Value};
 pub use schema::{Declared, Domain};
 pub use table::{ColumnType, Table};
+pub use units::bound_units;

@@ -28,7 +28,7 @@ impl fmt::Display for ColumnType {
 
 /// The distinct values of a text column in UTF-8 byte order, kept in one string: the code
 /// of a value is its rank, so comparing codes is comparing values.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(crate) struct Dictionary {
     text: String,
     /// `ends[c]` is the end of value `c` in `text`; it starts at `ends[c - 1]` (or 0).

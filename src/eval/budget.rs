@@ -70,6 +70,7 @@ impl Session {
         let ledger = self.ledgers.get(e.ledger);
         let history = ledger.history();
         BudgetReport {
+            unit: history.unit().cloned(),
             table: e.name.clone(),
             total: history.total(),
             spent: history.spent(),

@@ -149,6 +149,7 @@ impl Session {
         dry: bool,
         span: Span,
     ) -> Result<Decision, EvalError> {
+        self.own_unit(i, span)?;
         let max_eps = self.max_eps(&plan.table);
         let max_releases = self.max_releases();
         let entry = &self.entries[i];
@@ -162,6 +163,7 @@ impl Session {
             None => (self.ledgers.get_mut(entry.ledger), None),
         };
         let txn = practice.begin().map_err(ledger_error(span))?;
+        super::same_unit(entry, txn.history(), span)?;
         let (eps, explain) = match plan.spend {
             Spend::Eps(eps) => (eps, None),
             Spend::Within {

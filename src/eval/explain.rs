@@ -362,7 +362,15 @@ impl Session {
         let s = plan.sensitivity;
         steps.push(step(
             "sensitivity",
-            if plan.single().is_some() {
+            if let Some(u) = &entry.unit {
+                format!(
+                    "{}: a row's sensitivity times {} ({}: one unit adds or removes up to {} rows; NEIGHBOURS add_remove)",
+                    s.normalize(),
+                    u.max_rows,
+                    crate::output::unit_clause(u),
+                    u.max_rows
+                )
+            } else if plan.single().is_some() {
                 match self.ledgers.get(entry.ledger).history().neighbours() {
                     crate::privacy::Neighbours::AddRemove => format!(
                         "{}: one row more or less changes a count by at most 1 (NEIGHBOURS add_remove)",

@@ -86,6 +86,7 @@ impl Session {
         dry: bool,
         span: Span,
     ) -> Result<HistogramDecision, EvalError> {
+        self.own_unit(i, span)?;
         let max_eps = self.max_eps(&plan.table);
         let max_releases = self.max_releases();
         served::permit_eps(max_eps, &plan.table, plan.eps.exact, span)?;
@@ -99,6 +100,7 @@ impl Session {
             None => (self.ledgers.get_mut(entry.ledger), None),
         };
         let txn = own.begin().map_err(ledger_error(span))?;
+        super::same_unit(entry, txn.history(), span)?;
         let (request, noise_key) = vector_request(entry, plan, seed, time);
         let ticket = match txn.prepare_vector(request) {
             Ok(PreparedVector::Recorded(noisy)) => {
@@ -194,6 +196,7 @@ impl Session {
             mechanism: plan.mechanism.to_string(),
             coverage95,
             neighbours: history.neighbours(),
+            unit_rows: history.unit().map_or(1, |u| u.max_rows),
             from_history,
             budget_spent: history.spent(),
             budget_remaining: history.remaining(),
@@ -246,9 +249,10 @@ impl Session {
                 steps.push(step("sensitivity", format!(
                     "{}: {} (NEIGHBOURS {model})",
                     crate::output::short_number(sensitivity),
-                    match model {
-                        Neighbours::Replace => "a replaced row leaves one part and enters another, moving two parts by 1 each",
-                        Neighbours::AddRemove => "an added or removed row moves one part by 1",
+                    match (model, &self.entries[i].unit) {
+                        (Neighbours::Replace, _) => "a replaced row leaves one part and enters another, moving two parts by 1 each".to_string(),
+                        (Neighbours::AddRemove, None) => "an added or removed row moves one part by 1".to_string(),
+                        (Neighbours::AddRemove, Some(u)) => format!("{}: a unit adds or removes up to {k} rows, moving the parts by {k} in all", crate::output::unit_clause(u), k = u.max_rows),
                     }
                 )));
                 steps.push(step("noise", format!(

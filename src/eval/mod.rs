@@ -86,6 +86,8 @@ struct Entry {
     /// Whether the first row of the file named the columns: a cube declared over one
     /// reading of a file is refused over the other, whose rows differ.
     header: bool,
+    /// The privacy unit its rows were bounded with, as its ledger recorded it when loaded.
+    unit: Option<crate::privacy::Unit>,
     /// The ledger's cube, built over this table's own columns.
     cube: Option<Cube>,
     /// On a served dataset, what its analyst may do.
@@ -219,6 +221,7 @@ impl Session {
                 path_span,
                 header,
                 neighbours,
+                unit,
                 name,
             } => self.load(
                 tables::Source {
@@ -226,6 +229,7 @@ impl Session {
                     path_span,
                     header,
                     neighbours,
+                    unit,
                 },
                 name,
                 span,
@@ -291,10 +295,41 @@ impl Session {
             .get_mut(entry.ledger)
             .begin()
             .map_err(ledger_error(span))?;
+        same_unit(entry, txn.history(), span)?;
         let declared = txn.history().cube().cloned();
         drop(txn);
         cubes::sync_cube(entry, declared.as_ref(), span)
     }
+}
+
+impl Session {
+    /// In a seeded session, [`same_unit`] against the data's own ledger too: its practice copy
+    /// was taken when the data was first loaded.
+    fn own_unit(&self, i: usize, span: Span) -> Result<(), EvalError> {
+        let entry = &self.entries[i];
+        match entry.private {
+            Some(own) => same_unit(entry, self.ledgers.get(own).history(), span),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Refuses a statement over a table whose rows were bounded with another privacy unit than
+/// the one its data's ledger records now (another statement or session declared one since
+/// the table was loaded): its sensitivities would not hold for its rows.
+fn same_unit(
+    entry: &Entry,
+    history: &crate::privacy::History,
+    span: Span,
+) -> Result<(), EvalError> {
+    if entry.unit.as_ref() == history.unit() {
+        return Ok(());
+    }
+    Err(EvalError::UnitChanged {
+        table: entry.name.clone(),
+        current: crate::output::unit_text(history.unit()),
+        span,
+    })
 }
 
 impl Catalog for Session {
@@ -333,6 +368,16 @@ impl Catalog for Session {
             .find(|e| e.name == table)
             .map(|e| self.ledgers.get(e.ledger).history().neighbours())
             .unwrap_or_default()
+    }
+
+    fn table_unit_rows(&self, table: &str) -> Decimal {
+        let rows = self
+            .entries
+            .iter()
+            .find(|e| e.name == table)
+            .and_then(|e| e.unit.as_ref())
+            .map_or(1, |u| u.max_rows);
+        Decimal::from(rows)
     }
 
     fn focus(&self) -> Option<(CubeRef, usize)> {

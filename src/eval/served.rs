@@ -125,6 +125,8 @@ pub struct ServedTable {
     pub header: bool,
     /// How neighbouring tables differ.
     pub neighbours: Neighbours,
+    /// The privacy unit its rows were bounded with (the policy's).
+    pub unit: Option<crate::privacy::Unit>,
     /// The dataset's total budget, for a new ledger.
     pub total: Decimal,
     /// The analyst whose view this is, and their cap; `None` for the curator.
@@ -153,12 +155,24 @@ impl Session {
         let fresh = Fresh {
             total: served.total,
             neighbours: Some(served.neighbours),
+            unit: served.unit.clone(),
             time: (self.clock)(),
         };
         let table = served.table;
         let mut cube = None;
         let view = served.analyst.as_ref().map(|(a, cap)| (a.as_str(), *cap));
         let accept = |h: &History| {
+            // The policy's unit is the one the rows were bounded with: a ledger with releases
+            // under another (or none) is refused, and one without a unit takes the policy's.
+            if served.unit.as_ref() != h.unit()
+                && (!h.releases().is_empty() || served.unit.is_none())
+            {
+                return Err(EvalError::UnitFixed {
+                    table: name.clone(),
+                    current: crate::output::unit_text(h.unit()),
+                    span,
+                });
+            }
             tables::accept(
                 h,
                 &table,
@@ -194,6 +208,7 @@ impl Session {
             content: tables::hex(&served.content),
             changed: opened.changed,
             header: served.header,
+            unit: served.unit.clone(),
             cube,
             rules: served.rules,
         });

@@ -59,6 +59,7 @@ impl Session {
     /// `SUM ...` and `MEAN ...`.
     pub(super) fn sum(&mut self, plan: SumPlan, span: Span) -> Result<Output, EvalError> {
         let i = self.index(&plan.table);
+        self.own_unit(i, span)?;
         let max_eps = self.max_eps(&plan.table);
         served::permit_eps(max_eps, &plan.table, plan.eps.exact, span)?;
         let max_releases = self.max_releases();
@@ -80,6 +81,7 @@ impl Session {
             None => (self.ledgers.get_mut(entry.ledger), None),
         };
         let txn = own.begin().map_err(ledger_error(span))?;
+        super::same_unit(entry, txn.history(), span)?;
         let requests: Vec<Request> = parts
             .iter()
             .map(|(eps, s, what)| request(entry, &plan, *eps, *s, what, seed, time))
@@ -165,7 +167,14 @@ impl Session {
             ),
             step(
                 "sensitivity",
-                format!("{} (NEIGHBOURS {})", plan.sensitivity, plan.neighbours),
+                format!(
+                    "{} (NEIGHBOURS {}{})",
+                    plan.sensitivity,
+                    plan.neighbours,
+                    crate::output::unit_words(
+                        u32::try_from(plan.count_sensitivity.mantissa()).unwrap_or(u32::MAX)
+                    )
+                ),
             ),
         ];
         if plan.mean {
@@ -242,6 +251,7 @@ impl Session {
             scale,
             mechanism: plan.mechanism.to_string(),
             neighbours: history.neighbours(),
+            unit_rows: u32::try_from(plan.count_sensitivity.mantissa()).unwrap_or(u32::MAX),
             from_history,
             budget_spent: history.spent(),
             budget_remaining: history.remaining(),
@@ -282,7 +292,7 @@ fn parts(plan: &SumPlan) -> Option<Vec<(Eps, Decimal, &'static str)>> {
     }
     Some(vec![
         (eps, plan.sensitivity, "sum"),
-        (eps, Decimal::ONE, "count"),
+        (eps, plan.count_sensitivity, "count"),
     ])
 }
 
@@ -410,7 +420,10 @@ fn mean_interval(
             Err(_) => f64::INFINITY,
         },
     };
-    let (hs, hc) = (half(s), half(1.0));
+    let (hs, hc) = (
+        half(s),
+        half(plan.count_sensitivity.to_f64().unwrap_or(f64::INFINITY)),
+    );
     let value = (count >= 1.0).then(|| (sum / count).clamp(lo, hi));
     let (c1, c2) = (count - hc, count + hc);
     let interval = if c1 > 0.0 {

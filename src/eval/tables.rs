@@ -4,7 +4,7 @@ use super::{cubes, Entry, Session, DEFAULT_BUDGET};
 use crate::data::{self, DataError, LoadOptions, Table};
 use crate::error::EvalError;
 use crate::output::{Budget, Output, TableInfo};
-use crate::privacy::{Fresh, History, LedgerId, Neighbours, OpenError};
+use crate::privacy::{Fresh, History, LedgerId, Neighbours, OpenError, Unit};
 use crate::span::Span;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -19,6 +19,8 @@ pub(super) struct Source {
     pub(super) header: bool,
     /// The neighbour model asked for.
     pub(super) neighbours: Option<Neighbours>,
+    /// The privacy unit asked for.
+    pub(super) unit: Option<Unit>,
 }
 
 impl Session {
@@ -40,6 +42,7 @@ impl Session {
             path_span,
             header,
             neighbours,
+            unit,
         } = source;
         let shown = path.display().to_string();
         let options = LoadOptions {
@@ -55,13 +58,28 @@ impl Session {
         let file_id = std::fs::metadata(&data_file)
             .ok()
             .map(|m| (m.dev(), m.ino()));
+        if let Some(u) = &unit {
+            unit_column(&table, u, &name, span)?;
+        }
         let fresh = Fresh {
             total: DEFAULT_BUDGET,
             neighbours,
+            unit: unit.clone(),
             time: (self.clock)(),
         };
         let mut cube = None;
-        let accept = |h: &History| accept(h, &table, &name, header, neighbours, &mut cube, span);
+        let mut bounded = None;
+        let accept = |h: &History| {
+            let in_force = unit_in_force(h, unit.as_ref(), neighbours, &name, span)?;
+            bounded = in_force
+                .map(|u| {
+                    unit_column(&table, u, &name, span)
+                        .map(|c| data::bound_units(&table, c, u.max_rows))
+                })
+                .transpose()?;
+            let rows = bounded.as_ref().unwrap_or(&table);
+            accept(h, rows, &name, header, neighbours, &mut cube, span)
+        };
         let opened = self
             .ledgers
             .open(&data_file, &content, fresh, accept)
@@ -69,6 +87,8 @@ impl Session {
                 OpenError::Ledger(error) => EvalError::Ledger { error, span },
                 OpenError::Refused(e) => e,
             })?;
+        let table = bounded.unwrap_or(table);
+        let unit = self.ledgers.get(opened.ledger).history().unit().cloned();
         let (ledger, private) = self.seeded_ledger(opened.ledger);
         self.entries.push(Entry {
             name,
@@ -82,6 +102,7 @@ impl Session {
             content: hex(&content),
             changed: opened.changed,
             header,
+            unit,
             cube,
             rules: None,
         });
@@ -99,9 +120,14 @@ impl Session {
         if self.seed.is_none() || self.practice() {
             return (own, None);
         }
+        // A practice copy follows its data's privacy unit while it has no release of its own.
+        let stale = self.practice_of.get(&own).is_some_and(|&copy| {
+            let c = self.ledgers.get(copy).history();
+            c.releases().is_empty() && c.unit() != self.ledgers.get(own).history().unit()
+        });
         let copy = match self.practice_of.get(&own) {
-            Some(&copy) => copy,
-            None => {
+            Some(&copy) if !stale => copy,
+            _ => {
                 let copy = self.ledgers.practice_copy(own);
                 self.practice_of.insert(own, copy);
                 copy
@@ -127,6 +153,7 @@ impl Session {
             path: e.path.clone(),
             n: (history.neighbours() == Neighbours::Replace).then(|| e.table.n_rows()),
             neighbours: history.neighbours(),
+            unit: e.unit.clone(),
             columns: e.table.schema(),
             budget: Budget {
                 total: history.total(),
@@ -181,6 +208,50 @@ pub(super) fn accept(
     *cube = cubes::restore_cube(history.cube(), table, name, header)
         .map_err(|message| EvalError::CubeUnusable { message, span })?;
     Ok(())
+}
+
+/// The index of a unit's column in `table`: a public fact of the schema.
+fn unit_column(table: &Table, unit: &Unit, name: &str, span: Span) -> Result<usize, EvalError> {
+    table
+        .column_index(&unit.column)
+        .filter(|&c| table.column_name(c) == unit.column)
+        .ok_or_else(|| EvalError::UnitColumn {
+            column: crate::data::escape_name(&unit.column).into_owned(),
+            table: name.to_string(),
+            span,
+        })
+}
+
+/// The privacy unit a table is read with: the one asked for, else the one its data's ledger
+/// records. A unit other than the recorded one is refused once anything was released (the
+/// releases were accounted with the recorded one), as is `NEIGHBOURS replace` for data with
+/// a unit.
+pub(super) fn unit_in_force<'a>(
+    history: &'a History,
+    asked: Option<&'a Unit>,
+    neighbours: Option<Neighbours>,
+    name: &str,
+    span: Span,
+) -> Result<Option<&'a Unit>, EvalError> {
+    // A seeded release exposed the data: it was answered under the recorded unit too.
+    let released = !history.releases().is_empty() || history.exposed();
+    let shown = crate::output::unit_text;
+    if asked.is_some() && asked != history.unit() && released {
+        return Err(EvalError::UnitFixed {
+            table: name.to_string(),
+            current: shown(history.unit()),
+            span,
+        });
+    }
+    let in_force = asked.or(history.unit());
+    if let (Some(u), Some(Neighbours::Replace)) = (in_force, neighbours) {
+        return Err(EvalError::UnitModel {
+            table: name.to_string(),
+            unit: crate::output::unit_clause(u),
+            span,
+        });
+    }
+    Ok(in_force)
 }
 
 pub(super) fn hex(bytes: &[u8; 32]) -> String {

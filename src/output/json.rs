@@ -283,6 +283,7 @@ fn table_info(kind: &str, info: &TableInfo) -> Value {
         "data_changed": info.data_changed,
         "warnings": info.warnings,
         "neighbours": info.neighbours.to_string(),
+        "unit": info.unit.as_ref().map(|u| json!({ "column": u.column, "max_rows": u.max_rows })),
     })
 }
 
@@ -312,6 +313,7 @@ fn budget(b: &BudgetReport) -> Value {
             "cell": name, "spent": dec(*spent), "remaining": dec(b.total - *spent),
         })).collect::<Vec<_>>()),
         "neighbours": b.neighbours.to_string(),
+        "unit": b.unit.as_ref().map(|u| json!({ "column": u.column, "max_rows": u.max_rows })),
         "pair": b.pair.as_ref().map(pair),
         "exposed": b.exposed,
         "dataset": b.dataset.as_ref().map(|d| json!({

@@ -232,6 +232,32 @@ pub struct TableInfo {
     pub warnings: Vec<String>,
     /// How neighbouring tables differ.
     pub neighbours: Neighbours,
+    /// The privacy unit its rows are bounded by, if any.
+    pub unit: Option<crate::privacy::Unit>,
+}
+
+/// A privacy unit as the clause that declares it.
+pub fn unit_clause(unit: &crate::privacy::Unit) -> String {
+    let column = crate::ast::Ident {
+        name: unit.column.clone(),
+        span: crate::span::Span::default(),
+    };
+    format!("PRIVACY UNIT {column} MAX ROWS {}", unit.max_rows)
+}
+
+/// A table's privacy unit as a clause, or "no privacy unit".
+pub fn unit_text(unit: Option<&crate::privacy::Unit>) -> String {
+    unit.map_or_else(|| "no privacy unit".to_string(), unit_clause)
+}
+
+/// How a privacy unit of up to `k` rows scales a row's sensitivity, in words: empty for a
+/// row (`k` = 1).
+pub fn unit_words(k: u32) -> String {
+    if k <= 1 {
+        String::new()
+    } else {
+        format!("; a privacy unit adds or removes up to {k} rows, so {k} times a row's")
+    }
 }
 
 /// A table's budget in three numbers.
@@ -264,6 +290,8 @@ pub struct BudgetReport {
     pub cells: Option<Vec<(String, Decimal)>>,
     /// How neighbouring tables differ.
     pub neighbours: Neighbours,
+    /// The privacy unit, if rows are bounded per unit.
+    pub unit: Option<crate::privacy::Unit>,
     /// Under `replace` with a cube: the costliest pair of cells.
     pub pair: Option<PairReport>,
     /// Whether a seeded release exposed the data (its budget is then used up for good).
@@ -374,6 +402,8 @@ pub struct HistogramResult {
     pub coverage95: f64,
     /// How neighbouring tables differ.
     pub neighbours: Neighbours,
+    /// The most rows of a privacy unit (1 without one).
+    pub unit_rows: u32,
     /// Whether it is the recorded answer of an identical histogram.
     pub from_history: bool,
     /// The table's spending after it.
@@ -439,6 +469,8 @@ pub struct SumResult {
     pub mechanism: String,
     /// How neighbouring tables differ.
     pub neighbours: Neighbours,
+    /// The most rows of a privacy unit (1 without one).
+    pub unit_rows: u32,
     /// Whether it is the recorded answer of an identical statement.
     pub from_history: bool,
     /// The table's spending after it.

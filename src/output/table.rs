@@ -70,11 +70,21 @@ fn table_info(info: &TableInfo) -> String {
     } else {
         ""
     };
+    let n = match &info.unit {
+        Some(u) => format!(
+            "n private (PRIVACY UNIT {}: at most {} row(s) of each {} are kept, and neighbouring tables differ by one {}'s rows, added or removed)",
+            crate::data::escape_name(&u.column),
+            u.max_rows,
+            crate::data::escape_name(&u.column),
+            crate::data::escape_name(&u.column),
+        ),
+        None => rows(info.n),
+    };
     let mut out = format!(
         "{t}\ntable {} from {}: {}, budget {} spent of {}, {} remaining",
         info.name,
         info.path,
-        rows(info.n),
+        n,
         dec(info.budget.spent),
         dec(info.budget.total),
         dec(info.budget.remaining)
@@ -162,9 +172,10 @@ fn budget(b: &BudgetReport) -> String {
         }
     }
     if b.cells.is_none() {
-        out.push_str(match b.neighbours {
-            Neighbours::Replace => "\nNEIGHBOURS replace: neighbouring tables differ by one replaced row; n is public.",
-            Neighbours::AddRemove => "\nNEIGHBOURS add_remove: neighbouring tables differ by one added or removed row; n is private.",
+        out.push_str(match (b.neighbours, &b.unit) {
+            (_, Some(_)) => "\nNEIGHBOURS add_remove: neighbouring tables differ by one privacy unit's rows, added or removed; n is private.",
+            (Neighbours::Replace, None) => "\nNEIGHBOURS replace: neighbouring tables differ by one replaced row; n is public.",
+            (Neighbours::AddRemove, None) => "\nNEIGHBOURS add_remove: neighbouring tables differ by one added or removed row; n is private.",
         });
     }
     if let Some(cells) = &b.cells {
@@ -188,6 +199,11 @@ fn budget(b: &BudgetReport) -> String {
             (Neighbours::Replace, Some(pair)) => format!(
                 "\nNEIGHBOURS replace: a row may move from any cell to any other, so the history costs its costliest pair of cells, sum_i (eps_i/S_i) |H_ij - H_ik|: {}. Each cell's line above is its cost against a cell no answer touched.",
                 pair_cost(pair)
+            ),
+            (_, _) if b.unit.is_some() => format!(
+                "\nNEIGHBOURS add_remove with {u}: a unit's rows may lie in up to {k} cells, so each cell's line is {k} B_j = {k} (alpha ./ S)' |H| (Xiao and Xiong, Theorem 5.5, for a unit with all its rows in that cell; S is {k} times a row's sensitivity), and a unit loses at most the largest.",
+                u = super::unit_text(b.unit.as_ref()),
+                k = b.unit.as_ref().map_or(1, |u| u.max_rows)
             ),
             _ => "\nNEIGHBOURS add_remove: each cell spends B = (alpha ./ S)' |H| (Xiao and Xiong, Theorem 5.5): answers over disjoint cells compose in parallel, and spent is the largest cell's.".to_string(),
         });
@@ -446,9 +462,13 @@ fn histogram(h: &super::HistogramResult) -> String {
             h.mechanism,
             num(h.scale),
             num(h.sensitivity),
-            match h.neighbours {
-                Neighbours::Replace => "a replaced row moves two parts by 1 each",
-                Neighbours::AddRemove => "an added or removed row moves one part by 1",
+            match (h.neighbours, h.unit_rows) {
+                (Neighbours::Replace, _) => "a replaced row moves two parts by 1 each".to_string(),
+                (Neighbours::AddRemove, 0 | 1) =>
+                    "an added or removed row moves one part by 1".to_string(),
+                (Neighbours::AddRemove, k) => format!(
+                    "a privacy unit adds or removes up to {k} rows, moving the parts by {k} in all"
+                ),
             }
         )
     };
@@ -573,11 +593,14 @@ fn sum(r: &super::SumResult) -> String {
         out,
         "\nSensitivity {} ({}): values are clamped to public bounds, never the data's.",
         num(r.sensitivity),
-        match r.neighbours {
-            Neighbours::Replace =>
-                "max(hi, 0) - min(lo, 0): a replaced row moves the sum from one value to another",
-            Neighbours::AddRemove =>
-                "max(|lo|, |hi|): an added or removed row moves the sum by its value",
+        match (r.neighbours, r.unit_rows) {
+            (Neighbours::Replace, _) =>
+                "max(hi, 0) - min(lo, 0): a replaced row moves the sum from one value to another".to_string(),
+            (Neighbours::AddRemove, 0 | 1) =>
+                "max(|lo|, |hi|): an added or removed row moves the sum by its value".to_string(),
+            (Neighbours::AddRemove, k) => format!(
+                "{k} max(|lo|, |hi|): a privacy unit adds or removes up to {k} rows, each moving the sum by its value"
+            ),
         }
     );
     if r.mean {
@@ -1054,6 +1077,7 @@ mod tests {
     fn report(exact: bool) -> BudgetReport {
         let d = |s: &str| s.parse::<Decimal>().expect("a decimal");
         BudgetReport {
+            unit: None,
             table: "t".into(),
             total: Decimal::ONE,
             spent: d("0.126"),

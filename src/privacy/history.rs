@@ -60,6 +60,20 @@ pub struct CubeDecl {
     pub header: bool,
 }
 
+/// The largest bound on a privacy unit's rows.
+pub const MAX_UNIT_ROWS: u32 = 1_000_000;
+
+/// A privacy unit: the rows sharing a value of `column` are one unit's (a person's), and at
+/// most `max_rows` of them are kept. Neighbouring tables differ by one unit's rows, added or
+/// removed, so every sensitivity is `max_rows` times a row's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unit {
+    /// The column naming the unit.
+    pub column: String,
+    /// The most rows of one unit kept (at least 1).
+    pub max_rows: u32,
+}
+
 /// Where a release would pass the budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Where {
@@ -112,6 +126,8 @@ pub struct History {
     pairs: Option<PairCosts>,
     /// How many releases have a row.
     rows: usize,
+    /// The privacy unit, if rows are bounded per unit (only under `add_remove`).
+    unit: Option<Unit>,
 }
 
 /// What a release charges a cell: `eps |h_j| / S` (one term of `B = (alpha ./ S)' |H|`),
@@ -180,6 +196,7 @@ impl History {
             max_cell: Decimal::ZERO,
             pairs: None,
             rows: 0,
+            unit: None,
         }
     }
 
@@ -191,6 +208,36 @@ impl History {
     /// How neighbouring tables differ.
     pub fn neighbours(&self) -> Neighbours {
         self.neighbours
+    }
+
+    /// The privacy unit, if rows are bounded per unit.
+    pub fn unit(&self) -> Option<&Unit> {
+        self.unit.as_ref()
+    }
+
+    /// The most rows one unit has: every sensitivity is this many times a row's (1 without a
+    /// unit: a row is the unit).
+    pub fn unit_rows(&self) -> Decimal {
+        Decimal::from(self.unit.as_ref().map_or(1, |u| u.max_rows))
+    }
+
+    /// Sets the privacy unit; the caller has checked that nothing was released yet and that
+    /// the model is `add_remove`.
+    pub(super) fn set_unit(&mut self, unit: Option<Unit>) {
+        if self.unit != unit {
+            self.unit = unit;
+            self.reset_cells();
+        }
+    }
+
+    /// What a release of `eps` charges cells with, under a unit of `k` rows: `k eps`. A unit's
+    /// rows lie in up to `k` cells, so its loss is at most `k` times its costliest cell's
+    /// `B_j = sum_i (eps_i/S_i) |H_ij|`; charging `k eps_i` makes each cell's total that bound.
+    fn cell_eps(&self, eps: Decimal) -> Decimal {
+        if self.unit.is_none() {
+            return eps;
+        }
+        eps.checked_mul(self.unit_rows()).unwrap_or(Decimal::MAX)
     }
 
     /// Whether a seeded release exposed the data.
@@ -231,10 +278,21 @@ impl History {
         self.max_cell = Decimal::ZERO;
         self.pairs = (self.cube.is_some() && self.neighbours == Neighbours::Replace)
             .then(|| PairCosts::new(cells));
+        debug_assert!(
+            self.unit.is_none() || self.neighbours == Neighbours::AddRemove,
+            "a privacy unit is only ever set under add_remove"
+        );
     }
 
     /// The sensitivity of `row` on this history's cube and model (see [`sensitivity`]).
     pub fn sensitivity(&self, row: &Row) -> Decimal {
+        self.row_sensitivity(row)
+            .checked_mul(self.unit_rows())
+            .unwrap_or(Decimal::MAX)
+    }
+
+    /// The sensitivity of `row` when one row is the unit.
+    fn row_sensitivity(&self, row: &Row) -> Decimal {
         if row.is_empty() {
             return Decimal::ONE;
         }
@@ -358,7 +416,7 @@ impl History {
             Some(p) => p.most_added(eps, row, s),
             None => {
                 let hi = row.runs().iter().map(|r| r.coef.abs()).max();
-                charge(eps, hi.unwrap_or_default(), s).unwrap_or(Decimal::MAX)
+                charge(self.cell_eps(eps), hi.unwrap_or_default(), s).unwrap_or(Decimal::MAX)
             }
         }
     }
@@ -411,7 +469,7 @@ impl History {
             return (after, after, Where::Cell(self.fullest_cell()));
         }
         let mut worst = (self.max_cell, self.fullest_cell());
-        for (j, add) in charges(eps, row, s) {
+        for (j, add) in charges(self.cell_eps(eps), row, s) {
             let cell = self
                 .cells
                 .get(j)
@@ -506,6 +564,7 @@ impl History {
         match &mut self.pairs {
             Some(p) => p.record(eps, row, s),
             None => {
+                let eps = self.cell_eps(eps);
                 for (j, add) in charges(eps, row, s) {
                     if let Some(cell) = self.cells.get_mut(j) {
                         *cell = cell.add_up(add);
@@ -547,7 +606,13 @@ impl History {
             })
             .collect();
         match self.neighbours {
-            Neighbours::AddRemove => largest.into_iter().max().unwrap_or_default(),
+            // A unit's rows may fall in as many parts as it has rows.
+            Neighbours::AddRemove => largest
+                .into_iter()
+                .max()
+                .unwrap_or_default()
+                .checked_mul(self.unit_rows())
+                .unwrap_or(Decimal::MAX),
             Neighbours::Replace => {
                 let covered: usize = parts.iter().map(Row::cells).sum();
                 if covered < cells {
@@ -636,6 +701,7 @@ impl History {
             max_cell: self.max_cell,
             pairs: self.pairs.clone(),
             rows: self.rows,
+            unit: self.unit.clone(),
         }
     }
 

@@ -21,7 +21,7 @@
 //! Nothing in a ledger comes from the data but keyed fingerprints: statements are the
 //! analyst's own text, and noisy answers were released.
 
-use super::history::{CubeDecl, History, Release};
+use super::history::{CubeDecl, History, Release, Unit};
 use super::row::Row;
 use super::{Mechanism, Neighbours, MAX_CELLS};
 use rust_decimal::Decimal;
@@ -257,6 +257,11 @@ enum Entry<'a> {
         neighbours: String,
         time: u64,
     },
+    Unit {
+        column: &'a str,
+        max_rows: u32,
+        time: u64,
+    },
     Exposed {
         time: u64,
     },
@@ -377,6 +382,9 @@ struct Raw<'a> {
     #[serde(borrow)]
     spec: Option<Cow<'a, str>>,
     cells: Option<u64>,
+    #[serde(borrow)]
+    column: Option<Cow<'a, str>>,
+    max_rows: Option<u32>,
     seq: Option<u64>,
     #[serde(borrow)]
     statement: Option<Cow<'a, str>>,
@@ -419,6 +427,7 @@ enum Action {
     },
     Budget(Decimal),
     Model(Neighbours),
+    Unit(Unit),
     Exposed,
     Data {
         fingerprint: String,
@@ -967,6 +976,13 @@ impl Ledger {
             }
             "budget" => Action::Budget(decimal(e.total)?),
             "model" => Action::Model(model(e.neighbours)?),
+            "unit" => Action::Unit(Unit {
+                column: e.column.ok_or(missing)?.into_owned(),
+                max_rows: e
+                    .max_rows
+                    .filter(|k| *k >= 1)
+                    .ok_or("a unit's bound is not positive")?,
+            }),
             "exposed" => Action::Exposed,
             "data" => Action::Data {
                 fingerprint: e.fingerprint.ok_or(missing)?.into_owned(),
@@ -1085,6 +1101,17 @@ impl Ledger {
                 if *m != h.neighbours() && !h.releases().is_empty() {
                     return Err("the neighbour model changes after releases");
                 }
+                if *m != Neighbours::AddRemove && h.unit().is_some() {
+                    return Err("a privacy unit is declared under a model other than add_remove");
+                }
+            }
+            Action::Unit(u) => {
+                if h.unit() != Some(u) && !h.releases().is_empty() {
+                    return Err("the privacy unit changes after releases");
+                }
+                if h.neighbours() != Neighbours::AddRemove {
+                    return Err("a privacy unit is declared under a model other than add_remove");
+                }
             }
             Action::Cube(c) => {
                 if !(1..=MAX_CELLS).contains(&c.cells) {
@@ -1168,6 +1195,12 @@ impl Ledger {
                 if let Some(v) = &mut self.view {
                     v.own.set_neighbours(m);
                 }
+            }
+            Action::Unit(u) => {
+                if let Some(v) = &mut self.view {
+                    v.own.set_unit(Some(u.clone()));
+                }
+                self.history.set_unit(Some(u));
             }
             Action::Exposed => {
                 self.history.expose();
@@ -1310,6 +1343,21 @@ impl Ledger {
             time,
         };
         self.append(lock, &entry, Action::Model(neighbours))
+    }
+
+    /// Records the privacy unit; only before any release, under `add_remove`.
+    pub(super) fn set_unit(
+        &mut self,
+        lock: &Lock,
+        unit: &Unit,
+        time: u64,
+    ) -> Result<(), LedgerError> {
+        let entry = Entry::Unit {
+            column: &unit.column,
+            max_rows: unit.max_rows,
+            time,
+        };
+        self.append(lock, &entry, Action::Unit(unit.clone()))
     }
 
     /// Records that a seeded release exposed the data: its budget is used up for good.

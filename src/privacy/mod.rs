@@ -17,7 +17,8 @@ mod store;
 mod toptwo;
 
 pub use history::{
-    charge, row_sensitivity, sensitivity, CubeDecl, History, Overspend, Release, Where,
+    charge, row_sensitivity, sensitivity, CubeDecl, History, Overspend, Release, Unit, Where,
+    MAX_UNIT_ROWS,
 };
 pub use ledger::{Ledger, LedgerError, Lock, MAX_LINE};
 pub use pairs::{PairCosts, Worst, EXACT_CLASSES};

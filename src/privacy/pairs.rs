@@ -827,7 +827,7 @@ mod tests {
         assert_eq!(
             to_decimal(charge(
                 d("0.001"),
-                d("1e26").checked_div(d("3")).unwrap().round(),
+                d("1e26").checked_div(d("3")).expect("a quotient").round(),
                 d("1e26")
             )),
             d("0.000333333333333333333334")

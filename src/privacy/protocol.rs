@@ -428,6 +428,11 @@ impl Txn<'_> {
         self.ledger.set_neighbours(&self.lock, neighbours, time)
     }
 
+    /// Records the privacy unit; refused once anything was released, or under `replace`.
+    pub fn set_unit(&mut self, unit: &super::Unit, time: u64) -> Result<(), LedgerError> {
+        self.ledger.set_unit(&self.lock, unit, time)
+    }
+
     /// Records that a seeded release exposed the data, before that release is drawn.
     pub fn expose(&mut self, time: u64) -> Result<(), LedgerError> {
         self.ledger.expose(&self.lock, time)

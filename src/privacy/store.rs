@@ -12,7 +12,7 @@
 //! BLAKE3 in keyed mode under a random secret made once per state directory (readable by its
 //! owner only, as is everything here), so a copy of the ledgers cannot confirm a guessed file.
 
-use super::history::History;
+use super::history::{History, Unit};
 use super::ledger::{sync_dir, Header, Ledger, LedgerError};
 use super::Neighbours;
 use rand::RngCore;
@@ -107,12 +107,15 @@ pub struct Ledgers {
 }
 
 /// What a ledger for data new to the store starts with, and the model a `LOAD` asks for.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Fresh {
     /// The budget of a new ledger.
     pub total: Decimal,
     /// The neighbour model asked for (`None`: the ledger's, or `replace` for a new one).
     pub neighbours: Option<Neighbours>,
+    /// The privacy unit asked for (`None`: the ledger's, or none for a new one). A unit is
+    /// declared under `add_remove` only: the caller asks for that model with it.
+    pub unit: Option<Unit>,
     /// When.
     pub time: u64,
 }
@@ -313,6 +316,11 @@ impl Ledgers {
         if let Some(m) = fresh.neighbours {
             if m != txn.history().neighbours() {
                 txn.set_neighbours(m, fresh.time)?;
+            }
+        }
+        if let Some(u) = &fresh.unit {
+            if Some(u) != txn.history().unit() {
+                txn.set_unit(u, fresh.time)?;
             }
         }
         let changed = txn.ledger().fingerprint() != fingerprint;

@@ -301,7 +301,25 @@ fn read(d: &Dataset) -> Result<(Arc<Table>, [u8; 32]), String> {
             d.source.display()
         )
     })?;
-    Ok((Arc::new(loaded.table), loaded.content.bytes()))
+    let table = match &d.unit {
+        None => loaded.table,
+        Some(u) => {
+            let t = &loaded.table;
+            let column = t
+                .column_index(&u.column)
+                .filter(|&c| t.column_name(c) == u.column)
+                .ok_or_else(|| {
+                    format!(
+                        "dataset `{}`: its privacy unit `{}` is not a column of {}",
+                        d.name,
+                        crate::data::escape_name(&u.column),
+                        d.source.display()
+                    )
+                })?;
+            crate::data::bound_units(t, column, u.max_rows)
+        }
+    };
+    Ok((Arc::new(table), loaded.content.bytes()))
 }
 
 fn served(
@@ -317,6 +335,7 @@ fn served(
         content,
         header: d.header,
         neighbours: d.neighbours,
+        unit: d.unit.clone(),
         total: d.budget,
         rules: analyst.as_ref().map(|_| d.rules.clone()),
         analyst,

@@ -51,6 +51,8 @@ pub struct Dataset {
     pub columns: Option<Vec<Declared>>,
     /// How neighbouring tables differ.
     pub neighbours: Neighbours,
+    /// The privacy unit, if one person may have several rows (then `add_remove`).
+    pub unit: Option<crate::privacy::Unit>,
     /// The total budget, shared by all analysts.
     pub budget: Decimal,
     /// The cube, as `CUBE` would declare it without the keyword (`BY age (30, 65)`).
@@ -403,12 +405,43 @@ fn dataset(t: &toml::Table, base: &Path) -> Result<Dataset, String> {
     }
     let source = base.join(k.required("source")?);
     let header = k.boolean("header")?.unwrap_or(true);
+    let unit = match (k.string("privacy_unit")?, k.integer("max_rows_per_unit")?) {
+        (None, None) => None,
+        (None, Some(_)) => {
+            return Err(format!(
+                "dataset `{name}`: `max_rows_per_unit` bounds the rows of a `privacy_unit`, which is missing"
+            ))
+        }
+        (Some(column), None) => {
+            return Err(format!(
+                "dataset `{name}`: `privacy_unit = \"{column}\"` needs a bound on each unit's rows: add `max_rows_per_unit = k`"
+            ))
+        }
+        (Some(column), Some(k)) => {
+            let max_rows = u32::try_from(k)
+                .ok()
+                .filter(|k| (1..=crate::privacy::MAX_UNIT_ROWS).contains(k))
+                .ok_or_else(|| {
+                    format!(
+                        "dataset `{name}`: `max_rows_per_unit` must be a whole number from 1 to {}",
+                        crate::privacy::MAX_UNIT_ROWS
+                    )
+                })?;
+            Some(crate::privacy::Unit { column, max_rows })
+        }
+    };
     let neighbours = match k.string("neighbours")? {
+        None if unit.is_some() => Neighbours::AddRemove,
         None => Neighbours::Replace,
         Some(n) => Neighbours::from_name(&n).ok_or_else(|| {
             format!("dataset `{name}`: `neighbours` must be \"replace\" or \"add_remove\"")
         })?,
     };
+    if unit.is_some() && neighbours == Neighbours::Replace {
+        return Err(format!(
+            "dataset `{name}`: a privacy unit is added or removed with all its rows: its model is `neighbours = \"add_remove\"`"
+        ));
+    }
     if let Some(public) = k.boolean("n_public")? {
         if public != (neighbours == Neighbours::Replace) {
             return Err(format!(
@@ -464,6 +497,7 @@ fn dataset(t: &toml::Table, base: &Path) -> Result<Dataset, String> {
         header,
         columns,
         neighbours,
+        unit,
         budget,
         cube,
         rules: Rules {
@@ -672,6 +706,23 @@ budgets = {{ survey = 0.5 }}
     }
 
     #[test]
+    fn a_privacy_unit_makes_the_model_add_remove() {
+        let d = &parse(&format!(
+            "[[dataset]]\nname = \"v\"\nid = \"v1\"\nsource = \"v.csv\"\nbudget = 1\nprivacy_unit = \"pid\"\nmax_rows_per_unit = 4\n[[analyst]]\nname = \"ana\"\ntoken_hash = \"{HASH}\"\n"
+        ))
+        .expect("a policy")
+        .datasets[0];
+        assert_eq!(d.neighbours, Neighbours::AddRemove);
+        assert_eq!(
+            d.unit,
+            Some(crate::privacy::Unit {
+                column: "pid".into(),
+                max_rows: 4
+            })
+        );
+    }
+
+    #[test]
     fn mistakes_are_named() {
         let base = |extra: &str, analyst: &str| {
             format!(
@@ -689,6 +740,22 @@ budgets = {{ survey = 0.5 }}
                 "unknown statement family `load`",
             ),
             ("mechanisms = [\"gauss\"]", "", "unknown mechanism `gauss`"),
+            ("privacy_unit = \"pid\"", "", "add `max_rows_per_unit = k`"),
+            (
+                "max_rows_per_unit = 3",
+                "",
+                "`privacy_unit`, which is missing",
+            ),
+            (
+                "privacy_unit = \"pid\"\nmax_rows_per_unit = 0",
+                "",
+                "`max_rows_per_unit` must be a positive",
+            ),
+            (
+                "privacy_unit = \"pid\"\nmax_rows_per_unit = 3\nneighbours = \"replace\"",
+                "",
+                "`neighbours = \"add_remove\"`",
+            ),
             ("", "budgets = { s = 2 }", "above the dataset's budget"),
             ("", "budgets = { t = 0.5 }", "no dataset `t`"),
             ("", "budgets = { s = -1 }", "positive number"),

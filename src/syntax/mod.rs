@@ -90,7 +90,8 @@ impl Builder {
             Rule::load_stmt => {
                 inner.next(); // LOAD
                 let path = self.text(inner.next().expect("LOAD has a path"));
-                let (mut alias, mut no_header, mut neighbours) = (None, false, None);
+                let (mut alias, mut no_header, mut neighbours, mut unit) =
+                    (None, false, None, None);
                 while let Some(p) = inner.next() {
                     let span = self.span(&p);
                     match p.as_rule() {
@@ -101,6 +102,19 @@ impl Builder {
                             return Err(duplicate("NEIGHBOURS", span))
                         }
                         Rule::neighbours_clause => neighbours = Some(self.neighbours(p)),
+                        Rule::unit_clause if unit.is_some() => {
+                            return Err(duplicate("PRIVACY UNIT", span))
+                        }
+                        Rule::unit_clause => {
+                            let mut parts = p.into_inner().skip(2); // PRIVACY UNIT
+                            let column = self.name(parts.next().expect("a unit column"));
+                            let max_rows = parts.nth(2).map(|n| self.number(n)); // MAX ROWS k
+                            unit = Some(crate::ast::UnitClause {
+                                column,
+                                max_rows,
+                                span,
+                            });
+                        }
                         _ => {}
                     }
                 }
@@ -109,6 +123,7 @@ impl Builder {
                     alias,
                     no_header,
                     neighbours,
+                    unit,
                 }
             }
             Rule::use_stmt => StatementKind::Use {
