@@ -5,7 +5,7 @@ use crate::ast::{
     Literal, Number, ProbEvent, Query, Statement, StatementKind, SumQuery,
 };
 use crate::cube::{self, Cube, CubeError, Dim, NotUnion};
-use crate::data::{self, ColumnType, Predicate, Table, Value};
+use crate::data::{self, ColumnType, Predicate, Source, Value};
 use crate::error::CheckError;
 use crate::plan::{
     Bin, BinnedPlan, BinnedStatistic, ChoosePlan, CountPlan, CubeRef, Eps, Event, HistogramPlan,
@@ -25,7 +25,7 @@ pub trait Catalog {
     /// The current table's name.
     fn current_table(&self) -> Option<&str>;
     /// A loaded table by its exact name.
-    fn table(&self, name: &str) -> Option<&Table>;
+    fn table(&self, name: &str) -> Option<&Source>;
     /// The names of the loaded tables, in load order.
     fn table_names(&self) -> Vec<String>;
     /// The cube declared on a table, if any.
@@ -461,7 +461,7 @@ fn check_cube(dims: &[CubeDim], catalog: &dyn Catalog, span: Span) -> Result<Pla
 /// ledger records).
 pub fn build_cube(
     dims: &[CubeDim],
-    table: &Table,
+    table: &Source,
     table_name: &str,
     span: Span,
 ) -> Result<Cube, CheckError> {
@@ -545,7 +545,7 @@ fn check_query(
 /// when its conditions are a union of the cells (then its answer is evidence about them).
 pub fn row_of(
     q: &CountQuery,
-    table: &Table,
+    table: &Source,
     table_name: &str,
     cube: &Cube,
 ) -> Option<Vec<(usize, Decimal)>> {
@@ -561,7 +561,7 @@ pub fn row_of(
 #[allow(clippy::type_complexity)]
 fn compile_terms(
     terms: &[CountTerm],
-    table: &Table,
+    table: &Source,
     table_name: &str,
     cube: Option<&Cube>,
 ) -> Result<(Vec<(Decimal, Predicate)>, Vec<(usize, Decimal)>), CheckError> {
@@ -610,7 +610,13 @@ fn compile_terms(
 
 /// The error for a predicate that is not a union of the cube's cells, pointing at the
 /// condition that splits a cell.
-fn not_union(e: NotUnion, expr: &Expr, cube: &Cube, table: &Table, table_name: &str) -> CheckError {
+fn not_union(
+    e: NotUnion,
+    expr: &Expr,
+    cube: &Cube,
+    table: &Source,
+    table_name: &str,
+) -> CheckError {
     let mut atoms = Vec::new();
     expr_atoms(expr, &mut atoms);
     match e {
@@ -1338,7 +1344,7 @@ fn resolve_table(
     }
 }
 
-fn check_expr(expr: &Expr, table: &Table, table_name: &str) -> Result<Predicate, CheckError> {
+fn check_expr(expr: &Expr, table: &Source, table_name: &str) -> Result<Predicate, CheckError> {
     Ok(match expr {
         Expr::And(a, b) => Predicate::And(
             Box::new(check_expr(a, table, table_name)?),
@@ -1399,7 +1405,7 @@ fn negate_if(negated: bool, p: Predicate) -> Predicate {
 
 fn resolve_column(
     column: &Ident,
-    table: &Table,
+    table: &Source,
     table_name: &str,
 ) -> Result<(usize, ColumnType), CheckError> {
     let index = table
@@ -1450,10 +1456,17 @@ fn cmp_op(op: ast::CmpOp) -> data::CmpOp {
     }
 }
 
-/// A table name from a file name: its stem, with characters other than letters, digits and
-/// `_` replaced by `_`.
+/// A table name from a file name: its stem (a pattern's directory, as `events` of
+/// `events/*.parquet`), with characters other than letters, digits and `_` replaced by `_`.
 pub fn default_table_name(path: &Path) -> String {
-    let stem = path
+    let pattern = path
+        .file_name()
+        .is_some_and(|f| f.to_string_lossy().contains(['*', '?', '[']));
+    let named = match path.parent() {
+        Some(dir) if pattern => dir,
+        _ => path,
+    };
+    let stem = named
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();

@@ -628,6 +628,27 @@ pub enum EvalError {
         /// The path literal.
         span: Span,
     },
+    /// A privacy unit asked of a table whose rows are not in memory.
+    #[error("a privacy unit keeps at most k rows of each unit, which needs the rows in memory, and table `{table}` reads its rows from {kind} at each question: load the data as CSV to bound a privacy unit")]
+    UnitSource {
+        /// The table.
+        table: String,
+        /// Where its rows are (`parquet`).
+        kind: String,
+        /// The statement.
+        span: Span,
+    },
+    /// The rows of a table that are read again at each question (Parquet files, a database
+    /// table) could not be read; nothing was spent.
+    #[error("the rows of table `{table}` could not be read: {error}; nothing was spent")]
+    SourceFailed {
+        /// The table.
+        table: String,
+        /// Why.
+        error: DataError,
+        /// The statement.
+        span: Span,
+    },
 }
 
 /// Any error of a statement.
@@ -719,7 +740,9 @@ impl Error {
                 | EvalError::CubeChanged { span, .. }
                 | EvalError::CubeUnusable { span, .. }
                 | EvalError::TooLarge { span, .. }
-                | EvalError::Load { span, .. } => *span,
+                | EvalError::Load { span, .. }
+                | EvalError::SourceFailed { span, .. }
+                | EvalError::UnitSource { span, .. } => *span,
             },
         }
     }

@@ -28,7 +28,9 @@ rename of the file finds the same ledger. When one person may have many rows, PR
 names the column that identifies them and MAX ROWS k keeps at most k rows of each (chosen by \
 a hash of each row's own content); every sensitivity is then k times a row's, neighbouring \
 tables differ by one person's rows (NEIGHBOURS add_remove), and n is private. The unit is \
-recorded with the data and holds when the file is loaded again.",
+recorded with the data and holds when the file is loaded again. A .parquet file, a directory \
+of them or a pattern (LOAD 'events/*.parquet') is one table whose rows stay on disk: its \
+schema comes from the files' metadata and every question streams them.",
         example: "LOAD 'examples/data/people.csv' AS people;",
     },
     Topic {

@@ -467,7 +467,11 @@ fn a_format_2_ledger_charges_the_noise_it_had() {
 /// 0 and 1, `ESTIMATE COUNT WHERE id < 5000` takes 6 s after 50 releases, 12 s after 100,
 /// 50 s after 400 and 194 s (774 MB) after 1,500 (release build): minutes to hours of one
 /// server thread for one statement, with `max_releases` at its default of 10,000 and
-/// `request_millis` unable to stop a statement under way. Here: 40 releases, 5 s allowed.
+/// `request_millis` unable to stop a statement under way. Here: 40 releases, 20 s allowed:
+/// the broken path took about 5 s there in a release build (a test build runs it several
+/// times slower), the fixed one takes 2 to 4 s in a test build on a loaded 2-core machine
+/// (a 5 s bound failed once in CI under load), so the bound separates the two with room for
+/// a shared machine's noise.
 #[test]
 fn refusing_an_estimate_on_a_large_cube_is_not_quadratic_in_its_cells() {
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -516,10 +520,10 @@ fn refusing_an_estimate_on_a_large_cube_is_not_quadratic_in_its_cells() {
         let out = run_json(&mut s, "ESTIMATE COUNT WHERE id < 5000;");
         let _ = tx.send((started.elapsed(), out[0]["kind"].clone()));
     });
-    match rx.recv_timeout(std::time::Duration::from_secs(5)) {
-        Ok((took, kind)) => assert!(took.as_secs_f64() < 5.0, "{kind} after {took:?}"),
+    match rx.recv_timeout(std::time::Duration::from_secs(20)) {
+        Ok((took, kind)) => assert!(took.as_secs_f64() < 20.0, "{kind} after {took:?}"),
         Err(_) => panic!(
-            "one ESTIMATE on a 10,000-cell cube with 40 releases ran for more than 5 s \
+            "one ESTIMATE on a 10,000-cell cube with 40 releases ran for more than 20 s \
              (still running)"
         ),
     }

@@ -25,7 +25,7 @@ pub enum Buckets {
 
 impl Buckets {
     /// The number of coordinates, the missing one included.
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match self {
             Buckets::Cuts(c) => c.len() + 2,
             Buckets::Values(v) => v.len() + 2,

@@ -1,6 +1,6 @@
 //! The content hash of a load: the BLAKE3 hash of exactly the bytes that were parsed, computed while they are read.
 //!
-//! A regular file is read through [`VerifiedFile`], a [`Source`] that cuts the file into
+//! A regular file is read through [`VerifiedFile`], a [`ByteSource`] that cuts the file into
 //! fixed blocks of [`BLOCK`] bytes. Every read covers whole blocks and hashes each one as a
 //! subtree of the file's BLAKE3 tree; the first reading of a block records its chaining value
 //! and every later reading must give the same one, else the read fails: the file changed
@@ -21,7 +21,7 @@ use blake3::hazmat::{
 };
 use rayon::prelude::*;
 
-use super::source::Source;
+use super::source::ByteSource;
 
 /// Bytes per block: 64 BLAKE3 chunks of 1024 bytes. A power-of-two number of chunks, so a
 /// block at any multiple of its size is a whole subtree of the file's BLAKE3 tree (the
@@ -212,7 +212,7 @@ impl VerifiedFile {
     }
 }
 
-impl Source for VerifiedFile {
+impl ByteSource for VerifiedFile {
     fn len(&self) -> u64 {
         self.len
     }

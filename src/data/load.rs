@@ -24,7 +24,7 @@ use super::intern::{InternError, Interner};
 use super::open::{open, Opened};
 use super::parse::{is_missing, looks_like_value, parse_bool, parse_f64, parse_i64};
 use super::schema::{self, Declared};
-use super::source::{line_of, next_line_start, record_io, RecordError, Records, Source};
+use super::source::{line_of, next_line_start, record_io, ByteSource, RecordError, Records};
 use super::table::{ColumnData, ColumnType, Dictionary, Segment, SegmentColumn, Table};
 
 /// How a file is read: its header setting, and limits that protect the process from files
@@ -145,7 +145,7 @@ fn default_chunks(len: u64) -> usize {
 }
 
 /// Parses a whole CSV source, cutting its body into about `chunks` pieces.
-pub(crate) fn parse_table<S: Source + ?Sized>(
+pub(crate) fn parse_table<S: ByteSource + ?Sized>(
     src: &S,
     path: &str,
     opts: &LoadOptions,
@@ -234,7 +234,7 @@ fn header_of_values(table: &Table) -> bool {
 /// Reads the first record; returns the column names and where the body starts. With a
 /// header, the names are its trimmed fields and the body follows it; without, the names are
 /// `c1`, `c2`, ... and the body starts with the first record.
-fn parse_header<S: Source + ?Sized>(
+fn parse_header<S: ByteSource + ?Sized>(
     src: &S,
     start: u64,
     path: &str,
@@ -297,7 +297,7 @@ enum ChunkError {
 }
 
 impl ChunkError {
-    fn into_data_error<S: Source + ?Sized>(
+    fn into_data_error<S: ByteSource + ?Sized>(
         self,
         src: &S,
         path: &str,
@@ -582,7 +582,7 @@ fn cell_error(why: PushError, record: u64, column: usize) -> ChunkError {
 }
 
 /// Reads the first `rows` records from `start` again and collects column `col` as text.
-fn extract_text<S: Source + ?Sized>(
+fn extract_text<S: ByteSource + ?Sized>(
     src: &S,
     start: u64,
     rows: usize,
@@ -604,7 +604,7 @@ fn extract_text<S: Source + ?Sized>(
 }
 
 /// Parses the records that start in `[from, until)` (the last may run past `until`).
-fn parse_chunk<S: Source + ?Sized>(
+fn parse_chunk<S: ByteSource + ?Sized>(
     src: &S,
     from: u64,
     until: u64,
@@ -679,7 +679,7 @@ fn parse_chunk<S: Source + ?Sized>(
 }
 
 /// [`parse_chunk`] for a declared schema: every column keeps its declared kind.
-fn parse_chunk_declared<S: Source + ?Sized>(
+fn parse_chunk_declared<S: ByteSource + ?Sized>(
     src: &S,
     from: u64,
     until: u64,
@@ -728,7 +728,7 @@ fn parse_chunk_declared<S: Source + ?Sized>(
 }
 
 /// Cuts `[body, len)` into about `chunks` pieces at line breaks and parses them in parallel.
-fn parse_body<S: Source + ?Sized>(
+fn parse_body<S: ByteSource + ?Sized>(
     src: &S,
     body: u64,
     ncols: usize,
@@ -780,7 +780,7 @@ fn parse_body<S: Source + ?Sized>(
 }
 
 /// Joins the chunks' column types, converts every chunk to them and builds the table.
-fn assemble<S: Source + ?Sized>(
+fn assemble<S: ByteSource + ?Sized>(
     src: &S,
     path: &str,
     names: Vec<String>,

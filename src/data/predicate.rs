@@ -87,3 +87,26 @@ pub enum Predicate {
     /// `NOT a`
     Not(Box<Predicate>),
 }
+
+impl Predicate {
+    /// The columns the predicate reads, each once, in increasing order.
+    pub fn columns(&self) -> Vec<usize> {
+        fn walk(p: &Predicate, out: &mut Vec<usize>) {
+            match p {
+                Predicate::Compare { column, .. }
+                | Predicate::In { column, .. }
+                | Predicate::Between { column, .. } => out.push(*column),
+                Predicate::And(a, b) | Predicate::Or(a, b) => {
+                    walk(a, out);
+                    walk(b, out);
+                }
+                Predicate::Not(a) => walk(a, out),
+            }
+        }
+        let mut out = Vec::new();
+        walk(self, &mut out);
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}

@@ -11,14 +11,14 @@ use super::content::{is_changed, BLOCK};
 use super::parse::{is_terminator, split_record, FieldRef, Split};
 
 /// Bytes that can be read at any offset, from several threads at once.
-pub(crate) trait Source: Sync {
+pub(crate) trait ByteSource: Sync {
     /// Total length in bytes.
     fn len(&self) -> u64;
     /// Reads into `buf` from `offset`; returns the number of bytes read (0 at the end).
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
 }
 
-impl Source for [u8] {
+impl ByteSource for [u8] {
     fn len(&self) -> u64 {
         <[u8]>::len(self) as u64
     }
@@ -78,7 +78,7 @@ impl Record<'_> {
 
 /// Reads the records that start in `[from, until)` of a source, the last one possibly
 /// running past `until`. Empty lines are skipped.
-pub(crate) struct Records<'s, S: Source + ?Sized> {
+pub(crate) struct Records<'s, S: ByteSource + ?Sized> {
     src: &'s S,
     until: u64,
     max_fields: usize,
@@ -93,7 +93,7 @@ pub(crate) struct Records<'s, S: Source + ?Sized> {
     fields: Vec<FieldRef>,
 }
 
-impl<'s, S: Source + ?Sized> Records<'s, S> {
+impl<'s, S: ByteSource + ?Sized> Records<'s, S> {
     /// A reader of the records starting in `[from, until)`.
     pub(crate) fn new(src: &'s S, from: u64, until: u64, max_fields: usize) -> Self {
         Records {
@@ -212,7 +212,7 @@ impl<'s, S: Source + ?Sized> Records<'s, S> {
 }
 
 /// The 1-based line of byte `offset` of a source: one more than the line feeds before it.
-pub(crate) fn line_of<S: Source + ?Sized>(src: &S, offset: u64) -> Result<u64, RecordError> {
+pub(crate) fn line_of<S: ByteSource + ?Sized>(src: &S, offset: u64) -> Result<u64, RecordError> {
     let mut buf = vec![0u8; WINDOW.min(usize::try_from(offset).unwrap_or(WINDOW).max(1))];
     let mut at = 0u64;
     let mut lines = 1u64;
@@ -232,7 +232,10 @@ pub(crate) fn line_of<S: Source + ?Sized>(src: &S, offset: u64) -> Result<u64, R
 }
 
 /// The offset just after the first line feed at or after `from`, if any before the end.
-pub(crate) fn next_line_start<S: Source + ?Sized>(src: &S, from: u64) -> io::Result<Option<u64>> {
+pub(crate) fn next_line_start<S: ByteSource + ?Sized>(
+    src: &S,
+    from: u64,
+) -> io::Result<Option<u64>> {
     let mut buf = vec![0u8; 64 << 10];
     let mut at = from;
     loop {

@@ -213,6 +213,7 @@ impl Session {
             });
         }
         let noise = noise?;
+        let truth = truth(entry, plan, span)?;
         if let Some(own) = own {
             expose(own, time, span)?;
         }
@@ -226,7 +227,7 @@ impl Session {
             None => &mut self.rng,
         };
         let recorded = txn
-            .release(ticket, || draw(&noise, entry, plan, rng))
+            .release(ticket, || draw(&noise, plan, truth, rng))
             .map_err(|e| match e {
                 ReleaseError::Ledger(error) => EvalError::Ledger { error, span },
                 ReleaseError::NotRecorded { eps, error } => {
@@ -705,46 +706,52 @@ fn noise_for(plan: &CountPlan, n: u64, eps: Eps, span: Span) -> Result<Noise, Ev
     })
 }
 
-/// Draws a release: the true answer, computed only now that the spending is durable, plus
-/// the noise.
-fn draw(noise: &Noise, entry: &Entry, plan: &CountPlan, rng: &mut ChaCha20Rng) -> f64 {
+/// The true answer: `sum_t c_t count_t` (a single count for a plain `COUNT`), asked of the
+/// table's rows once the budget is known to allow the release and before anything is spent,
+/// so a source that fails changes nothing.
+///
+/// The sum is an integer (whole coefficients), at most n sum |c_t| < 2^90 in magnitude
+/// (checked from public facts before), so the i128 arithmetic never overflows.
+fn truth(entry: &Entry, plan: &CountPlan, span: Span) -> Result<i128, EvalError> {
+    let mut total = 0i128;
+    for (c, p) in &plan.terms {
+        let count = entry
+            .table
+            .count(p)
+            .map_err(|error| super::source_failed(entry, error, span))?;
+        let c = c.to_i128().unwrap_or(0);
+        total = total.saturating_add(c.saturating_mul(i128::from(count)));
+    }
+    Ok(total)
+}
+
+/// Draws a release: the true answer plus the noise.
+fn draw(noise: &Noise, plan: &CountPlan, truth: i128, rng: &mut ChaCha20Rng) -> f64 {
+    let count = || i64::try_from(truth).unwrap_or(if truth < 0 { i64::MIN } else { i64::MAX });
     match (noise, plan.single()) {
-        (Noise::Laplace(laplace), Some(predicate)) => {
+        (Noise::Laplace(laplace), Some(_)) => {
             // Paper 1, section 2: the Laplace mechanism, noise of scale Δf/ε with Δf = 1, drawn
             // exactly as discrete Laplace steps of a 2^-k grid: eps-DP with no extra cost for a
             // count (see stats::noise::GridLaplace).
-            let truth =
-                i64::try_from(crate::data::count(&entry.table, predicate)).unwrap_or(i64::MAX);
-            laplace.release_count(rng, truth).value()
+            laplace.release_count(rng, count()).value()
         }
         (Noise::Laplace(laplace), None) => {
-            // sum_t c_t count_t = sum_j h_j x_j: an integer (whole coefficients), at most
-            // n sum |c_t| < 2^90 in magnitude (checked from public facts), so the i128
-            // arithmetic never overflows and nothing here can fail on the data. Neighbouring
-            // data move it by at most S (max |h_j| when a row is added or removed, Lemma 2.1;
-            // max |h_j - h_k| when one is replaced), i.e. S 2^k grid steps, and
-            // the noise has S/eps 2^k steps of scale: eps-DP exactly (see GridLaplace).
-            let truth = plan.terms.iter().fold(0i128, |acc, (c, p)| {
-                let c = c.to_i128().unwrap_or(0);
-                let count = i128::from(crate::data::count(&entry.table, p));
-                acc.saturating_add(c.saturating_mul(count))
-            });
+            // sum_t c_t count_t = sum_j h_j x_j. Neighbouring data move it by at most S
+            // (max |h_j| when a row is added or removed, Lemma 2.1; max |h_j - h_k| when one
+            // is replaced), i.e. S 2^k grid steps, and the noise has S/eps 2^k steps of
+            // scale: eps-DP exactly (see GridLaplace).
             laplace
                 .release(rng, truth.saturating_mul(1i128 << laplace.k()))
                 .value()
         }
-        (Noise::Geometric(eps), predicate) => {
+        (Noise::Geometric(eps), _) => {
             // P(z) = (1-a)/(1+a) a^|z|, a = e^-eps, exactly.
-            let truth = predicate.map_or(0, |p| crate::data::count(&entry.table, p));
-            let truth = i128::from(i64::try_from(truth).unwrap_or(i64::MAX));
-            (truth + noise::geometric(rng, *eps)) as f64
+            (i128::from(count()) + noise::geometric(rng, *eps)) as f64
         }
-        (Noise::Staircase(stairs), predicate) => {
+        (Noise::Staircase(stairs), _) => {
             // The staircase of the variance-optimal gamma, exactly on the grid 2^-20: eps-DP
             // (see stats::noise::GridStaircase).
-            let truth = predicate.map_or(0, |p| crate::data::count(&entry.table, p));
-            let truth = i64::try_from(truth).unwrap_or(i64::MAX);
-            stairs.release_count(rng, truth).value()
+            stairs.release_count(rng, count()).value()
         }
     }
 }

@@ -573,7 +573,7 @@ fn teaching_name(cell: usize) -> String {
 /// Restores the cube a ledger declares over a table just loaded.
 pub(super) fn restore_cube(
     decl: Option<&CubeDecl>,
-    table: &crate::data::Table,
+    table: &crate::data::Source,
     name: &str,
     header: bool,
 ) -> Result<Option<Cube>, String> {

@@ -127,6 +127,7 @@ impl Session {
                 spent_after: txn.vector_spent_after(&ticket),
             });
         }
+        let cells = truths(entry, span)?;
         if let Some(private) = exposed {
             super::count::expose(private, time, span)?;
         }
@@ -140,7 +141,7 @@ impl Session {
             None => &mut self.rng,
         };
         let noisy = txn
-            .release_vector(ticket, || draw(&noise, entry, plan, rng))
+            .release_vector(ticket, || draw(&noise, &cells, plan, rng))
             .map_err(|e| match e {
                 ReleaseError::Ledger(error) => EvalError::Ledger { error, span },
                 ReleaseError::NotRecorded { eps, error } => {
@@ -422,14 +423,22 @@ fn noise_for(
     })
 }
 
-/// Draws every part's noisy count: the true counts of all cells in one pass over the table,
-/// summed per group, each plus its own noise.
-fn draw(noise: &Noise, entry: &Entry, plan: &HistogramPlan, rng: &mut ChaCha20Rng) -> Vec<f64> {
+/// The true counts of all cells, in one pass over the table's rows, asked before anything
+/// is spent.
+fn truths(entry: &Entry, span: Span) -> Result<Vec<u64>, EvalError> {
     let cube = entry
         .cube
         .as_ref()
         .expect("the checker found the table's cube");
-    let cells = crate::data::count_cells(&entry.table, &cube.buckets());
+    entry
+        .table
+        .count_cells(&cube.buckets())
+        .map_err(|error| super::source_failed(entry, error, span))
+}
+
+/// Draws every part's noisy count: the true counts of the cells summed per group, each plus
+/// its own noise.
+fn draw(noise: &Noise, cells: &[u64], plan: &HistogramPlan, rng: &mut ChaCha20Rng) -> Vec<f64> {
     plan.groups
         .iter()
         .map(|(_, group)| {

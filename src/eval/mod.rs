@@ -31,7 +31,7 @@ pub use served::{Family, Quotas, Rules, ServedTable};
 use crate::ast::Statement;
 use crate::check::{self, Catalog};
 use crate::cube::Cube;
-use crate::data::{LoadOptions, Table};
+use crate::data::LoadOptions;
 use crate::error::{Error, EvalError};
 use crate::output::{Output, Response};
 use crate::plan::{CubeRef, Plan};
@@ -69,7 +69,7 @@ struct Entry {
     data_file: PathBuf,
     file_id: Option<(u64, u64)>,
     /// The data: shared by the sessions of every analyst of a served dataset.
-    table: std::sync::Arc<Table>,
+    table: std::sync::Arc<crate::data::Source>,
     /// Where its releases are recorded: the data's ledger, or in a seeded session a practice
     /// copy of it.
     ledger: LedgerId,
@@ -337,7 +337,7 @@ impl Catalog for Session {
         self.current.map(|i| self.entries[i].name.as_str())
     }
 
-    fn table(&self, name: &str) -> Option<&Table> {
+    fn table(&self, name: &str) -> Option<&crate::data::Source> {
         self.entries
             .iter()
             .find(|e| e.name == name)
@@ -427,4 +427,13 @@ fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
+}
+
+/// The error for a table whose rows could not be read at a question.
+fn source_failed(entry: &Entry, error: crate::data::DataError, span: Span) -> EvalError {
+    EvalError::SourceFailed {
+        table: entry.name.clone(),
+        error,
+        span,
+    }
 }

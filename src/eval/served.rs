@@ -8,7 +8,6 @@
 //! identical queries) and to the dataset's total, which bounds all its analysts together.
 
 use super::{tables, Entry, Session};
-use crate::data::Table;
 use crate::error::EvalError;
 use crate::output::Output;
 use crate::plan::{CubeRef, Plan, Spend};
@@ -118,7 +117,7 @@ pub struct ServedTable {
     /// Its identity, as the curator assigned it: it names the ledger.
     pub id: String,
     /// The data, loaded once and shared by every analyst's session.
-    pub table: Arc<Table>,
+    pub table: Arc<crate::data::Source>,
     /// The plain hash of the bytes the data was read from (never stored or shown).
     pub content: [u8; 32],
     /// Whether the file's first row names the columns.

@@ -122,6 +122,7 @@ impl Session {
             Err(r) => return Err(refused(r, txn.ledger())),
         };
         served::permit_release(max_releases, txn.history(), &plan.table, span)?;
+        let truth = truth(&plan, entry, noises[0].k(), span)?;
         if let Some(private) = exposed {
             expose(private, time, span)?;
         }
@@ -135,7 +136,7 @@ impl Session {
             None => &mut self.rng,
         };
         let noisy = txn
-            .release_many(ticket, || draw(&plan, entry, &noises, rng))
+            .release_many(ticket, || draw(&noises, truth, rng))
             .map_err(|e| match e {
                 ReleaseError::Ledger(error) => EvalError::Ledger { error, span },
                 ReleaseError::NotRecorded { eps, error } => {
@@ -373,10 +374,9 @@ fn decimal_scale(eps: Eps, s: Decimal) -> Option<Rational> {
     Rational::new(base.num().checked_mul(m)?, base.den().checked_mul(den)?)
 }
 
-/// Draws every part: the clamped sum (and the count) in one pass over the table, each with its
-/// noise.
-fn draw(plan: &SumPlan, entry: &Entry, noises: &[Noise], rng: &mut ChaCha20Rng) -> Vec<f64> {
-    let k = noises[0].k();
+/// The true clamped sum on the grid of `k` and the number of rows that contributed, in one
+/// pass over the table's rows, asked before anything is spent.
+fn truth(plan: &SumPlan, entry: &Entry, k: u32, span: Span) -> Result<(i128, u64), EvalError> {
     let clamp = if plan.integer {
         crate::data::Clamp::Int {
             lo: plan.clamp.0.to_i64().unwrap_or(i64::MIN),
@@ -391,8 +391,14 @@ fn draw(plan: &SumPlan, entry: &Entry, noises: &[Noise], rng: &mut ChaCha20Rng) 
         let hi = (plan.clamp.1.to_f64().unwrap_or(f64::MAX) * g).floor() / g;
         crate::data::Clamp::Float { lo, hi, k }
     };
-    let (steps, n) =
-        crate::data::sum_clamped(&entry.table, plan.column, plan.filter.as_ref(), clamp);
+    entry
+        .table
+        .sum_clamped(plan.column, plan.filter.as_ref(), clamp)
+        .map_err(|error| super::source_failed(entry, error, span))
+}
+
+/// Draws every part: the clamped sum (and the count), each with its noise.
+fn draw(noises: &[Noise], (steps, n): (i128, u64), rng: &mut ChaCha20Rng) -> Vec<f64> {
     let mut out = vec![noises[0].release(rng, steps)];
     if let Some(count) = noises.get(1) {
         let steps = i128::from(n) << count.k();

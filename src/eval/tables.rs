@@ -1,7 +1,7 @@
 //! `LOAD`, `USE`, `DESCRIBE` and `SHOW TABLES`: tables, their public facts and their ledgers.
 
 use super::{cubes, Entry, Session, DEFAULT_BUDGET};
-use crate::data::{self, DataError, LoadOptions, Table};
+use crate::data::{self, DataError, LoadOptions, Source as Rows};
 use crate::error::EvalError;
 use crate::output::{Budget, Output, TableInfo};
 use crate::privacy::{Fresh, History, LedgerId, Neighbours, OpenError, Unit};
@@ -73,8 +73,13 @@ impl Session {
             let in_force = unit_in_force(h, unit.as_ref(), neighbours, &name, span)?;
             bounded = in_force
                 .map(|u| {
-                    unit_column(&table, u, &name, span)
-                        .map(|c| data::bound_units(&table, c, u.max_rows))
+                    let c = unit_column(&table, u, &name, span)?;
+                    let rows = table.in_memory().ok_or_else(|| EvalError::UnitSource {
+                        table: name.clone(),
+                        kind: table.kind().to_string(),
+                        span,
+                    })?;
+                    Ok::<_, EvalError>(Rows::Memory(data::bound_units(rows, c, u.max_rows)))
                 })
                 .transpose()?;
             let rows = bounded.as_ref().unwrap_or(&table);
@@ -176,10 +181,23 @@ impl Session {
     }
 }
 
-/// Reads a CSV file once into a table, with the plain BLAKE3 hash of the very bytes parsed.
-fn read_table(path: &Path, options: &LoadOptions) -> Result<(Table, [u8; 32]), DataError> {
+/// Reads a table's rows with the plain BLAKE3 hash of their bytes: a CSV file once into
+/// memory, Parquet files (a `.parquet` file, a directory or a pattern) by their metadata,
+/// their rows read again at each question.
+fn read_table(path: &Path, options: &LoadOptions) -> Result<(Rows, [u8; 32]), DataError> {
+    if data::is_parquet_path(path) {
+        if !options.header {
+            return Err(DataError::Io {
+                path: path.display().to_string(),
+                message: "NO HEADER is for CSV files: a Parquet file names its columns".into(),
+            });
+        }
+        let table = data::open_parquet(path)?;
+        let content = data::parquet_content(&table)?;
+        return Ok((Rows::Parquet(table), content));
+    }
     let loaded = data::load_csv(path, options)?;
-    Ok((loaded.table, loaded.content.bytes()))
+    Ok((Rows::Memory(loaded.table), loaded.content.bytes()))
 }
 
 /// Judges a table against its ledger as read, before anything is written: the cube the
@@ -187,7 +205,7 @@ fn read_table(path: &Path, options: &LoadOptions) -> Result<(Table, [u8; 32]), D
 /// or the ledger must have no release yet.
 pub(super) fn accept(
     history: &History,
-    table: &Table,
+    table: &Rows,
     name: &str,
     header: bool,
     neighbours: Option<Neighbours>,
@@ -211,7 +229,7 @@ pub(super) fn accept(
 }
 
 /// The index of a unit's column in `table`: a public fact of the schema.
-fn unit_column(table: &Table, unit: &Unit, name: &str, span: Span) -> Result<usize, EvalError> {
+fn unit_column(table: &Rows, unit: &Unit, name: &str, span: Span) -> Result<usize, EvalError> {
     table
         .column_index(&unit.column)
         .filter(|&c| table.column_name(c) == unit.column)

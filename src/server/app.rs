@@ -9,7 +9,7 @@
 use super::api::StatementResult;
 use super::api::{Catalog, DatasetInfo, ErrorBody, Problem, RunRequest, RunResponse};
 use super::policy::{Dataset, Limits, Policy};
-use crate::data::{load_csv, LoadOptions, Table};
+use crate::data::{load_csv, LoadOptions, Source};
 use crate::error::Error;
 use crate::eval::{Randomness, ServedTable, Session};
 use crate::output::{render_json, render_table, Output};
@@ -198,7 +198,7 @@ async fn shutdown() {
 fn prepare(policy: &Policy, state_dir: &Path) -> Result<(Analysts, Vec<String>), String> {
     let mut notes = Vec::new();
     let mut curator = Session::with_store(Randomness::Os, Store::dir(state_dir));
-    let mut data: HashMap<String, (Arc<Table>, [u8; 32])> = HashMap::new();
+    let mut data: HashMap<String, (Arc<Source>, [u8; 32])> = HashMap::new();
     for d in &policy.datasets {
         if d.columns.is_none() {
             notes.push(format!(
@@ -288,7 +288,7 @@ fn prepare(policy: &Policy, state_dir: &Path) -> Result<(Analysts, Vec<String>),
 }
 
 /// Reads a dataset's file as its policy declares it.
-fn read(d: &Dataset) -> Result<(Arc<Table>, [u8; 32]), String> {
+fn read(d: &Dataset) -> Result<(Arc<Source>, [u8; 32]), String> {
     let options = LoadOptions {
         header: d.header,
         columns: d.columns.clone(),
@@ -319,12 +319,12 @@ fn read(d: &Dataset) -> Result<(Arc<Table>, [u8; 32]), String> {
             crate::data::bound_units(t, column, u.max_rows)
         }
     };
-    Ok((Arc::new(table), loaded.content.bytes()))
+    Ok((Arc::new(Source::Memory(table)), loaded.content.bytes()))
 }
 
 fn served(
     d: &Dataset,
-    table: &Arc<Table>,
+    table: &Arc<Source>,
     content: [u8; 32],
     analyst: Option<(String, rust_decimal::Decimal)>,
 ) -> ServedTable {

@@ -1,0 +1,470 @@
+//! Parquet files as a table whose rows stay on disk: each question streams the row groups,
+//! reading only the columns it names, so memory holds a few row groups whatever the size of
+//! the files.
+//!
+//! A row group is turned into a one-segment [`Table`] and asked the question the column store
+//! answers (a count, the counts of a cube's cells, a clamped sum); the answers of the row
+//! groups add up. The schema comes from the files' metadata, never from their values: integer
+//! types are `integer`, floating and decimal types `float`, `boolean` is `boolean`, and
+//! strings, dates and times (as ISO text) are `text`. A float that is not finite is a missing
+//! value. Nested and binary columns are refused at `LOAD`. Several files (a directory, or a
+//! glob such as `events/*.parquet`) are one table when their schemas agree.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int64Type};
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::DataType;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ProjectionMask;
+use rayon::prelude::*;
+
+use super::error::{escape_name, DataError};
+use super::table::{ColumnData, ColumnType, Dictionary, Segment, SegmentColumn, Table};
+
+/// Rows per batch read from a row group.
+const BATCH: usize = 64 * 1024;
+
+/// Whether `path` names Parquet data: a `.parquet` (or `.parq`, `.pq`) file, a directory, or
+/// a pattern with `*`, `?` or `[`.
+pub fn is_parquet_path(path: &Path) -> bool {
+    let text = path.to_string_lossy();
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    matches!(ext.as_deref(), Some("parquet" | "parq" | "pq"))
+        || path.is_dir()
+        || text.contains(['*', '?', '['])
+}
+
+/// One file of a Parquet table, as it was when the table was loaded.
+#[derive(Debug, Clone)]
+struct Part {
+    path: PathBuf,
+    len: u64,
+    modified: Option<SystemTime>,
+    row_groups: usize,
+}
+
+/// A table of one or more Parquet files, read again at every question.
+pub struct ParquetTable {
+    /// The schema and row count, with no rows.
+    shell: Table,
+    parts: Vec<Part>,
+}
+
+impl std::fmt::Debug for ParquetTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParquetTable")
+            .field("files", &self.parts.len())
+            .field("shell", &self.shell)
+            .finish()
+    }
+}
+
+/// The files a path names: the file itself, a directory's `.parquet` files, or a pattern's
+/// matches, in name order.
+fn files(path: &Path, shown: &str) -> Result<Vec<PathBuf>, DataError> {
+    let text = path.to_string_lossy();
+    let mut found: Vec<PathBuf> = if path.is_dir() {
+        std::fs::read_dir(path)
+            .map_err(|e| io_error(shown, &e))?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.is_file() && is_parquet_path(p))
+            .collect()
+    } else if text.contains(['*', '?', '[']) {
+        glob::glob(&text)
+            .map_err(|e| DataError::Io {
+                path: shown.to_string(),
+                message: format!("the pattern does not read: {}", e.msg),
+            })?
+            .filter_map(Result::ok)
+            .filter(|p| p.is_file())
+            .collect()
+    } else if path.exists() {
+        vec![path.to_path_buf()]
+    } else {
+        return Err(DataError::NotFound {
+            path: shown.to_string(),
+        });
+    };
+    found.sort();
+    if found.is_empty() {
+        let message = if path.is_dir() {
+            "it is a directory with no .parquet file"
+        } else {
+            "no file matches the pattern"
+        };
+        return Err(DataError::Io {
+            path: shown.to_string(),
+            message: message.to_string(),
+        });
+    }
+    Ok(found)
+}
+
+fn io_error(shown: &str, e: &std::io::Error) -> DataError {
+    DataError::Io {
+        path: shown.to_string(),
+        message: e.to_string(),
+    }
+}
+
+/// The error for a file that does not read as Parquet. The reader's own words are left out:
+/// they can quote bytes of the file.
+fn not_parquet(file: &Path) -> DataError {
+    DataError::Io {
+        path: file.display().to_string(),
+        message: format!(
+            "{} does not read as a Parquet file (or its metadata is damaged)",
+            file.display()
+        ),
+    }
+}
+
+/// The dpq type of an Arrow type, or why it cannot be read.
+fn column_type(t: &DataType) -> Result<ColumnType, &'static str> {
+    use DataType as D;
+    Ok(match t {
+        D::Int8 | D::Int16 | D::Int32 | D::Int64 | D::UInt8 | D::UInt16 | D::UInt32 | D::UInt64 => {
+            ColumnType::Integer
+        }
+        D::Float16 | D::Float32 | D::Float64 | D::Decimal32(..) | D::Decimal64(..) => {
+            ColumnType::Float
+        }
+        D::Decimal128(..) | D::Decimal256(..) => ColumnType::Float,
+        D::Boolean => ColumnType::Boolean,
+        D::Utf8 | D::LargeUtf8 | D::Utf8View => ColumnType::Text,
+        D::Date32 | D::Date64 | D::Timestamp(..) | D::Time32(_) | D::Time64(_) => ColumnType::Text,
+        D::Dictionary(_, v) => column_type(v)?,
+        D::Null => ColumnType::Text,
+        D::Binary | D::LargeBinary | D::BinaryView | D::FixedSizeBinary(_) => return Err("binary"),
+        _ => return Err("nested or of a kind dpq does not read"),
+    })
+}
+
+/// Reads the metadata of the Parquet files `path` names: their schema (which must agree) and
+/// row counts. Reads no value.
+pub fn open_parquet(path: &Path) -> Result<ParquetTable, DataError> {
+    let shown = path.display().to_string();
+    let mut parts = Vec::new();
+    let mut schema: Option<(Vec<String>, Vec<ColumnType>)> = None;
+    let mut n_rows = 0u64;
+    for file in files(path, &shown)? {
+        let meta = std::fs::metadata(&file).map_err(|e| io_error(&shown, &e))?;
+        let handle = File::open(&file).map_err(|e| io_error(&shown, &e))?;
+        let builder =
+            ParquetRecordBatchReaderBuilder::try_new(handle).map_err(|_| not_parquet(&file))?;
+        let mut names = Vec::new();
+        let mut types = Vec::new();
+        for field in builder.schema().fields() {
+            let t = column_type(field.data_type()).map_err(|why| DataError::Io {
+                path: shown.clone(),
+                message: format!(
+                    "column {} of {} is {why}, which dpq cannot read",
+                    escape_name(field.name()),
+                    file.display()
+                ),
+            })?;
+            names.push(field.name().clone());
+            types.push(t);
+        }
+        match &schema {
+            None => schema = Some((names, types)),
+            Some(first) if *first == (names.clone(), types.clone()) => {}
+            Some(_) => {
+                return Err(DataError::Io {
+                    path: shown,
+                    message: format!(
+                        "{} has other columns or types than the first file",
+                        file.display()
+                    ),
+                })
+            }
+        }
+        let md = builder.metadata();
+        n_rows += u64::try_from(md.file_metadata().num_rows()).unwrap_or(0);
+        parts.push(Part {
+            path: file,
+            len: meta.len(),
+            modified: meta.modified().ok(),
+            row_groups: md.num_row_groups(),
+        });
+    }
+    let (names, types) = schema.unwrap_or_default();
+    if names.is_empty() {
+        return Err(DataError::NoHeader { path: shown });
+    }
+    let dictionaries = vec![Dictionary::default(); names.len()];
+    Ok(ParquetTable {
+        shell: Table {
+            names,
+            types,
+            dictionaries,
+            segments: Vec::new(),
+            n_rows,
+        },
+        parts,
+    })
+}
+
+/// The BLAKE3 identity of the files' bytes: a single file's own hash (as a CSV file's is),
+/// or for several the hash of their hashes in name order.
+pub fn parquet_content(table: &ParquetTable) -> Result<[u8; 32], DataError> {
+    let mut hashes = Vec::new();
+    for part in &table.parts {
+        let shown = part.path.display().to_string();
+        let file = File::open(&part.path).map_err(|e| io_error(&shown, &e))?;
+        let mut hasher = blake3::Hasher::new();
+        hasher
+            .update_reader(file)
+            .map_err(|e| io_error(&shown, &e))?;
+        hashes.push(*hasher.finalize().as_bytes());
+    }
+    table.check_unchanged()?;
+    Ok(match hashes.as_slice() {
+        [one] => *one,
+        many => {
+            let mut hasher = blake3::Hasher::new_derive_key("dpq 2026 parquet files");
+            for h in many {
+                hasher.update(h);
+            }
+            *hasher.finalize().as_bytes()
+        }
+    })
+}
+
+impl ParquetTable {
+    /// The schema and row count, as a table with no rows.
+    pub fn shell(&self) -> &Table {
+        &self.shell
+    }
+
+    /// The number of files.
+    pub fn files(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// An error unless every file has the length and time it had when it was loaded: an
+    /// answer is only ever about the data the table's ledger is for.
+    fn check_unchanged(&self) -> Result<(), DataError> {
+        for part in &self.parts {
+            let meta = std::fs::metadata(&part.path).ok();
+            let same = meta
+                .as_ref()
+                .is_some_and(|m| m.len() == part.len && m.modified().ok() == part.modified);
+            if !same {
+                return Err(DataError::Changed {
+                    path: part.path.display().to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Asks every row group, in parallel, through a one-segment table holding the columns in
+    /// `needed`, and adds the answers up with `add`.
+    pub(crate) fn scan<T: Send>(
+        &self,
+        needed: &[usize],
+        zero: impl Fn() -> T + Sync + Send,
+        ask: impl Fn(&Table) -> T + Sync + Send,
+        add: impl Fn(T, T) -> T + Sync + Send,
+    ) -> Result<T, DataError> {
+        self.check_unchanged()?;
+        let groups: Vec<(usize, usize)> = self
+            .parts
+            .iter()
+            .enumerate()
+            .flat_map(|(f, p)| (0..p.row_groups).map(move |g| (f, g)))
+            .collect();
+        let answer = groups
+            .par_iter()
+            .map(|&(f, g)| {
+                let part = &self.parts[f];
+                let mut total = zero();
+                for batch in self.read_group(part, g, needed)? {
+                    let batch = batch.map_err(|_| not_parquet(&part.path))?;
+                    let chunk = self.chunk(&batch, needed)?;
+                    total = add(total, ask(&chunk));
+                }
+                Ok(total)
+            })
+            .try_reduce(&zero, |a, b| Ok(add(a, b)))?;
+        self.check_unchanged()?;
+        Ok(answer)
+    }
+
+    /// A reader of row group `g` of `part`, projected on `needed`.
+    fn read_group(
+        &self,
+        part: &Part,
+        g: usize,
+        needed: &[usize],
+    ) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader, DataError> {
+        let shown = part.path.display().to_string();
+        let file = File::open(&part.path).map_err(|e| io_error(&shown, &e))?;
+        let builder =
+            ParquetRecordBatchReaderBuilder::try_new(file).map_err(|_| not_parquet(&part.path))?;
+        let mask = ProjectionMask::roots(builder.parquet_schema(), needed.iter().copied());
+        builder
+            .with_projection(mask)
+            .with_row_groups(vec![g])
+            .with_batch_size(BATCH)
+            .build()
+            .map_err(|_| not_parquet(&part.path))
+    }
+
+    /// A batch of rows as a one-segment table: the columns in `needed` hold the batch's
+    /// values (the batch has them in schema order), the others nothing.
+    fn chunk(&self, batch: &RecordBatch, needed: &[usize]) -> Result<Table, DataError> {
+        let len = batch.num_rows();
+        let n = self.shell.names.len();
+        let mut dictionaries = vec![Dictionary::default(); n];
+        let mut columns: Vec<SegmentColumn> = (0..n)
+            .map(|_| SegmentColumn {
+                data: ColumnData::Integer(Vec::new()),
+                valid: None,
+            })
+            .collect();
+        let mut sorted: Vec<usize> = needed.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        for (position, &c) in sorted.iter().enumerate() {
+            let array = batch.column(position);
+            let (column, dictionary) =
+                convert(array, self.shell.types[c]).map_err(|why| self.value_error(c, why))?;
+            columns[c] = column;
+            dictionaries[c] = dictionary;
+        }
+        Ok(Table {
+            names: self.shell.names.clone(),
+            types: self.shell.types.clone(),
+            dictionaries,
+            segments: vec![Segment { len, columns }],
+            n_rows: len as u64,
+        })
+    }
+
+    fn value_error(&self, column: usize, why: &str) -> DataError {
+        DataError::Io {
+            path: self
+                .parts
+                .first()
+                .map(|p| p.path.display().to_string())
+                .unwrap_or_default(),
+            message: format!("column {}: {why}", escape_name(&self.shell.names[column])),
+        }
+    }
+}
+
+/// The validity bitmap of `array` (`None` when every value is present).
+fn validity(array: &dyn Array, present: impl Fn(usize) -> bool) -> Option<Vec<u64>> {
+    let len = array.len();
+    let mut bits = vec![0u64; len.div_ceil(64)];
+    let mut all = true;
+    for i in 0..len {
+        if array.is_valid(i) && present(i) {
+            bits[i / 64] |= 1 << (i % 64);
+        } else {
+            all = false;
+        }
+    }
+    (!all).then_some(bits)
+}
+
+/// One Arrow column as the column store holds it. Errors never quote a value.
+fn convert(array: &ArrayRef, t: ColumnType) -> Result<(SegmentColumn, Dictionary), &'static str> {
+    let strict = arrow_cast::CastOptions {
+        safe: false,
+        ..Default::default()
+    };
+    let none = Dictionary::default();
+    match t {
+        ColumnType::Integer => {
+            let cast = arrow_cast::cast_with_options(array, &DataType::Int64, &strict)
+                .map_err(|_| "a value lies outside the range of a 64-bit integer")?;
+            let values = cast.as_primitive::<Int64Type>();
+            let valid = validity(values, |_| true);
+            let data = ColumnData::Integer(values.values().to_vec());
+            Ok((SegmentColumn { data, valid }, none))
+        }
+        ColumnType::Float => {
+            let cast = arrow_cast::cast_with_options(array, &DataType::Float64, &strict)
+                .map_err(|_| "a value does not read as a floating-point number")?;
+            let values = cast.as_primitive::<Float64Type>();
+            let raw = values.values();
+            let valid = validity(values, |i| raw[i].is_finite());
+            let data = ColumnData::Float(
+                raw.iter()
+                    .map(|x| if x.is_finite() { *x } else { 0.0 })
+                    .collect(),
+            );
+            Ok((SegmentColumn { data, valid }, none))
+        }
+        ColumnType::Boolean => {
+            let values = array
+                .as_boolean_opt()
+                .ok_or("a value does not read as a boolean")?;
+            let mut bits = vec![0u64; values.len().div_ceil(64)];
+            for i in 0..values.len() {
+                if values.is_valid(i) && values.value(i) {
+                    bits[i / 64] |= 1 << (i % 64);
+                }
+            }
+            let valid = validity(values, |_| true);
+            let data = ColumnData::Boolean(bits);
+            Ok((SegmentColumn { data, valid }, none))
+        }
+        ColumnType::Text => text_column(array, &strict),
+    }
+}
+
+/// A text column: a sorted dictionary of the batch's values and a code per row.
+fn text_column(
+    array: &ArrayRef,
+    strict: &arrow_cast::CastOptions,
+) -> Result<(SegmentColumn, Dictionary), &'static str> {
+    let cast = arrow_cast::cast_with_options(array, &DataType::Utf8, strict)
+        .map_err(|_| "a value does not read as text")?;
+    let values = cast.as_string::<i32>();
+    let mut distinct: Vec<&str> = (0..values.len())
+        .filter(|&i| values.is_valid(i))
+        .map(|i| values.value(i))
+        .collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    if distinct.len() >= u32::MAX as usize {
+        return Err("too many distinct values");
+    }
+    let codes: Vec<u32> = (0..values.len())
+        .map(|i| {
+            if values.is_valid(i) {
+                distinct
+                    .binary_search(&values.value(i))
+                    .map_or(0, |c| c as u32)
+            } else {
+                0
+            }
+        })
+        .collect();
+    let mut bytes = Vec::new();
+    let mut ends = Vec::with_capacity(distinct.len());
+    for v in &distinct {
+        bytes.extend_from_slice(v.as_bytes());
+        ends.push(bytes.len());
+    }
+    let dictionary = Dictionary::from_parts(bytes, ends).ok_or("a value is not UTF-8")?;
+    let valid = validity(values, |_| true);
+    Ok((
+        SegmentColumn {
+            data: ColumnData::Text(codes),
+            valid,
+        },
+        dictionary,
+    ))
+}

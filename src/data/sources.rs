@@ -1,0 +1,140 @@
+//! `Source`: where a table's rows are, and the only questions that ever reach them.
+//!
+//! Whatever holds the rows (the in-memory column store of a CSV file, Parquet files streamed
+//! at each question, a database table), dpq asks it three things: the number of rows where a
+//! condition holds, the number in every cell of a cube, and a clamped sum. The answers are
+//! exact integers, for the privacy layer to add noise to; the schema and, under `replace`,
+//! the row count are the public facts. A source that reads its rows again at a question can
+//! fail then; the evaluator asks it before anything is spent, so a failure changes nothing.
+
+use super::cells::{count_cells, Buckets};
+use super::count::{count, sum_clamped, Clamp};
+use super::error::DataError;
+use super::parquet::ParquetTable;
+use super::predicate::Predicate;
+use super::table::{ColumnType, Table};
+
+/// A table's rows, wherever they are.
+#[derive(Debug)]
+pub enum Source {
+    /// A CSV file read once into the column store.
+    Memory(Table),
+    /// Parquet files, read again at each question.
+    Parquet(ParquetTable),
+}
+
+impl From<Table> for Source {
+    fn from(t: Table) -> Self {
+        Source::Memory(t)
+    }
+}
+
+impl Source {
+    /// The schema and row count (for a streamed source, a table with no rows).
+    fn shell(&self) -> &Table {
+        match self {
+            Source::Memory(t) => t,
+            Source::Parquet(p) => p.shell(),
+        }
+    }
+
+    /// The rows in memory, when they are.
+    pub fn in_memory(&self) -> Option<&Table> {
+        match self {
+            Source::Memory(t) => Some(t),
+            Source::Parquet(_) => None,
+        }
+    }
+
+    /// What holds the rows, in a word (`csv`, `parquet`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Source::Memory(_) => "csv",
+            Source::Parquet(_) => "parquet",
+        }
+    }
+
+    /// The number of rows (public only under `replace`).
+    pub fn n_rows(&self) -> u64 {
+        self.shell().n_rows()
+    }
+
+    /// The number of columns.
+    pub fn n_columns(&self) -> usize {
+        self.shell().n_columns()
+    }
+
+    /// The name of column `i`. Panics when `i >= n_columns()`.
+    pub fn column_name(&self, i: usize) -> &str {
+        self.shell().column_name(i)
+    }
+
+    /// The type of column `i`. Panics when `i >= n_columns()`.
+    pub fn column_type(&self, i: usize) -> ColumnType {
+        self.shell().column_type(i)
+    }
+
+    /// The index of the column called `name` (see [`Table::column_index`]).
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.shell().column_index(name)
+    }
+
+    /// The column names and types, in order.
+    pub fn schema(&self) -> Vec<(String, ColumnType)> {
+        self.shell().schema()
+    }
+
+    /// The true number of rows where `pred` is true.
+    ///
+    /// Internal: the number must only ever be used to add noise to.
+    pub fn count(&self, pred: &Predicate) -> Result<u64, DataError> {
+        match self {
+            Source::Memory(t) => Ok(count(t, pred)),
+            Source::Parquet(p) => p.scan(&pred.columns(), || 0, |t| count(t, pred), |a, b| a + b),
+        }
+    }
+
+    /// The true number of rows in every cell of a cube (see [`count_cells`]).
+    ///
+    /// Internal: the numbers must only ever be used to add noise to.
+    pub fn count_cells(&self, dims: &[(usize, Buckets)]) -> Result<Vec<u64>, DataError> {
+        match self {
+            Source::Memory(t) => Ok(count_cells(t, dims)),
+            Source::Parquet(p) => {
+                let needed: Vec<usize> = dims.iter().map(|(c, _)| *c).collect();
+                let cells: usize = dims.iter().map(|(_, b)| b.len()).product();
+                p.scan(
+                    &needed,
+                    || vec![0; cells],
+                    |t| count_cells(t, dims),
+                    |a, b| a.iter().zip(&b).map(|(x, y)| x + y).collect(),
+                )
+            }
+        }
+    }
+
+    /// The true clamped sum of `column` where `pred` holds, and the rows that contributed
+    /// (see [`sum_clamped`]).
+    ///
+    /// Internal: the numbers must only ever be used to add noise to.
+    pub fn sum_clamped(
+        &self,
+        column: usize,
+        pred: Option<&Predicate>,
+        clamp: Clamp,
+    ) -> Result<(i128, u64), DataError> {
+        match self {
+            Source::Memory(t) => Ok(sum_clamped(t, column, pred, clamp)),
+            Source::Parquet(p) => {
+                let mut needed = pred.map(Predicate::columns).unwrap_or_default();
+                needed.push(column);
+                p.scan(
+                    &needed,
+                    || (0, 0),
+                    |t| sum_clamped(t, column, pred, clamp),
+                    |a, b| (a.0.saturating_add(b.0), a.1 + b.1),
+                )
+            }
+        }
+    }
+}

@@ -1,0 +1,358 @@
+//! The same rows in a CSV file and in Parquet files give the same exact answers: every
+//! condition, cube and clamped sum is asked of both sources through the library (never
+//! through a noisy output), with missing values, mixed-case names, text beyond ASCII and
+//! files split into many row groups. And a Parquet table behaves as a table at the prompt:
+//! loaded by file, directory or pattern, refused when its files change under it, with
+//! nothing spent.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
+use dpq::data::{
+    load_csv, open_parquet, Buckets, Clamp, CmpOp, ColumnType, LoadOptions, Predicate, Source,
+    Value,
+};
+use dpq::eval::{Randomness, Session};
+use dpq::privacy::Store;
+use parquet::arrow::ArrowWriter;
+use parquet::file::properties::WriterProperties;
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+
+mod common;
+use common::{run_json, write};
+
+/// Names that sort differently by byte and by any human collation, with a comma and a quote.
+const NAMES: [&str; 9] = [
+    "alice", "Bob", "bob", "Émile", "zoë", "Zed", "a b", "x,y", "O'Neil",
+];
+
+struct Row {
+    age: Option<i64>,
+    score: Option<f64>,
+    name: Option<&'static str>,
+    flag: Option<bool>,
+}
+
+fn rows(n: usize, seed: u64) -> Vec<Row> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| Row {
+            age: rng.random_bool(0.9).then(|| rng.random_range(-5..90)),
+            score: rng
+                .random_bool(0.85)
+                .then(|| f64::from(rng.random_range(-400..400)) / 8.0),
+            name: rng
+                .random_bool(0.9)
+                .then(|| NAMES[rng.random_range(0..NAMES.len())]),
+            flag: rng.random_bool(0.8).then(|| rng.random_bool(0.4)),
+        })
+        .collect()
+}
+
+fn csv(rows: &[Row]) -> String {
+    let mut out = String::from("Age,score,Name,flag\n");
+    for r in rows {
+        let name = r.name.map_or(String::new(), |n| {
+            if n.contains(',') {
+                format!("\"{n}\"")
+            } else {
+                n.to_string()
+            }
+        });
+        out.push_str(&format!(
+            "{},{},{},{}\n",
+            r.age.map_or(String::new(), |a| a.to_string()),
+            r.score.map_or(String::new(), |s| s.to_string()),
+            name,
+            r.flag.map_or(String::new(), |f| f.to_string()),
+        ));
+    }
+    out
+}
+
+/// Writes `rows` as Parquet files in `dir`: `files` files of row groups of `group` rows.
+fn parquet(rows: &[Row], dir: &Path, files: usize, group: usize) {
+    let per = rows.len().div_ceil(files);
+    for (i, part) in rows.chunks(per).enumerate() {
+        let columns: Vec<(&str, ArrayRef)> = vec![
+            (
+                "Age",
+                Arc::new(Int64Array::from_iter(part.iter().map(|r| r.age))),
+            ),
+            (
+                "score",
+                Arc::new(Float64Array::from_iter(part.iter().map(|r| r.score))),
+            ),
+            (
+                "Name",
+                Arc::new(StringArray::from_iter(part.iter().map(|r| r.name))),
+            ),
+            (
+                "flag",
+                Arc::new(BooleanArray::from_iter(part.iter().map(|r| r.flag))),
+            ),
+        ];
+        let batch = RecordBatch::try_from_iter(columns).expect("a batch");
+        let file = std::fs::File::create(dir.join(format!("part-{i}.parquet"))).expect("a file");
+        let props = WriterProperties::builder()
+            .set_max_row_group_row_count(Some(group))
+            .build();
+        let mut writer = ArrowWriter::try_new(file, batch.schema(), Some(props)).expect("a writer");
+        writer.write(&batch).expect("written");
+        writer.close().expect("closed");
+    }
+}
+
+/// The same 3,000 rows as a CSV file and as three Parquet files of row groups of 250 rows.
+fn sources() -> &'static (Source, Source) {
+    static SOURCES: std::sync::OnceLock<(Source, Source)> = std::sync::OnceLock::new();
+    SOURCES.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("tempdir").keep();
+        let rows = rows(3000, 7);
+        let csv_path = write(&dir, "rows.csv", &csv(&rows));
+        let pq = dir.join("pq");
+        std::fs::create_dir(&pq).expect("a directory");
+        parquet(&rows, &pq, 3, 250);
+        let memory = Source::Memory(
+            load_csv(&csv_path, &LoadOptions::default())
+                .expect("the CSV loads")
+                .table,
+        );
+        let streamed = Source::Parquet(open_parquet(&pq).expect("the Parquet files open"));
+        (memory, streamed)
+    })
+}
+
+#[test]
+fn both_sources_have_one_schema_and_one_row_count() {
+    let (memory, streamed) = sources();
+    let schema = vec![
+        ("Age".to_string(), ColumnType::Integer),
+        ("score".to_string(), ColumnType::Float),
+        ("Name".to_string(), ColumnType::Text),
+        ("flag".to_string(), ColumnType::Boolean),
+    ];
+    assert_eq!(memory.schema(), schema);
+    assert_eq!(streamed.schema(), schema);
+    assert_eq!((memory.n_rows(), streamed.n_rows()), (3000, 3000));
+    assert_eq!(streamed.kind(), "parquet");
+}
+
+fn literal(column: usize) -> BoxedStrategy<Value> {
+    match column {
+        0 => (-10i64..95).prop_map(|x| Value::Number(x as f64)).boxed(),
+        1 => (-420i64..420)
+            .prop_map(|x| Value::Number(x as f64 / 8.0))
+            .boxed(),
+        2 => prop_oneof![
+            proptest::sample::select(NAMES.to_vec()).prop_map(|s| Value::Text(s.to_string())),
+            proptest::sample::select(vec!["", "B", "a", "b", "É", "zz", "Ö"])
+                .prop_map(|s| Value::Text(s.to_string())),
+        ]
+        .boxed(),
+        _ => any::<bool>().prop_map(Value::Bool).boxed(),
+    }
+}
+
+fn op() -> impl Strategy<Value = CmpOp> {
+    proptest::sample::select(vec![
+        CmpOp::Eq,
+        CmpOp::Ne,
+        CmpOp::Lt,
+        CmpOp::Le,
+        CmpOp::Gt,
+        CmpOp::Ge,
+    ])
+}
+
+fn leaf() -> impl Strategy<Value = Predicate> {
+    (0usize..4).prop_flat_map(|column| {
+        prop_oneof![
+            (op(), literal(column)).prop_map(move |(op, value)| Predicate::Compare {
+                column,
+                op,
+                value
+            }),
+            prop::collection::vec(literal(column), 1..4)
+                .prop_map(move |values| Predicate::In { column, values }),
+            (literal(column), literal(column)).prop_map(move |(low, high)| Predicate::Between {
+                column,
+                low,
+                high
+            }),
+        ]
+    })
+}
+
+fn predicate() -> impl Strategy<Value = Predicate> {
+    leaf().prop_recursive(3, 12, 2, |inner| {
+        prop_oneof![
+            (inner.clone(), inner.clone())
+                .prop_map(|(a, b)| Predicate::And(Box::new(a), Box::new(b))),
+            (inner.clone(), inner.clone())
+                .prop_map(|(a, b)| Predicate::Or(Box::new(a), Box::new(b))),
+            inner.prop_map(|a| Predicate::Not(Box::new(a))),
+        ]
+    })
+}
+
+fn buckets(column: usize) -> BoxedStrategy<Buckets> {
+    match column {
+        0 | 1 => prop::collection::btree_set(-20i64..100, 1..4)
+            .prop_map(|cuts| Buckets::Cuts(cuts.into_iter().map(|c| c as f64 / 2.0).collect()))
+            .boxed(),
+        2 => prop::collection::btree_set(proptest::sample::select(NAMES.to_vec()), 1..4)
+            .prop_map(|v| Buckets::Values(v.into_iter().map(|s| Value::Text(s.into())).collect()))
+            .boxed(),
+        _ => Just(Buckets::Values(vec![Value::Bool(true)])).boxed(),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_condition_counts_the_same(pred in predicate()) {
+        let (memory, streamed) = sources();
+        let a = memory.count(&pred).expect("memory");
+        let b = streamed.count(&pred).expect("parquet");
+        prop_assert_eq!(a, b, "{:?}", pred);
+    }
+
+    #[test]
+    fn every_cube_counts_the_same(
+        dims in prop::collection::vec((0usize..4).prop_flat_map(|c| (Just(c), buckets(c))), 1..3)
+    ) {
+        let (memory, streamed) = sources();
+        let a = memory.count_cells(&dims).expect("memory");
+        let b = streamed.count_cells(&dims).expect("parquet");
+        prop_assert_eq!(a.iter().sum::<u64>(), 3000);
+        prop_assert_eq!(a, b, "{:?}", dims);
+    }
+
+    #[test]
+    fn every_clamped_sum_is_the_same(
+        pred in prop::option::of(predicate()),
+        lo in -60i64..0,
+        width in 1i64..120,
+        k in 0u32..4,
+    ) {
+        let (memory, streamed) = sources();
+        let int = Clamp::Int { lo, hi: lo + width, k };
+        let float = Clamp::Float { lo: lo as f64, hi: (lo + width) as f64, k };
+        for (column, clamp) in [(0, int), (1, float), (0, float)] {
+            let a = memory.sum_clamped(column, pred.as_ref(), clamp).expect("memory");
+            let b = streamed.sum_clamped(column, pred.as_ref(), clamp).expect("parquet");
+            prop_assert_eq!(a, b, "column {} {:?} {:?}", column, clamp, pred);
+        }
+    }
+}
+
+/// A missing value is unknown: `NOT (Age <= 30)` leaves out the rows with no age, in both.
+#[test]
+fn not_of_an_unknown_is_unknown_in_both() {
+    let (memory, streamed) = sources();
+    let le = Predicate::Compare {
+        column: 0,
+        op: CmpOp::Le,
+        value: Value::Number(30.0),
+    };
+    let not = Predicate::Not(Box::new(le.clone()));
+    for s in [memory, streamed] {
+        let (yes, no) = (
+            s.count(&le).expect("a count"),
+            s.count(&not).expect("a count"),
+        );
+        assert!(yes + no < 3000, "rows with no age count on neither side");
+        assert!(yes > 0 && no > 0);
+    }
+}
+
+fn session(dir: &Path) -> Session {
+    Session::with_store(Randomness::Os, Store::dir(dir.join("state")))
+}
+
+/// At the prompt: a Parquet file, a directory and a pattern load as tables, answer, and keep
+/// a ledger by their bytes; a file changed after `LOAD` is refused, with nothing spent.
+#[test]
+fn a_parquet_table_at_the_prompt() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pq = dir.path().join("events");
+    std::fs::create_dir(&pq).expect("a directory");
+    parquet(&rows(600, 3), &pq, 2, 100);
+    let mut s = session(dir.path());
+    let out = run_json(
+        &mut s,
+        &format!(
+            "LOAD '{d}' AS whole; LOAD '{d}/*.parquet' AS pattern; LOAD '{d}/part-0.parquet' AS one; \
+             USE whole; COUNT WHERE Age <= 30 WITH EPS 0.5; CUBE BY Name ('alice', 'Bob'); HISTOGRAM WITH EPS 0.1;",
+            d = pq.display()
+        ),
+    );
+    let kinds: Vec<&str> = out
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(
+        kinds[..4],
+        ["loaded", "loaded", "loaded", "using"],
+        "{out:?}"
+    );
+    assert_eq!(out[0]["n"], 600);
+    assert_eq!(out[2]["n"], 300);
+    assert_eq!(out[4]["kind"], "count", "{out:?}");
+    // The directory and the pattern are the same bytes: one ledger, one budget.
+    assert_eq!(out[1]["budget_spent"], out[0]["budget_spent"]);
+
+    // The file changes under the table: the question is refused, and nothing is spent.
+    parquet(&rows(600, 4), &pq, 2, 100);
+    let out = run_json(&mut s, "COUNT WHERE Name = 'alice' WITH EPS 0.25;");
+    assert_eq!(out[0]["kind"], "error", "{}", out[0]);
+    let message = out[0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("changed") && message.contains("nothing was spent"),
+        "{message}"
+    );
+    let budget = run_json(&mut s, "SHOW BUDGET;");
+    assert_eq!(budget[0]["spent"], 0.6, "{}", budget[0]);
+}
+
+/// What a Parquet file cannot be: read with `NO HEADER`, bounded by a privacy unit (the rows
+/// are not in memory), or a file that is not Parquet; each is one clear error.
+#[test]
+fn what_a_parquet_table_refuses() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    parquet(&rows(50, 5), dir.path(), 1, 50);
+    let file = dir.path().join("part-0.parquet");
+    let bad = write(dir.path(), "bad.parquet", "Age,score\n1,2\n");
+    let mut s = session(dir.path());
+    let out: Vec<serde_json::Value> = [
+        format!("LOAD '{}' AS a NO HEADER;", file.display()),
+        format!(
+            "LOAD '{}' AS b PRIVACY UNIT Name MAX ROWS 2;",
+            file.display()
+        ),
+        format!("LOAD '{}' AS c;", bad.display()),
+    ]
+    .iter()
+    .flat_map(|script| run_json(&mut s, script))
+    .collect();
+    let messages: Vec<&str> = out
+        .iter()
+        .map(|o| o["message"].as_str().unwrap_or(""))
+        .collect();
+    assert!(
+        messages[0].contains("NO HEADER is for CSV files"),
+        "{messages:?}"
+    );
+    assert!(
+        messages[1].contains("needs the rows in memory"),
+        "{messages:?}"
+    );
+    assert!(
+        messages[2].contains("does not read as a Parquet file"),
+        "{messages:?}"
+    );
+}
