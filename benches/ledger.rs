@@ -6,7 +6,6 @@
 //! store. `DPQ_BENCH_RELEASES` changes the number of releases.
 
 // Shared with the count and load benchmarks; this one needs only the table writer.
-#[allow(dead_code)]
 mod common;
 
 use common::write_people;

@@ -9,7 +9,6 @@
 //! `DPQ_BENCH_CLIENTS` (default 8) change the set-up. Not a criterion benchmark: the figures
 //! are throughput and tail latency under concurrency, which criterion does not measure.
 
-#[allow(dead_code)]
 mod common;
 
 use std::io::{BufRead, BufReader, Write};

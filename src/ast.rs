@@ -28,8 +28,11 @@ pub struct UnitClause {
 pub enum StatementKind {
     /// `LOAD 'people.csv' [AS people] [NO HEADER]`
     Load {
-        /// The CSV file's path as written.
+        /// The file's path as written (CSV, or Parquet files), or with `postgres` a
+        /// PostgreSQL connection string.
         path: Text,
+        /// `POSTGRES 'connection' TABLE name`: the database table whose rows are asked.
+        postgres: Option<Ident>,
         /// The table's name; by default the file's stem.
         alias: Option<Ident>,
         /// `NO HEADER`: the first row is data, and the columns are named `c1`, `c2`, ...
@@ -513,12 +516,16 @@ impl fmt::Display for StatementKind {
         match self {
             StatementKind::Load {
                 path,
+                postgres,
                 alias,
                 no_header,
                 neighbours,
                 unit,
             } => {
-                write!(f, "LOAD {path}")?;
+                match postgres {
+                    Some(table) => write!(f, "LOAD POSTGRES {path} TABLE {table}")?,
+                    None => write!(f, "LOAD {path}")?,
+                }
                 if let Some(a) = alias {
                     write!(f, " AS {a}")?;
                 }

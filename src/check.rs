@@ -80,6 +80,7 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
     Ok(match kind {
         StatementKind::Load {
             path,
+            postgres,
             alias,
             no_header,
             neighbours,
@@ -98,13 +99,15 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
             }
             Plan::Load {
                 path: PathBuf::from(&path.value),
+                postgres: postgres.as_ref().map(|t| t.name.clone()),
                 path_span: path.span,
                 header: !no_header,
                 neighbours: asked,
                 unit,
-                name: match alias {
-                    Some(a) => a.name.clone(),
-                    None => default_table_name(Path::new(&path.value)),
+                name: match (alias, postgres) {
+                    (Some(a), _) => a.name.clone(),
+                    (None, Some(t)) => default_table_name(Path::new(&t.name)),
+                    (None, None) => default_table_name(Path::new(&path.value)),
                 },
             }
         }
@@ -271,9 +274,26 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
         },
         StatementKind::Explain(inner) => Plan::Explain {
             plan: Box::new(check_kind(inner, span, catalog)?),
-            statement: format!("{inner};"),
+            statement: shown_statement(inner),
         },
     })
+}
+
+/// A statement as a result repeats it: a PostgreSQL connection string, which can hold a
+/// password, is replaced by `'(connection string)'`.
+fn shown_statement(kind: &StatementKind) -> String {
+    match kind {
+        StatementKind::Load {
+            postgres: Some(_), ..
+        } => {
+            let mut hidden = kind.clone();
+            if let StatementKind::Load { path, .. } = &mut hidden {
+                path.value = "(connection string)".to_string();
+            }
+            format!("{hidden};")
+        }
+        _ => format!("{kind};"),
+    }
 }
 
 /// The largest `n` of `OUT OF RANGE` (any count of rows a table could hold).

@@ -17,7 +17,7 @@ pub struct Topic {
 pub const TOPICS: &[Topic] = &[
     Topic {
         name: "LOAD",
-        synopsis: "LOAD 'file.csv' [AS name] [NO HEADER] [NEIGHBOURS replace|add_remove] [PRIVACY UNIT column MAX ROWS k];",
+        synopsis: "LOAD 'file.csv' | POSTGRES 'connection' TABLE name [AS name] [NO HEADER] [NEIGHBOURS replace|add_remove] [PRIVACY UNIT column MAX ROWS k];",
         about:
             "Reads a CSV file with a header row into a table and makes it current. Column types \
 (integer, float, text, boolean) are inferred; empty and NA cells are missing and match no \
@@ -30,7 +30,9 @@ a hash of each row's own content); every sensitivity is then k times a row's, ne
 tables differ by one person's rows (NEIGHBOURS add_remove), and n is private. The unit is \
 recorded with the data and holds when the file is loaded again. A .parquet file, a directory \
 of them or a pattern (LOAD 'events/*.parquet') is one table whose rows stay on disk: its \
-schema comes from the files' metadata and every question streams them.",
+schema comes from the files' metadata and every question streams them. LOAD POSTGRES \
+'connection' TABLE name reads a PostgreSQL table's schema and row count; every question is \
+then one SQL statement sent to the database.",
         example: "LOAD 'examples/data/people.csv' AS people;",
     },
     Topic {

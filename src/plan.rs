@@ -14,8 +14,10 @@ use std::path::PathBuf;
 pub enum Plan {
     /// Load a CSV file as a table and make it current.
     Load {
-        /// The file.
+        /// The file (with `postgres`, the connection string).
         path: PathBuf,
+        /// `POSTGRES ... TABLE name`: the database table.
+        postgres: Option<String>,
         /// Where the path was written, for errors about the file.
         path_span: Span,
         /// Whether the first row names the columns (else they are `c1`, `c2`, ...).

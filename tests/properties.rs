@@ -141,10 +141,12 @@ fn statement() -> impl Strategy<Value = StatementKind> {
             any::<bool>(),
             prop::option::of(name()),
             prop::option::of((name(), prop::option::of(number()))),
+            prop::option::of(name()),
         )
-            .prop_map(
-                |(path, alias, no_header, neighbours, unit)| StatementKind::Load {
+            .prop_map(|(path, alias, no_header, neighbours, unit, postgres)| {
+                StatementKind::Load {
                     path,
+                    postgres,
                     alias,
                     no_header,
                     neighbours,
@@ -154,7 +156,7 @@ fn statement() -> impl Strategy<Value = StatementKind> {
                         span: Span::default(),
                     }),
                 }
-            ),
+            }),
         name().prop_map(|table| StatementKind::Use { table }),
         Just(StatementKind::ShowTables),
         Just(StatementKind::ShowBudget),

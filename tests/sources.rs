@@ -1,7 +1,12 @@
-//! The same rows in a CSV file and in Parquet files give the same exact answers: every
-//! condition, cube and clamped sum is asked of both sources through the library (never
-//! through a noisy output), with missing values, mixed-case names, text beyond ASCII and
-//! files split into many row groups. And a Parquet table behaves as a table at the prompt:
+//! The same rows in a CSV file, in Parquet files and in a PostgreSQL table give the same
+//! exact answers: every condition, cube and clamped sum is asked of every source through the
+//! library (never through a noisy output), with missing values, mixed-case names, text
+//! beyond ASCII and files split into many row groups.
+//!
+//! The PostgreSQL source is a real server named by `DPQ_TEST_POSTGRES` (a connection string;
+//! `bash .ci/postgres.sh` starts one and prints it, and `.ci/run` does so). Without it the
+//! PostgreSQL side is left out with a note, unless `DPQ_REQUIRE_POSTGRES` is set, as in CI,
+//! where its absence fails the tests. And a Parquet table behaves as a table at the prompt:
 //! loaded by file, directory or pattern, refused when its files change under it, with
 //! nothing spent.
 
@@ -10,8 +15,8 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
 use dpq::data::{
-    load_csv, open_parquet, Buckets, Clamp, CmpOp, ColumnType, LoadOptions, Predicate, Source,
-    Value,
+    load_csv, open_parquet, open_postgres, Buckets, Clamp, CmpOp, ColumnType, LoadOptions,
+    Predicate, Source, Value,
 };
 use dpq::eval::{Randomness, Session};
 use dpq::privacy::Store;
@@ -105,9 +110,45 @@ fn parquet(rows: &[Row], dir: &Path, files: usize, group: usize) {
     }
 }
 
-/// The same 3,000 rows as a CSV file and as three Parquet files of row groups of 250 rows.
-fn sources() -> &'static (Source, Source) {
-    static SOURCES: std::sync::OnceLock<(Source, Source)> = std::sync::OnceLock::new();
+/// The connection string of the test server, if there is one.
+fn postgres_server() -> Option<String> {
+    match std::env::var("DPQ_TEST_POSTGRES") {
+        Ok(c) if !c.is_empty() => Some(c),
+        _ if std::env::var_os("DPQ_REQUIRE_POSTGRES").is_some() => {
+            panic!("DPQ_REQUIRE_POSTGRES is set but DPQ_TEST_POSTGRES names no server")
+        }
+        _ => {
+            eprintln!("note: DPQ_TEST_POSTGRES is not set: the PostgreSQL source is not tested");
+            None
+        }
+    }
+}
+
+/// Writes `rows` to a new table `table` (its name and columns in mixed case) of the server.
+fn postgres_table(conninfo: &str, table: &str, rows: &[Row]) {
+    let mut client = postgres::Client::connect(conninfo, postgres::NoTls).expect("the server");
+    client
+        .batch_execute(&format!(
+            "DROP TABLE IF EXISTS \"{table}\"; CREATE TABLE \"{table}\" \
+             (\"Age\" int8, score float8, \"Name\" text, flag bool, stamp date)"
+        ))
+        .expect("the table");
+    let insert =
+        format!("INSERT INTO \"{table}\" (\"Age\", score, \"Name\", flag) VALUES ($1, $2, $3, $4)");
+    let mut txn = client.transaction().expect("a transaction");
+    let statement = txn.prepare(&insert).expect("prepared");
+    for r in rows {
+        txn.execute(&statement, &[&r.age, &r.score, &r.name, &r.flag])
+            .expect("a row");
+    }
+    txn.commit().expect("committed");
+}
+
+/// The same 3,000 rows as a CSV file, as three Parquet files of row groups of 250 rows, and
+/// (with a server) as a PostgreSQL table.
+fn sources() -> &'static (Source, Source, Option<Source>) {
+    static SOURCES: std::sync::OnceLock<(Source, Source, Option<Source>)> =
+        std::sync::OnceLock::new();
     SOURCES.get_or_init(|| {
         let dir = tempfile::tempdir().expect("tempdir").keep();
         let rows = rows(3000, 7);
@@ -121,13 +162,26 @@ fn sources() -> &'static (Source, Source) {
                 .table,
         );
         let streamed = Source::Parquet(open_parquet(&pq).expect("the Parquet files open"));
-        (memory, streamed)
+        let database = postgres_server().map(|conninfo| {
+            let table = format!("Rows_{}", std::process::id());
+            postgres_table(&conninfo, &table, &rows);
+            let opened = open_postgres(&conninfo, &table).expect("the table opens");
+            assert_eq!(opened.left_out, ["stamp"], "a date column is left out");
+            Source::Postgres(Box::new(opened.table))
+        });
+        (memory, streamed, database)
     })
+}
+
+/// Every source but the column store, which the others are compared with.
+fn others() -> Vec<&'static Source> {
+    let (_, streamed, database) = sources();
+    std::iter::once(streamed).chain(database.as_ref()).collect()
 }
 
 #[test]
 fn both_sources_have_one_schema_and_one_row_count() {
-    let (memory, streamed) = sources();
+    let (memory, ..) = sources();
     let schema = vec![
         ("Age".to_string(), ColumnType::Integer),
         ("score".to_string(), ColumnType::Float),
@@ -135,9 +189,11 @@ fn both_sources_have_one_schema_and_one_row_count() {
         ("flag".to_string(), ColumnType::Boolean),
     ];
     assert_eq!(memory.schema(), schema);
-    assert_eq!(streamed.schema(), schema);
-    assert_eq!((memory.n_rows(), streamed.n_rows()), (3000, 3000));
-    assert_eq!(streamed.kind(), "parquet");
+    assert_eq!(memory.n_rows(), 3000);
+    for other in others() {
+        assert_eq!(other.schema(), schema, "{}", other.kind());
+        assert_eq!(other.n_rows(), 3000, "{}", other.kind());
+    }
 }
 
 fn literal(column: usize) -> BoxedStrategy<Value> {
@@ -215,21 +271,23 @@ proptest! {
 
     #[test]
     fn every_condition_counts_the_same(pred in predicate()) {
-        let (memory, streamed) = sources();
-        let a = memory.count(&pred).expect("memory");
-        let b = streamed.count(&pred).expect("parquet");
-        prop_assert_eq!(a, b, "{:?}", pred);
+        let a = sources().0.count(&pred).expect("memory");
+        for other in others() {
+            let b = other.count(&pred).expect("a count");
+            prop_assert_eq!(a, b, "{} {:?}", other.kind(), pred);
+        }
     }
 
     #[test]
     fn every_cube_counts_the_same(
         dims in prop::collection::vec((0usize..4).prop_flat_map(|c| (Just(c), buckets(c))), 1..3)
     ) {
-        let (memory, streamed) = sources();
-        let a = memory.count_cells(&dims).expect("memory");
-        let b = streamed.count_cells(&dims).expect("parquet");
+        let a = sources().0.count_cells(&dims).expect("memory");
         prop_assert_eq!(a.iter().sum::<u64>(), 3000);
-        prop_assert_eq!(a, b, "{:?}", dims);
+        for other in others() {
+            let b = other.count_cells(&dims).expect("cells");
+            prop_assert_eq!(&a, &b, "{} {:?}", other.kind(), dims);
+        }
     }
 
     #[test]
@@ -239,13 +297,15 @@ proptest! {
         width in 1i64..120,
         k in 0u32..4,
     ) {
-        let (memory, streamed) = sources();
+        let memory = &sources().0;
         let int = Clamp::Int { lo, hi: lo + width, k };
         let float = Clamp::Float { lo: lo as f64, hi: (lo + width) as f64, k };
         for (column, clamp) in [(0, int), (1, float), (0, float)] {
             let a = memory.sum_clamped(column, pred.as_ref(), clamp).expect("memory");
-            let b = streamed.sum_clamped(column, pred.as_ref(), clamp).expect("parquet");
-            prop_assert_eq!(a, b, "column {} {:?} {:?}", column, clamp, pred);
+            for other in others() {
+                let b = other.sum_clamped(column, pred.as_ref(), clamp).expect("a sum");
+                prop_assert_eq!(a, b, "{} column {} {:?} {:?}", other.kind(), column, clamp, pred);
+            }
         }
     }
 }
@@ -253,14 +313,13 @@ proptest! {
 /// A missing value is unknown: `NOT (Age <= 30)` leaves out the rows with no age, in both.
 #[test]
 fn not_of_an_unknown_is_unknown_in_both() {
-    let (memory, streamed) = sources();
     let le = Predicate::Compare {
         column: 0,
         op: CmpOp::Le,
         value: Value::Number(30.0),
     };
     let not = Predicate::Not(Box::new(le.clone()));
-    for s in [memory, streamed] {
+    for s in std::iter::once(&sources().0).chain(others()) {
         let (yes, no) = (
             s.count(&le).expect("a count"),
             s.count(&not).expect("a count"),
@@ -355,4 +414,99 @@ fn what_a_parquet_table_refuses() {
         messages[2].contains("does not read as a Parquet file"),
         "{messages:?}"
     );
+}
+
+/// At the prompt: a PostgreSQL table loads by `LOAD POSTGRES ... TABLE`, answers, keeps its
+/// ledger by server, database and name; the connection string (which can hold a password) is
+/// never shown; a table whose rows changed, or an error of the server, is refused with a fixed
+/// message and nothing spent.
+#[test]
+fn a_postgres_table_at_the_prompt() {
+    let Some(conninfo) = postgres_server() else {
+        return;
+    };
+    let table = format!("Visits_{}", std::process::id());
+    postgres_table(&conninfo, &table, &rows(400, 9));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut s = session(dir.path());
+    let secret = format!("{conninfo} password=hunter2 application_name=dpq_test");
+    let out = run_json(
+        &mut s,
+        &format!(
+            "EXPLAIN LOAD POSTGRES '{secret}' TABLE \"{table}\" AS v; \
+             LOAD POSTGRES '{secret}' TABLE \"{table}\" AS v; \
+             COUNT WHERE Name = 'bob' AND NOT (Age <= 30) WITH EPS 0.5; \
+             SUM Age CLAMP (0, 100) WITH EPS 0.1;"
+        ),
+    );
+    let text = serde_json::to_string(&out).expect("JSON");
+    assert!(
+        !text.contains("hunter2"),
+        "the password is never shown: {text}"
+    );
+    let kinds: Vec<&str> = out
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(kinds, ["explain", "loaded", "count", "sum"], "{text}");
+    assert_eq!(out[1]["n"], 400);
+    assert_eq!(
+        out[1]["warnings"].as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        out[1]
+    );
+
+    // Loaded again, the same table finds the same ledger.
+    let again = run_json(
+        &mut s,
+        &format!("LOAD POSTGRES '{conninfo}' TABLE \"{table}\" AS w;"),
+    );
+    assert_eq!(again[0]["budget_spent"], 0.6, "{}", again[0]);
+
+    // A row added under the table: refused, nothing spent.
+    let mut client = postgres::Client::connect(&conninfo, postgres::NoTls).expect("the server");
+    client
+        .execute(
+            &format!("INSERT INTO \"{table}\" (\"Age\") VALUES (7)"),
+            &[],
+        )
+        .expect("a row");
+    let out = run_json(&mut s, "USE v; COUNT WHERE Age > 3 WITH EPS 0.1;");
+    let message = out[1]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("changed") && message.contains("nothing was spent"),
+        "{message}"
+    );
+
+    // An error of the server (the table is gone): a fixed message with its SQLSTATE code.
+    client
+        .execute(&format!("DROP TABLE \"{table}\""), &[])
+        .expect("dropped");
+    let out = run_json(&mut s, "COUNT WHERE Age > 3 WITH EPS 0.1;");
+    let message = out[0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("the database could not answer (SQLSTATE 42P01)")
+            && !message.contains("does not exist"),
+        "{message}"
+    );
+    let budget = run_json(&mut s, "SHOW BUDGET;");
+    assert_eq!(budget[0]["spent"], 0.6, "{}", budget[0]);
+
+    // A server that is not there, and a table that is not there.
+    let out = run_json(
+        &mut s,
+        "LOAD POSTGRES 'host=127.0.0.1 port=1 user=dpq connect_timeout=2' TABLE t AS x;",
+    );
+    let message = out[0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("cannot connect to the database"),
+        "{message}"
+    );
+    let out = run_json(
+        &mut s,
+        &format!("LOAD POSTGRES '{conninfo}' TABLE no_such_table AS y;"),
+    );
+    let message = out[0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("no table of that name"), "{message}");
 }

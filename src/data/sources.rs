@@ -1,7 +1,7 @@
 //! `Source`: where a table's rows are, and the only questions that ever reach them.
 //!
 //! Whatever holds the rows (the in-memory column store of a CSV file, Parquet files streamed
-//! at each question, a database table), dpq asks it three things: the number of rows where a
+//! at each question, a PostgreSQL table), dpq asks it three things: the number of rows where a
 //! condition holds, the number in every cell of a cube, and a clamped sum. The answers are
 //! exact integers, for the privacy layer to add noise to; the schema and, under `replace`,
 //! the row count are the public facts. A source that reads its rows again at a question can
@@ -11,6 +11,7 @@ use super::cells::{count_cells, Buckets};
 use super::count::{count, sum_clamped, Clamp};
 use super::error::DataError;
 use super::parquet::ParquetTable;
+use super::postgres::PgTable;
 use super::predicate::Predicate;
 use super::table::{ColumnType, Table};
 
@@ -21,6 +22,8 @@ pub enum Source {
     Memory(Table),
     /// Parquet files, read again at each question.
     Parquet(ParquetTable),
+    /// A PostgreSQL table: each question is sent to the database as one SQL statement.
+    Postgres(Box<PgTable>),
 }
 
 impl From<Table> for Source {
@@ -35,6 +38,7 @@ impl Source {
         match self {
             Source::Memory(t) => t,
             Source::Parquet(p) => p.shell(),
+            Source::Postgres(p) => p.shell(),
         }
     }
 
@@ -42,7 +46,7 @@ impl Source {
     pub fn in_memory(&self) -> Option<&Table> {
         match self {
             Source::Memory(t) => Some(t),
-            Source::Parquet(_) => None,
+            Source::Parquet(_) | Source::Postgres(_) => None,
         }
     }
 
@@ -51,6 +55,7 @@ impl Source {
         match self {
             Source::Memory(_) => "csv",
             Source::Parquet(_) => "parquet",
+            Source::Postgres(_) => "postgres",
         }
     }
 
@@ -91,6 +96,7 @@ impl Source {
         match self {
             Source::Memory(t) => Ok(count(t, pred)),
             Source::Parquet(p) => p.scan(&pred.columns(), || 0, |t| count(t, pred), |a, b| a + b),
+            Source::Postgres(p) => p.count(pred),
         }
     }
 
@@ -110,6 +116,7 @@ impl Source {
                     |a, b| a.iter().zip(&b).map(|(x, y)| x + y).collect(),
                 )
             }
+            Source::Postgres(p) => p.count_cells(dims),
         }
     }
 
@@ -135,6 +142,7 @@ impl Source {
                     |a, b| (a.0.saturating_add(b.0), a.1 + b.1),
                 )
             }
+            Source::Postgres(p) => p.sum_clamped(column, pred, clamp),
         }
     }
 }

@@ -88,13 +88,20 @@ impl Session {
     fn describe(&self, plan: Plan) -> Vec<(String, String)> {
         let free = "spends nothing and draws no noise";
         match plan {
-            Plan::Load { path, name, .. } => vec![
+            Plan::Load { path, name, postgres, .. } => vec![
                 step(
                     "does",
-                    format!(
-                        "reads {} as table `{name}`, inferring column types; its row count and schema are public and shown",
-                        path.display()
-                    ),
+                    match postgres {
+                        // The connection string can hold a password: never shown.
+                        Some(t) => format!(
+                            "asks PostgreSQL for the schema and row count of its table {} as table `{name}`; every later question is sent to the database as one SQL statement",
+                            crate::data::escape_name(&t)
+                        ),
+                        None => format!(
+                            "reads {} as table `{name}`, inferring column types; its row count and schema are public and shown",
+                            path.display()
+                        ),
+                    },
                 ),
                 step(
                     "budget",

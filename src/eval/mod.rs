@@ -218,6 +218,7 @@ impl Session {
         Ok(match plan {
             Plan::Load {
                 path,
+                postgres,
                 path_span,
                 header,
                 neighbours,
@@ -226,6 +227,7 @@ impl Session {
             } => self.load(
                 tables::Source {
                     path,
+                    postgres,
                     path_span,
                     header,
                     neighbours,

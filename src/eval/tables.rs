@@ -11,8 +11,10 @@ use std::path::{Path, PathBuf};
 
 /// Where a table comes from, as `LOAD` says.
 pub(super) struct Source {
-    /// The file.
+    /// The file (with `postgres`, the connection string, never shown).
     pub(super) path: PathBuf,
+    /// `POSTGRES ... TABLE name`: the database table.
+    pub(super) postgres: Option<String>,
     /// Where the path was written.
     pub(super) path_span: Span,
     /// Whether the first row names the columns.
@@ -39,24 +41,29 @@ impl Session {
         }
         let Source {
             path,
+            postgres,
             path_span,
             header,
             neighbours,
             unit,
         } = source;
-        let shown = path.display().to_string();
         let options = LoadOptions {
             header,
             ..self.load_options.clone()
         };
-        let (table, content) = read_table(&path, &options).map_err(|error| EvalError::Load {
-            path: shown.clone(),
-            error,
-            span: path_span,
-        })?;
-        let data_file = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+        let read = match &postgres {
+            Some(relation) => read_postgres(&path, relation, header),
+            None => read_table(&path, &options),
+        };
+        let (table, content, data_file, shown, mut warnings) =
+            read.map_err(|(shown, error)| EvalError::Load {
+                path: shown,
+                error,
+                span: path_span,
+            })?;
         let file_id = std::fs::metadata(&data_file)
             .ok()
+            .filter(|_| postgres.is_none())
             .map(|m| (m.dev(), m.ino()));
         if let Some(u) = &unit {
             unit_column(&table, u, &name, span)?;
@@ -115,7 +122,8 @@ impl Session {
         self.current = Some(i);
         self.teaching_focus = false;
         let mut info = self.info(i);
-        info.warnings = opened.warnings;
+        warnings.extend(opened.warnings);
+        info.warnings = warnings;
         Ok(Output::Loaded(info))
     }
 
@@ -181,23 +189,79 @@ impl Session {
     }
 }
 
+/// A table's rows as `LOAD` reads them: the rows, the BLAKE3 identity of their data, the
+/// path their ledger is kept for, the name shown, and warnings.
+type Read = (Rows, [u8; 32], PathBuf, String, Vec<String>);
+
 /// Reads a table's rows with the plain BLAKE3 hash of their bytes: a CSV file once into
 /// memory, Parquet files (a `.parquet` file, a directory or a pattern) by their metadata,
 /// their rows read again at each question.
-fn read_table(path: &Path, options: &LoadOptions) -> Result<(Rows, [u8; 32]), DataError> {
+fn read_table(path: &Path, options: &LoadOptions) -> Result<Read, (String, DataError)> {
+    let shown = path.display().to_string();
+    let data_file = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let fail = |e| (shown.clone(), e);
     if data::is_parquet_path(path) {
         if !options.header {
-            return Err(DataError::Io {
-                path: path.display().to_string(),
-                message: "NO HEADER is for CSV files: a Parquet file names its columns".into(),
-            });
+            return Err(fail(no_header("a Parquet file")));
         }
-        let table = data::open_parquet(path)?;
-        let content = data::parquet_content(&table)?;
-        return Ok((Rows::Parquet(table), content));
+        let table = data::open_parquet(path).map_err(fail)?;
+        let content = data::parquet_content(&table).map_err(fail)?;
+        return Ok((Rows::Parquet(table), content, data_file, shown, Vec::new()));
     }
-    let loaded = data::load_csv(path, options)?;
-    Ok((Rows::Memory(loaded.table), loaded.content.bytes()))
+    let loaded = data::load_csv(path, options).map_err(fail)?;
+    let content = loaded.content.bytes();
+    Ok((
+        Rows::Memory(loaded.table),
+        content,
+        data_file,
+        shown,
+        Vec::new(),
+    ))
+}
+
+fn no_header(what: &str) -> DataError {
+    DataError::Io {
+        path: String::new(),
+        message: format!("NO HEADER is for CSV files: {what} names its columns"),
+    }
+}
+
+/// Connects to a PostgreSQL table and reads its schema and row count. Its ledger is kept for
+/// its server, database and name (never the connection string, which can hold a password):
+/// a live table has no bytes to hash.
+fn read_postgres(
+    conninfo: &Path,
+    relation: &str,
+    header: bool,
+) -> Result<Read, (String, DataError)> {
+    let shown = format!("PostgreSQL table {}", data::escape_name(relation));
+    if !header {
+        return Err((shown, no_header("a database table")));
+    }
+    let opened = data::open_postgres(&conninfo.to_string_lossy(), relation)
+        .map_err(|e| (shown.clone(), e))?;
+    let content = *blake3::Hasher::new_derive_key("dpq 2026 postgres table")
+        .update(opened.identity.as_bytes())
+        .finalize()
+        .as_bytes();
+    let warnings = opened
+        .left_out
+        .iter()
+        .map(|c| {
+            format!(
+                "column {} is left out: dpq reads integer, float, numeric, boolean, text and varchar columns of PostgreSQL (or its name holds a control character)",
+                data::escape_name(c)
+            )
+        })
+        .collect();
+    let data_file = PathBuf::from(format!("postgres://{}", opened.identity));
+    Ok((
+        Rows::Postgres(Box::new(opened.table)),
+        content,
+        data_file,
+        shown,
+        warnings,
+    ))
 }
 
 /// Judges a table against its ledger as read, before anything is written: the cube the

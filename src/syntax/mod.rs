@@ -89,7 +89,15 @@ impl Builder {
         Ok(match rule {
             Rule::load_stmt => {
                 inner.next(); // LOAD
-                let path = self.text(inner.next().expect("LOAD has a path"));
+                let source = inner.next().expect("LOAD has a source");
+                let (path, postgres) = if source.as_rule() == Rule::postgres_source {
+                    let mut parts = source.into_inner().skip(1); // POSTGRES
+                    let path = self.text(parts.next().expect("a connection string"));
+                    let table = self.name(parts.nth(1).expect("a table name")); // TABLE name
+                    (path, Some(table))
+                } else {
+                    (self.text(source), None)
+                };
                 let (mut alias, mut no_header, mut neighbours, mut unit) =
                     (None, false, None, None);
                 while let Some(p) = inner.next() {
@@ -120,6 +128,7 @@ impl Builder {
                 }
                 StatementKind::Load {
                     path,
+                    postgres,
                     alias,
                     no_header,
                     neighbours,
