@@ -230,3 +230,67 @@ fn before_any_release_the_other_reading_names_its_own_unit() {
     );
     assert_eq!(out[2]["sensitivity"], 2.0);
 }
+
+/// A served dataset: the policy's unit bounds the rows and scales every sensitivity, an
+/// analyst cannot LOAD the file under another unit, and a policy whose unit differs from the
+/// one the dataset's releases were made under (or that drops it) is refused when attached.
+#[test]
+fn a_served_unit_is_the_policys_and_stays_with_the_ledger() {
+    use dpq::data::{bound_units, load_csv, LoadOptions};
+    use dpq::eval::{Quotas, ServedTable};
+    use dpq::privacy::Unit;
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = write(dir.path(), "people.csv", &people());
+    let loaded = load_csv(&data, &LoadOptions::default()).expect("the data");
+    let content = loaded.content.bytes();
+    let served = |unit: Option<Unit>, analyst: bool| {
+        let table = match &unit {
+            Some(u) => bound_units(&loaded.table, 0, u.max_rows),
+            // Every row: no unit has more.
+            None => bound_units(&loaded.table, 0, u32::MAX),
+        };
+        ServedTable {
+            name: "people".into(),
+            id: "people-1".into(),
+            table: Arc::new(table),
+            content,
+            header: true,
+            neighbours: dpq::privacy::Neighbours::AddRemove,
+            unit,
+            total: "10".parse().expect("a decimal"),
+            analyst: analyst.then(|| ("ana".to_string(), "5".parse().expect("a decimal"))),
+            rules: None,
+        }
+    };
+    let unit = |k| Unit {
+        column: "pid".into(),
+        max_rows: k,
+        header: true,
+    };
+    let mut ana = session(dir.path(), "state");
+    ana.serve_analyst(Quotas::default());
+    ana.attach(served(Some(unit(50)), true)).expect("attached");
+    let out = run_json(
+        &mut ana,
+        &format!(
+            "COUNT WHERE v = 1 WITH EPS 1 MECHANISM geometric; LOAD '{}' AS mine PRIVACY UNIT pid MAX ROWS 1;",
+            data.display()
+        ),
+    );
+    assert_eq!(kinds(&out), ["count", "error"], "{out:?}");
+    assert_eq!(out[0]["sensitivity"], 50.0);
+    let (lo, hi) = (
+        number(&out[0]["interval95"][0]),
+        number(&out[0]["interval95"][1]),
+    );
+    assert_eq!(hi - lo, 300.0, "{}", out[0]);
+    for other in [Some(unit(1)), None] {
+        let mut curator = session(dir.path(), "state");
+        let refused = curator.attach(served(other.clone(), false));
+        assert!(
+            refused.is_err(),
+            "{other:?} over releases made under PRIVACY UNIT pid MAX ROWS 50"
+        );
+    }
+}
