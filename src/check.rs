@@ -48,7 +48,10 @@ pub use crate::privacy::MAX_UNIT_ROWS;
 pub const MAX_CUBE_CELLS: usize = 10_000;
 
 /// `PRIVACY UNIT col MAX ROWS k`: the bound is required, a whole number in range.
-fn check_unit(u: &crate::ast::UnitClause) -> Result<crate::privacy::Unit, CheckError> {
+fn check_unit(
+    u: &crate::ast::UnitClause,
+    header: bool,
+) -> Result<crate::privacy::Unit, CheckError> {
     let k = u
         .max_rows
         .as_ref()
@@ -68,6 +71,7 @@ fn check_unit(u: &crate::ast::UnitClause) -> Result<crate::privacy::Unit, CheckE
     Ok(crate::privacy::Unit {
         column: u.column.name.clone(),
         max_rows,
+        header,
     })
 }
 
@@ -86,7 +90,10 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
             neighbours,
             unit,
         } => {
-            let unit = unit.as_ref().map(check_unit).transpose()?;
+            let unit = unit
+                .as_ref()
+                .map(|u| check_unit(u, !no_header))
+                .transpose()?;
             let mut asked = neighbours.as_ref().map(model).transpose()?;
             if unit.is_some() {
                 // A unit is added or removed with all its rows: the only model it has.

@@ -510,6 +510,17 @@ pub enum EvalError {
         /// The statement.
         span: Span,
     },
+    /// A recorded privacy unit over a table that reads the file otherwise than it was
+    /// declared over (with or without `NO HEADER`).
+    #[error("the data of table `{table}` has {unit}, declared over the file read the other way (with or without NO HEADER), where its column's name may name another column; nothing was spent: LOAD it as the unit was declared, or name its unit with PRIVACY UNIT while nothing is released")]
+    UnitReading {
+        /// The table.
+        table: String,
+        /// The unit, as a clause.
+        unit: String,
+        /// The statement.
+        span: Span,
+    },
     /// A privacy unit naming no column of the table.
     #[error("PRIVACY UNIT {column}: table `{table}` has no such column")]
     UnitColumn {
@@ -733,6 +744,7 @@ impl Error {
                 | EvalError::UnitChanged { span, .. }
                 | EvalError::UnitModel { span, .. }
                 | EvalError::UnitColumn { span, .. }
+                | EvalError::UnitReading { span, .. }
                 | EvalError::PairExceeded { span, .. }
                 | EvalError::Exposed { span, .. }
                 | EvalError::NeighboursFixed { span, .. }

@@ -259,15 +259,18 @@ impl Session {
         let public = (history.neighbours() == Neighbours::Replace).then(|| entry.table.n_rows());
         let size = plan.prior.and_then(|p| p.n).or(public);
         let e = eps.value;
+        // A plain count's noise, interval and posterior are those of `eps / S` per whole step.
+        let per = per_step(eps, plan.sensitivity).map_or(e, |p| p.value);
         let sensitivity = plan.sensitivity.to_f64().unwrap_or(f64::INFINITY);
         let plain = plan.single().is_some();
-        let stairs = (plan.mechanism == Mechanism::Staircase).then(|| staircase_law(eps));
+        let stairs = (plan.mechanism == Mechanism::Staircase)
+            .then(|| staircase_law(per_step(eps, plan.sensitivity).unwrap_or(eps)));
         let (half, coverage95) = match (plan.mechanism, stairs) {
             (Mechanism::Staircase, Some(law)) => (law.half_width(ninety_five()), 0.95),
             (Mechanism::Geometric, _) => {
                 // Whole values: the smallest whole half-width holding 95% holds more.
-                let m = accuracy::geometric_half_width(e, ninety_five());
-                (m as f64, accuracy::geometric_coverage(e, m))
+                let m = accuracy::geometric_half_width(per, ninety_five());
+                (m as f64, accuracy::geometric_coverage(per, m))
             }
             _ => (
                 sensitivity * laplace::interval_half_width(e, ninety_five()),
@@ -275,7 +278,7 @@ impl Session {
             ),
         };
         let posterior = plan.prior.zip(size).map(|(p, n)| {
-            let post = bayes::posterior(n, p.p, e, noisy, ninety_five());
+            let post = bayes::posterior(n, p.p, per, noisy, ninety_five());
             (p.p, n, post)
         });
         let out_of_range = size.filter(|n| plain && (noisy < 0.0 || noisy > *n as f64));
@@ -283,16 +286,16 @@ impl Session {
             match (plan.mechanism, stairs) {
                 // At a true count of 0: P(noise < 0) + P(noise > n) = 1/2 + (1 - F(n)).
                 (Mechanism::Staircase, Some(law)) => 0.5 + (1.0 - law.cdf(n as f64)),
-                (Mechanism::Geometric, _) => accuracy::geometric_out_of_range_max(n, e),
-                _ => accuracy::out_of_range_max(n, e),
+                (Mechanism::Geometric, _) => accuracy::geometric_out_of_range_max(n, per),
+                _ => accuracy::out_of_range_max(n, per),
             }
         });
         let posterior_shape = posterior.and_then(|(p, n, post)| {
-            lab::posterior_shape(n, p, e, noisy, (post.lower, post.upper), SHAPE_BINS)
+            lab::posterior_shape(n, p, per, noisy, (post.lower, post.upper), SHAPE_BINS)
         });
         let plot = match (&plan.plot, posterior) {
             (Some(chart), Some((p, n, post))) => {
-                let svg = lab::posterior_chart(n, p, e, noisy, &post, &plan.statement);
+                let svg = lab::posterior_chart(n, p, per, noisy, &post, &plan.statement);
                 Some(lab::outcome_of(&chart.path, svg))
             }
             _ => None,
@@ -699,10 +702,31 @@ fn noise_for(plan: &CountPlan, n: u64, eps: Eps, span: Span) -> Result<Noise, Ev
             return Err(too_large());
         }
     }
+    let per = || per_step(eps, plan.sensitivity).ok_or_else(too_large);
     Ok(match plan.mechanism {
         Mechanism::Laplace => Noise::Laplace(laplace),
-        Mechanism::Geometric => Noise::Geometric(eps.noise),
-        Mechanism::Staircase => Noise::Staircase(staircase_noise(eps)),
+        Mechanism::Geometric => Noise::Geometric(per()?.noise),
+        Mechanism::Staircase => Noise::Staircase(staircase_noise(per()?)),
+    })
+}
+
+/// The epsilon of each whole step of a plain count's answer: `eps / S`. A count of
+/// sensitivity `S` (a privacy unit of `S` rows) moves by at most `S` whole steps, so
+/// geometric noise at `eps / S` (the discrete Laplace of scale `S / eps`) or staircase noise
+/// at `eps / S` over unit steps is `eps`-DP on it; its intervals and posterior are those of
+/// that noise. `eps` itself for `S = 1`; `None` when it cannot be held exactly (the release
+/// is then refused, never made with less noise).
+pub(super) fn per_step(eps: Eps, sensitivity: Decimal) -> Option<Eps> {
+    if sensitivity == Decimal::ONE {
+        return Some(eps);
+    }
+    let k = sensitivity
+        .to_u128()
+        .filter(|k| *k >= 1 && sensitivity.fract().is_zero())?;
+    Some(Eps {
+        value: Epsilon::new(eps.value.get() / k as f64).ok()?,
+        exact: eps.exact,
+        noise: eps.noise.per_step(k)?,
     })
 }
 

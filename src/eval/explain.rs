@@ -2,7 +2,7 @@
 //! drawn, and nothing is said that the statement itself would not reveal: public facts (the
 //! table's size and schema, the cube, the budget and the released answers) only.
 
-use super::count::{staircase_law, Decision};
+use super::count::{per_step, staircase_law, Decision};
 use super::{ninety_five, Session};
 use crate::error::EvalError;
 use crate::output::{sensitivity_rule, short_number, ExplainedBudget, Explanation};
@@ -437,21 +437,26 @@ fn noise_text(plan: &CountPlan, eps: Eps) -> String {
             short_number(sf * laplace::interval_half_width(e, ninety_five()))
         ),
         Mechanism::Geometric => {
-            let m = accuracy::geometric_half_width(e, ninety_five());
+            let per = per_step(eps, s).map_or(e, |p| p.value);
+            let m = accuracy::geometric_half_width(per, ninety_five());
+            let rate = if s == Decimal::ONE {
+                eps.exact.normalize().to_string()
+            } else {
+                format!("({}/{})", eps.exact.normalize(), s.normalize())
+            };
             format!(
-                "two-sided geometric, P(z) ∝ e^(-{}|z|), whole numbers; the 95% interval ±{m} holds the truth with probability {:.6} (at least 0.95: whole values)",
-                eps.exact.normalize(),
-                accuracy::geometric_coverage(e, m)
+                "two-sided geometric, P(z) ∝ e^(-{rate}|z|), whole numbers; the 95% interval ±{m} holds the truth with probability {:.6} (at least 0.95: whole values)",
+                accuracy::geometric_coverage(per, m)
             )
         }
         Mechanism::Staircase => {
-            let law = staircase_law(eps);
+            let law = staircase_law(per_step(eps, s).unwrap_or(eps));
             format!(
                 "staircase with inner width gamma = {} (variance-optimal, floored at 2^-10) on the grid 2^-{}: variance {} against Laplace's {}; 95% of answers lie within ±{}",
                 short_number(law.gamma()),
                 noise::STAIRCASE_GRID_BITS,
                 short_number(law.variance()),
-                short_number(2.0 / (e.get() * e.get())),
+                short_number(2.0 * sf * sf / (e.get() * e.get())),
                 short_number(law.half_width(ninety_five()))
             )
         }

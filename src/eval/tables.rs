@@ -77,7 +77,8 @@ impl Session {
         let mut cube = None;
         let mut bounded = None;
         let accept = |h: &History| {
-            let in_force = unit_in_force(h, unit.as_ref(), neighbours, &name, span)?;
+            let asked = (unit.as_ref(), header);
+            let in_force = unit_in_force(h, asked, neighbours, &name, span)?;
             bounded = in_force
                 .map(|u| {
                     let c = unit_column(&table, u, &name, span)?;
@@ -307,10 +308,11 @@ fn unit_column(table: &Rows, unit: &Unit, name: &str, span: Span) -> Result<usiz
 /// The privacy unit a table is read with: the one asked for, else the one its data's ledger
 /// records. A unit other than the recorded one is refused once anything was released (the
 /// releases were accounted with the recorded one), as is `NEIGHBOURS replace` for data with
-/// a unit.
+/// a unit, and a recorded unit over a table that reads the file otherwise (`header`): its
+/// column's name may name another column there.
 pub(super) fn unit_in_force<'a>(
     history: &'a History,
-    asked: Option<&'a Unit>,
+    (asked, header): (Option<&'a Unit>, bool),
     neighbours: Option<Neighbours>,
     name: &str,
     span: Span,
@@ -326,6 +328,13 @@ pub(super) fn unit_in_force<'a>(
         });
     }
     let in_force = asked.or(history.unit());
+    if let Some(u) = in_force.filter(|u| u.header != header) {
+        return Err(EvalError::UnitReading {
+            table: name.to_string(),
+            unit: crate::output::unit_clause(u),
+            span,
+        });
+    }
     if let (Some(u), Some(Neighbours::Replace)) = (in_force, neighbours) {
         return Err(EvalError::UnitModel {
             table: name.to_string(),

@@ -242,7 +242,9 @@ pub fn unit_clause(unit: &crate::privacy::Unit) -> String {
         name: unit.column.clone(),
         span: crate::span::Span::default(),
     };
-    format!("PRIVACY UNIT {column} MAX ROWS {}", unit.max_rows)
+    // Over a table read with NO HEADER, the column is named by its position.
+    let reading = if unit.header { "" } else { "NO HEADER " };
+    format!("{reading}PRIVACY UNIT {column} MAX ROWS {}", unit.max_rows)
 }
 
 /// A table's privacy unit as a clause, or "no privacy unit".

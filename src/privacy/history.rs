@@ -72,6 +72,10 @@ pub struct Unit {
     pub column: String,
     /// The most rows of one unit kept (at least 1).
     pub max_rows: u32,
+    /// Whether the table it bounds read the file's first row as its header: the column's name
+    /// names the same column only for tables read the same way (`NO HEADER` names the fields
+    /// `c1`, `c2`, ... by position, and a header may name another column `c1`).
+    pub header: bool,
 }
 
 /// Where a release would pass the budget.

@@ -260,6 +260,9 @@ enum Entry<'a> {
     Unit {
         column: &'a str,
         max_rows: u32,
+        /// Written only when false (a table read with `NO HEADER`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        header: Option<bool>,
         time: u64,
     },
     Exposed {
@@ -982,6 +985,7 @@ impl Ledger {
                     .max_rows
                     .filter(|k| *k >= 1)
                     .ok_or("a unit's bound is not positive")?,
+                header: e.header.unwrap_or(true),
             }),
             "exposed" => Action::Exposed,
             "data" => Action::Data {
@@ -1355,6 +1359,7 @@ impl Ledger {
         let entry = Entry::Unit {
             column: &unit.column,
             max_rows: unit.max_rows,
+            header: (!unit.header).then_some(false),
             time,
         };
         self.append(lock, &entry, Action::Unit(unit.clone()))

@@ -427,7 +427,11 @@ fn dataset(t: &toml::Table, base: &Path) -> Result<Dataset, String> {
                         crate::privacy::MAX_UNIT_ROWS
                     )
                 })?;
-            Some(crate::privacy::Unit { column, max_rows })
+            Some(crate::privacy::Unit {
+                column,
+                max_rows,
+                header,
+            })
         }
     };
     let neighbours = match k.string("neighbours")? {
@@ -717,7 +721,8 @@ budgets = {{ survey = 0.5 }}
             d.unit,
             Some(crate::privacy::Unit {
                 column: "pid".into(),
-                max_rows: 4
+                max_rows: 4,
+                header: true
             })
         );
     }

@@ -190,6 +190,12 @@ impl ExactEpsilon {
     pub fn to_f64(self) -> f64 {
         self.0.to_f64()
     }
+
+    /// `eps / k`, exactly: the epsilon of each of `k` whole steps, so that `k` steps cost
+    /// `eps`; `None` for `k = 0` or a denominator past a `u128`.
+    pub fn per_step(self, k: u128) -> Option<Self> {
+        Rational::new(self.0.num, self.0.den.checked_mul(k)?).map(Self)
+    }
 }
 
 impl TryFrom<Decimal> for ExactEpsilon {
