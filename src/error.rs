@@ -480,6 +480,16 @@ pub enum EvalError {
         /// The statement.
         span: Span,
     },
+    /// `NEIGHBOURS add_remove` (or a privacy unit) asked of data whose ledger is `replace`:
+    /// every `LOAD` under `replace` showed the exact row count, which `add_remove` keeps
+    /// private.
+    #[error("the data of table `{table}` keeps NEIGHBOURS replace: its exact row count n was shown when it was loaded under it, and add_remove (which a privacy unit needs) keeps n private; a count once shown cannot be made private again")]
+    CountShown {
+        /// The table.
+        table: String,
+        /// The statement.
+        span: Span,
+    },
     /// A privacy unit other than the one the data's releases were made under.
     #[error("the data of table `{table}` keeps {current}: answers were released under it")]
     UnitFixed {
@@ -748,6 +758,7 @@ impl Error {
                 | EvalError::PairExceeded { span, .. }
                 | EvalError::Exposed { span, .. }
                 | EvalError::NeighboursFixed { span, .. }
+                | EvalError::CountShown { span, .. }
                 | EvalError::CubeFixed { span, .. }
                 | EvalError::CubeChanged { span, .. }
                 | EvalError::CubeUnusable { span, .. }

@@ -196,7 +196,8 @@ fn the_unit_stays_with_the_data() {
     }
 }
 
-/// Before any release the unit may still be set or changed; a table of this session read
+/// Before any release the unit may still be set or changed (under add_remove: a row count
+/// shown under replace cannot become private again); a table of this session read
 /// with another unit (or none) is then refused rather than answered with the wrong
 /// sensitivity, and nothing is spent.
 #[test]
@@ -207,7 +208,10 @@ fn a_table_read_before_its_unit_changed_is_refused() {
     let mut s = session(dir.path(), "state");
     let out = run_json(
         &mut s,
-        &format!("LOAD '{p}' AS rows; LOAD '{p}' AS people PRIVACY UNIT pid MAX ROWS 3;"),
+        &format!(
+            "LOAD '{p}' AS rows NEIGHBOURS add_remove; \
+             LOAD '{p}' AS people PRIVACY UNIT pid MAX ROWS 3;"
+        ),
     );
     assert_eq!(kinds(&out), ["loaded", "loaded"], "{out:?}");
     for statement in [
@@ -254,4 +258,28 @@ fn bad_units_are_refused_by_name() {
         let message = out[0]["message"].as_str().expect("an error");
         assert!(message.contains(expect), "{clause}: {message}");
     }
+}
+
+/// A row count shown under `replace` cannot be made private again: `NEIGHBOURS add_remove`
+/// and a privacy unit are refused for data first loaded under `replace`, before any release
+/// as after, and nothing is written.
+#[test]
+fn a_count_shown_under_replace_stays_shown() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = write(dir.path(), "v.csv", &visits(1000));
+    let p = data.display();
+    let mut s = session(dir.path(), "state");
+    let out = run_json(&mut s, &format!("LOAD '{p}' AS rows;"));
+    assert_eq!(out[0]["n"], 1299, "shown under replace: {}", out[0]);
+    for clause in ["NEIGHBOURS add_remove", "PRIVACY UNIT pid MAX ROWS 3"] {
+        let out = run_json(&mut s, &format!("LOAD '{p}' AS other {clause};"));
+        let message = out[0]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("cannot be made private again"),
+            "{clause}: {message}"
+        );
+    }
+    let mut fresh = session(dir.path(), "state");
+    let out = run_json(&mut fresh, &format!("LOAD '{p}' AS again;"));
+    assert_eq!(out[0]["neighbours"], "replace", "{}", out[0]);
 }

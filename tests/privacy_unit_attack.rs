@@ -253,7 +253,7 @@ fn a_served_unit_is_the_policys_and_stays_with_the_ledger() {
         ServedTable {
             name: "people".into(),
             id: "people-1".into(),
-            table: Arc::new(table),
+            table: Arc::new(dpq::data::Source::Memory(table)),
             content,
             header: true,
             neighbours: dpq::privacy::Neighbours::AddRemove,

@@ -278,6 +278,14 @@ pub(super) fn accept(
     span: Span,
 ) -> Result<(), EvalError> {
     if let Some(asked) = neighbours {
+        // A ledger made by this LOAD has the model asked; one under `replace` was made by a
+        // LOAD (or a curator's dataset) that showed the exact n.
+        if asked == Neighbours::AddRemove && history.neighbours() == Neighbours::Replace {
+            return Err(EvalError::CountShown {
+                table: name.to_string(),
+                span,
+            });
+        }
         let releases = history.releases().len();
         if asked != history.neighbours() && releases > 0 {
             return Err(EvalError::NeighboursFixed {
