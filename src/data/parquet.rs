@@ -10,6 +10,7 @@
 //! value. Nested and binary columns are refused at `LOAD`. Several files (a directory, or a
 //! glob such as `events/*.parquet`) are one table when their schemas agree.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -432,26 +433,30 @@ fn text_column(
     let cast = arrow_cast::cast_with_options(array, &DataType::Utf8, strict)
         .map_err(|_| "a value does not read as text")?;
     let values = cast.as_string::<i32>();
-    let mut distinct: Vec<&str> = (0..values.len())
-        .filter(|&i| values.is_valid(i))
-        .map(|i| values.value(i))
-        .collect();
-    distinct.sort_unstable();
-    distinct.dedup();
-    if distinct.len() >= u32::MAX as usize {
-        return Err("too many distinct values");
+    // Codes in order of first appearance (one hash per row), then renumbered by rank: a
+    // batch has few distinct values next to its rows.
+    let mut first: HashMap<&str, u32> = HashMap::new();
+    let mut codes: Vec<u32> = Vec::with_capacity(values.len());
+    for i in 0..values.len() {
+        if values.is_valid(i) {
+            let next = u32::try_from(first.len()).map_err(|_| "too many distinct values")?;
+            codes.push(*first.entry(values.value(i)).or_insert(next));
+        } else {
+            codes.push(0);
+        }
     }
-    let codes: Vec<u32> = (0..values.len())
-        .map(|i| {
-            if values.is_valid(i) {
-                distinct
-                    .binary_search(&values.value(i))
-                    .map_or(0, |c| c as u32)
-            } else {
-                0
-            }
-        })
-        .collect();
+    let mut distinct: Vec<(&str, u32)> = first.into_iter().collect();
+    distinct.sort_unstable();
+    let mut rank = vec![0u32; distinct.len()];
+    for (r, (_, c)) in distinct.iter().enumerate() {
+        rank[*c as usize] = r as u32;
+    }
+    for (i, c) in codes.iter_mut().enumerate() {
+        if values.is_valid(i) {
+            *c = rank[*c as usize];
+        }
+    }
+    let distinct: Vec<&str> = distinct.into_iter().map(|(v, _)| v).collect();
     let mut bytes = Vec::new();
     let mut ends = Vec::with_capacity(distinct.len());
     for v in &distinct {
