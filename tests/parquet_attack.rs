@@ -300,3 +300,64 @@ fn a_question_reads_no_footer_again() {
     let at_least = compare(0, CmpOp::Ge, Value::Number(10.0));
     assert_eq!(source.count(&at_least).ok(), Some(40));
 }
+
+/// Edge values give the same exact answers from a CSV file and from Parquet: the extremes of
+/// `i64`, `-0.0` against `0`, a float literal against an integer column, a string
+/// in NFC and one not; and a truncated copy is refused without quoting its bytes.
+#[test]
+fn edge_values_agree_with_csv() {
+    use arrow_array::Float64Array;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let csv = write(
+        dir.path(),
+        "edge.csv",
+        "i,f,s\n-9223372036854775808,-0.0,a\n9223372036854775807,0,e\u{301}\n0,1.5,\u{e9}\n",
+    );
+    let file = dir.path().join("edge.parquet");
+    write_parquet(
+        &file,
+        vec![
+            ("i", Arc::new(Int64Array::from(vec![i64::MIN, i64::MAX, 0]))),
+            ("f", Arc::new(Float64Array::from(vec![-0.0, 0.0, 1.5]))),
+            (
+                "s",
+                Arc::new(StringArray::from(vec!["a", "e\u{301}", "\u{e9}"])),
+            ),
+        ],
+        None,
+    );
+    let memory = Source::Memory(
+        dpq::data::load_csv(&csv, &dpq::data::LoadOptions::default())
+            .expect("the CSV loads")
+            .table,
+    );
+    let streamed = Source::Parquet(open_parquet(&file).expect("the file opens"));
+    let n = Value::Number;
+    for pred in [
+        compare(0, CmpOp::Lt, n(-9.2e18)),
+        compare(0, CmpOp::Ge, n(i64::MAX as f64)),
+        compare(0, CmpOp::Eq, n(0.5)),
+        compare(0, CmpOp::Le, n(0.0)),
+        compare(1, CmpOp::Eq, n(0.0)),
+        compare(1, CmpOp::Lt, n(0.0)),
+        compare(2, CmpOp::Eq, text("\u{e9}")),
+        compare(2, CmpOp::Gt, text("e")),
+    ] {
+        assert_eq!(
+            memory.count(&pred).ok(),
+            streamed.count(&pred).ok(),
+            "{pred:?}"
+        );
+    }
+    // A truncated copy: refused at LOAD, in dpq's words only.
+    let bytes = std::fs::read(&file).expect("bytes");
+    let cut = dir.path().join("cut.parquet");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).expect("written");
+    let mut s = session(dir.path());
+    let out = run_json(&mut s, &format!("LOAD '{}' AS cut;", cut.display()));
+    assert_eq!(kinds(&out), ["error"], "{out:?}");
+    assert!(
+        message(&out[0]).contains("does not read as a Parquet file"),
+        "{out:?}"
+    );
+}
