@@ -13,13 +13,14 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::DataType;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
 use rayon::prelude::*;
 
@@ -30,7 +31,7 @@ use super::table::{ColumnData, ColumnType, Dictionary, Segment, SegmentColumn, T
 const BATCH: usize = 64 * 1024;
 
 /// Whether `path` names Parquet data: a `.parquet` (or `.parq`, `.pq`) file, a directory, or
-/// a pattern with `*`, `?` or `[`.
+/// a pattern with `*`, `?` or `[` (unless a file has that very name).
 pub fn is_parquet_path(path: &Path) -> bool {
     let text = path.to_string_lossy();
     let ext = path
@@ -38,7 +39,7 @@ pub fn is_parquet_path(path: &Path) -> bool {
         .map(|e| e.to_string_lossy().to_ascii_lowercase());
     matches!(ext.as_deref(), Some("parquet" | "parq" | "pq"))
         || path.is_dir()
-        || text.contains(['*', '?', '['])
+        || (text.contains(['*', '?', '[']) && !path.exists())
 }
 
 /// One file of a Parquet table, as it was when the table was loaded.
@@ -48,6 +49,9 @@ struct Part {
     len: u64,
     modified: Option<SystemTime>,
     row_groups: usize,
+    /// The footer, parsed once at `LOAD`: parsing it again for every row group made a
+    /// question on a file of many row groups quadratic in their number.
+    metadata: ArrowReaderMetadata,
 }
 
 /// A table of one or more Parquet files, read again at every question.
@@ -77,6 +81,8 @@ fn files(path: &Path, shown: &str) -> Result<Vec<PathBuf>, DataError> {
             .map(|e| e.path())
             .filter(|p| p.is_file() && is_parquet_path(p))
             .collect()
+    } else if path.is_file() {
+        vec![path.to_path_buf()]
     } else if text.contains(['*', '?', '[']) {
         glob::glob(&text)
             .map_err(|e| DataError::Io {
@@ -86,8 +92,6 @@ fn files(path: &Path, shown: &str) -> Result<Vec<PathBuf>, DataError> {
             .filter_map(Result::ok)
             .filter(|p| p.is_file())
             .collect()
-    } else if path.exists() {
-        vec![path.to_path_buf()]
     } else {
         return Err(DataError::NotFound {
             path: shown.to_string(),
@@ -148,20 +152,63 @@ fn column_type(t: &DataType) -> Result<ColumnType, &'static str> {
     })
 }
 
+/// How a text column's values are written, for the files of a table to agree on: strings,
+/// dates, dates with times, zoned timestamps (UTC, `...Z`) and times of day each read as text
+/// of their own form, which one condition cannot mean alike.
+fn text_form(t: &DataType) -> &'static str {
+    use DataType as D;
+    match t {
+        D::Dictionary(_, v) => text_form(v),
+        D::Date32 => "date",
+        D::Date64 | D::Timestamp(_, None) => "date and time",
+        D::Timestamp(_, Some(_)) => "instant",
+        D::Time32(_) | D::Time64(_) => "time",
+        _ => "",
+    }
+}
+
+/// Refuses the column names a CSV header may not have: empty, repeated, or holding a control
+/// or format character (a right-to-left override would reorder what a terminal shows).
+fn check_names(names: &[String], shown: &str, file: &Path) -> Result<(), DataError> {
+    for (i, name) in names.iter().enumerate() {
+        let why = if name.is_empty() {
+            "is empty"
+        } else if super::error::has_controls(name) {
+            "holds a control or format character"
+        } else if names[..i].contains(name) {
+            "is there twice"
+        } else {
+            continue;
+        };
+        return Err(DataError::Io {
+            path: shown.to_string(),
+            message: format!(
+                "column names must be distinct, not empty and free of control characters: column {} of {} {why}",
+                i + 1,
+                file.display()
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Reads the metadata of the Parquet files `path` names: their schema (which must agree) and
 /// row counts. Reads no value.
 pub fn open_parquet(path: &Path) -> Result<ParquetTable, DataError> {
     let shown = path.display().to_string();
     let mut parts = Vec::new();
-    let mut schema: Option<(Vec<String>, Vec<ColumnType>)> = None;
+    type Schema = (Vec<String>, Vec<ColumnType>, Vec<&'static str>);
+    let mut schema: Option<Schema> = None;
     let mut n_rows = 0u64;
     for file in files(path, &shown)? {
         let meta = std::fs::metadata(&file).map_err(|e| io_error(&shown, &e))?;
         let handle = File::open(&file).map_err(|e| io_error(&shown, &e))?;
-        let builder =
-            ParquetRecordBatchReaderBuilder::try_new(handle).map_err(|_| not_parquet(&file))?;
+        let metadata = ArrowReaderMetadata::load(&handle, Default::default())
+            .map_err(|_| not_parquet(&file))?;
+        let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(handle, metadata.clone());
         let mut names = Vec::new();
         let mut types = Vec::new();
+        let mut forms = Vec::new();
         for field in builder.schema().fields() {
             let t = column_type(field.data_type()).map_err(|why| DataError::Io {
                 path: shown.clone(),
@@ -173,10 +220,13 @@ pub fn open_parquet(path: &Path) -> Result<ParquetTable, DataError> {
             })?;
             names.push(field.name().clone());
             types.push(t);
+            forms.push(text_form(field.data_type()));
         }
+        check_names(&names, &shown, &file)?;
+        let this = (names, types, forms);
         match &schema {
-            None => schema = Some((names, types)),
-            Some(first) if *first == (names.clone(), types.clone()) => {}
+            None => schema = Some(this),
+            Some(first) if *first == this => {}
             Some(_) => {
                 return Err(DataError::Io {
                     path: shown,
@@ -194,9 +244,10 @@ pub fn open_parquet(path: &Path) -> Result<ParquetTable, DataError> {
             len: meta.len(),
             modified: meta.modified().ok(),
             row_groups: md.num_row_groups(),
+            metadata,
         });
     }
-    let (names, types) = schema.unwrap_or_default();
+    let (names, types, _) = schema.unwrap_or_default();
     if names.is_empty() {
         return Err(DataError::NoHeader { path: shown });
     }
@@ -310,7 +361,7 @@ impl ParquetTable {
         let shown = part.path.display().to_string();
         let file = File::open(&part.path).map_err(|e| io_error(&shown, &e))?;
         let builder =
-            ParquetRecordBatchReaderBuilder::try_new(file).map_err(|_| not_parquet(&part.path))?;
+            ParquetRecordBatchReaderBuilder::new_with_metadata(file, part.metadata.clone());
         let mask = ProjectionMask::roots(builder.parquet_schema(), needed.iter().copied());
         builder
             .with_projection(mask)
@@ -378,25 +429,27 @@ fn validity(array: &dyn Array, present: impl Fn(usize) -> bool) -> Option<Vec<u6
     (!all).then_some(bits)
 }
 
-/// One Arrow column as the column store holds it. Errors never quote a value.
+/// One Arrow column as the column store holds it. A value that does not convert (an unsigned
+/// integer past `i64::MAX`, a date or time out of range) is a missing value, as a float that
+/// is not finite is: never an error, which would tell whether such a value is there.
 fn convert(array: &ArrayRef, t: ColumnType) -> Result<(SegmentColumn, Dictionary), &'static str> {
-    let strict = arrow_cast::CastOptions {
-        safe: false,
+    let lenient = arrow_cast::CastOptions {
+        safe: true,
         ..Default::default()
     };
     let none = Dictionary::default();
     match t {
         ColumnType::Integer => {
-            let cast = arrow_cast::cast_with_options(array, &DataType::Int64, &strict)
-                .map_err(|_| "a value lies outside the range of a 64-bit integer")?;
+            let cast = arrow_cast::cast_with_options(array, &DataType::Int64, &lenient)
+                .map_err(|_| "the column does not read as 64-bit integers")?;
             let values = cast.as_primitive::<Int64Type>();
             let valid = validity(values, |_| true);
             let data = ColumnData::Integer(values.values().to_vec());
             Ok((SegmentColumn { data, valid }, none))
         }
         ColumnType::Float => {
-            let cast = arrow_cast::cast_with_options(array, &DataType::Float64, &strict)
-                .map_err(|_| "a value does not read as a floating-point number")?;
+            let cast = arrow_cast::cast_with_options(array, &DataType::Float64, &lenient)
+                .map_err(|_| "the column does not read as floating-point numbers")?;
             let values = cast.as_primitive::<Float64Type>();
             let raw = values.values();
             let valid = validity(values, |i| raw[i].is_finite());
@@ -421,17 +474,57 @@ fn convert(array: &ArrayRef, t: ColumnType) -> Result<(SegmentColumn, Dictionary
             let data = ColumnData::Boolean(bits);
             Ok((SegmentColumn { data, valid }, none))
         }
-        ColumnType::Text => text_column(array, &strict),
+        ColumnType::Text => text_column(array),
     }
 }
 
+/// The ISO text of a column of dates, times or timestamps, and of strings as they are. A
+/// timestamp with a time zone is the UTC instant (`1970-01-01T00:00:00Z`), whatever its zone is called;
+/// a value that cannot be written is missing.
+fn as_text(array: &ArrayRef) -> Result<ArrayRef, &'static str> {
+    use arrow_array::types::{
+        TimestampMicrosecondType as Us, TimestampMillisecondType as Ms,
+        TimestampNanosecondType as Ns, TimestampSecondType as S,
+    };
+    use arrow_schema::TimeUnit;
+    let unreadable = "the column does not read as text";
+    let array = match array.data_type() {
+        DataType::Dictionary(_, v) => arrow_cast::cast(array, v).map_err(|_| unreadable)?,
+        _ => array.clone(),
+    };
+    let utc = "+00:00";
+    let array: ArrayRef = match array.data_type() {
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null => {
+            return arrow_cast::cast(&array, &DataType::Utf8).map_err(|_| unreadable)
+        }
+        DataType::Timestamp(unit, Some(_)) => match unit {
+            TimeUnit::Second => Arc::new(array.as_primitive::<S>().clone().with_timezone(utc)),
+            TimeUnit::Millisecond => {
+                Arc::new(array.as_primitive::<Ms>().clone().with_timezone(utc))
+            }
+            TimeUnit::Microsecond => {
+                Arc::new(array.as_primitive::<Us>().clone().with_timezone(utc))
+            }
+            TimeUnit::Nanosecond => Arc::new(array.as_primitive::<Ns>().clone().with_timezone(utc)),
+        },
+        _ => array,
+    };
+    let options = arrow_cast::display::FormatOptions::default();
+    let formatter = arrow_cast::display::ArrayFormatter::try_new(array.as_ref(), &options)
+        .map_err(|_| unreadable)?;
+    let mut text = String::new();
+    let values: arrow_array::StringArray = (0..array.len())
+        .map(|i| {
+            text.clear();
+            (array.is_valid(i) && formatter.value(i).write(&mut text).is_ok()).then(|| text.clone())
+        })
+        .collect();
+    Ok(Arc::new(values))
+}
+
 /// A text column: a sorted dictionary of the batch's values and a code per row.
-fn text_column(
-    array: &ArrayRef,
-    strict: &arrow_cast::CastOptions,
-) -> Result<(SegmentColumn, Dictionary), &'static str> {
-    let cast = arrow_cast::cast_with_options(array, &DataType::Utf8, strict)
-        .map_err(|_| "a value does not read as text")?;
+fn text_column(array: &ArrayRef) -> Result<(SegmentColumn, Dictionary), &'static str> {
+    let cast = as_text(array)?;
     let values = cast.as_string::<i32>();
     // Codes in order of first appearance (one hash per row), then renumbered by rank: a
     // batch has few distinct values next to its rows.
