@@ -490,6 +490,17 @@ pub enum EvalError {
         /// The statement.
         span: Span,
     },
+    /// A served dataset whose policy declares no privacy unit, over a ledger that records one
+    /// (a ledger's unit is never removed: its rows would be read unbounded).
+    #[error("the ledger of dataset `{table}` records {current}, and its policy declares no privacy unit: declare privacy_unit and max_rows_per_unit as recorded (a unit, once recorded, is never removed)")]
+    UnitRecorded {
+        /// The dataset.
+        table: String,
+        /// The unit recorded.
+        current: String,
+        /// The statement.
+        span: Span,
+    },
     /// A privacy unit other than the one the data's releases were made under.
     #[error("the data of table `{table}` keeps {current}: answers were released under it")]
     UnitFixed {
@@ -759,6 +770,7 @@ impl Error {
                 | EvalError::Exposed { span, .. }
                 | EvalError::NeighboursFixed { span, .. }
                 | EvalError::CountShown { span, .. }
+                | EvalError::UnitRecorded { span, .. }
                 | EvalError::CubeFixed { span, .. }
                 | EvalError::CubeChanged { span, .. }
                 | EvalError::CubeUnusable { span, .. }

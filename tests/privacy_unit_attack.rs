@@ -268,6 +268,22 @@ fn a_served_unit_is_the_policys_and_stays_with_the_ledger() {
         max_rows: k,
         header: true,
     };
+    // Before any release: a policy that drops the recorded unit is refused by name (a unit,
+    // once recorded, is never removed).
+    let mut early = session(dir.path(), "early");
+    early
+        .attach(served(Some(unit(50)), false))
+        .expect("attached");
+    let mut dropped = session(dir.path(), "early");
+    let message = dropped
+        .attach(served(None, false))
+        .map(|_| String::new())
+        .unwrap_or_else(|e| e.to_string());
+    assert!(
+        message.contains("records PRIVACY UNIT pid MAX ROWS 50")
+            && message.contains("declares no privacy unit"),
+        "{message}"
+    );
     let mut ana = session(dir.path(), "state");
     ana.serve_analyst(Quotas::default());
     ana.attach(served(Some(unit(50)), true)).expect("attached");

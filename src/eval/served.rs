@@ -163,9 +163,16 @@ impl Session {
         let accept = |h: &History| {
             // The policy's unit is the one the rows were bounded with: a ledger with releases
             // under another (or none) is refused, and one without a unit takes the policy's.
-            if served.unit.as_ref() != h.unit()
-                && (!h.releases().is_empty() || served.unit.is_none())
-            {
+            if served.unit.is_none() && h.releases().is_empty() {
+                if let Some(recorded) = h.unit() {
+                    return Err(EvalError::UnitRecorded {
+                        table: name.clone(),
+                        current: crate::output::unit_clause(recorded),
+                        span,
+                    });
+                }
+            }
+            if served.unit.as_ref() != h.unit() && !h.releases().is_empty() {
                 return Err(EvalError::UnitFixed {
                     table: name.clone(),
                     current: crate::output::unit_text(h.unit()),
