@@ -238,7 +238,13 @@ pub fn open_parquet(path: &Path) -> Result<ParquetTable, DataError> {
             }
         }
         let md = builder.metadata();
-        n_rows += u64::try_from(md.file_metadata().num_rows()).unwrap_or(0);
+        // The public n is the rows the scans read, row group by row group; a footer whose
+        // total says otherwise is damaged (or made to show another n).
+        let groups: i64 = md.row_groups().iter().map(|g| g.num_rows()).sum();
+        if groups != md.file_metadata().num_rows() || groups < 0 {
+            return Err(not_parquet(&file));
+        }
+        n_rows += u64::try_from(groups).unwrap_or(0);
         parts.push(Part {
             path: file,
             len: meta.len(),
