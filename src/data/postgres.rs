@@ -5,9 +5,14 @@
 //! Only three shapes are sent, every literal a bound parameter and no cast or arithmetic on a
 //! column in a condition:
 //!
-//! - `SELECT count(*), count(*) FILTER (WHERE <condition>) FROM t`;
+//! - `SELECT count(*), count(*) FILTER (WHERE <condition>), count(c), ... FROM t`;
 //! - `SELECT <cell>, count(*) FROM t GROUP BY 1`, the cell a `CASE` over the cube's columns;
-//! - `SELECT count(*), sum(<clamped value>) FILTER (...), count(col) FILTER (...) FROM t`.
+//! - `SELECT count(*), sum(<clamped value>) FILTER (...), count(col) FILTER (...), count(c),
+//!   ... FROM t`.
+//!
+//! The `count(c)` of every column read computes each row's value whatever the condition, so
+//! that a failure (a view's cast) depends on the columns read, never on the rows a condition
+//! picks.
 //!
 //! SQL's three-valued logic is dpq's: a comparison with a missing value (NULL) is unknown,
 //! `NOT` of unknown is unknown, and `WHERE` and `FILTER` count the rows where the condition
@@ -39,6 +44,8 @@ pub struct PgTable {
     relation: String,
     /// Each column as SQL names it (quoted).
     columns: Vec<String>,
+    /// Each column's PostgreSQL type (`int8`, `numeric`, ...).
+    typnames: Vec<String>,
     client: Mutex<Client>,
 }
 
@@ -55,8 +62,14 @@ impl std::fmt::Debug for PgTable {
 pub struct PgOpened {
     /// The table.
     pub table: PgTable,
-    /// `host:port/database/table`: what the table's ledger is keyed by (never the password).
+    /// `host:port/database/table`, as the connection string spells them: where the table's
+    /// ledger says it was loaded from (never the password).
     pub identity: String,
+    /// What the table's data is known by: the server's own system identifier, the database
+    /// and the table's schema and name as the server resolved them; the same table however
+    /// its host is spelled (`localhost`, `127.0.0.1`, `hostaddr=`, a second host of a list).
+    /// The spelled identity when the server does not say (`pg_control_system()` revoked).
+    pub key: String,
     /// Columns of types dpq does not read from PostgreSQL, left out of the schema.
     pub left_out: Vec<String>,
 }
@@ -108,6 +121,28 @@ fn identity(config: &Config, table: &str) -> String {
     format!("{host}:{port}/{db}/{table}")
 }
 
+/// The server's identity of `relation`: `system_identifier/database/schema.table`, each part
+/// quoted as SQL quotes an identifier; `None` when the server does not tell it.
+fn server_key(client: &mut Client, relation: &str) -> Option<String> {
+    let row = client
+        .query_one(
+            "SELECT (SELECT system_identifier FROM pg_control_system())::text, \
+             quote_ident(current_database()), quote_ident(n.nspname), quote_ident(c.relname) \
+             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE c.oid = to_regclass($1::text)",
+            &[&relation],
+        )
+        .ok()?;
+    let part = |i: usize| row.get::<_, Option<String>>(i);
+    Some(format!(
+        "postgres system {}/{}/{}.{}",
+        part(0)?,
+        part(1)?,
+        part(2)?,
+        part(3)?
+    ))
+}
+
 /// Connects to the database `conninfo` names and reads the schema and row count of `table`.
 pub fn open_postgres(conninfo: &str, table: &str) -> Result<PgOpened, DataError> {
     let what = format!("PostgreSQL table {}", super::escape_name(table));
@@ -135,14 +170,15 @@ pub fn open_postgres(conninfo: &str, table: &str) -> Result<PgOpened, DataError>
             &[&relation],
         )
         .map_err(|e| failed(&what, &e))?;
-    let (mut names, mut types, mut columns, mut left_out) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut names, mut types, mut columns, mut typnames, mut left_out) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for row in &rows {
         let name: String = row.get(0);
         let typname: String = row.get(1);
         match column_type(&typname) {
             Some(t) if !has_controls(&name) => {
                 columns.push(quote(&name));
+                typnames.push(typname);
                 names.push(name);
                 types.push(t);
             }
@@ -160,8 +196,10 @@ pub fn open_postgres(conninfo: &str, table: &str) -> Result<PgOpened, DataError>
         .map_err(|e| failed(&what, &e))?
         .get(0);
     let dictionaries = vec![Dictionary::default(); names.len()];
+    let key = server_key(&mut client, &relation).unwrap_or_else(|| identity(&config, table));
     Ok(PgOpened {
         identity: identity(&config, table),
+        key,
         table: PgTable {
             shell: Table {
                 names,
@@ -172,6 +210,7 @@ pub fn open_postgres(conninfo: &str, table: &str) -> Result<PgOpened, DataError>
             },
             relation,
             columns,
+            typnames,
             client: Mutex::new(client),
         },
         left_out,
@@ -213,17 +252,99 @@ impl PgTable {
         &self.shell
     }
 
-    /// A column as a condition reads it: text in the `C` collation (UTF-8 byte order).
+    /// A column as a condition reads it: text in the `C` collation (UTF-8 byte order); a
+    /// `numeric` as the nearest `float8` (see [`numeric_as_float`]).
     fn operand(&self, column: usize) -> String {
         match self.shell.types[column] {
             ColumnType::Text => format!("{} COLLATE \"C\"", self.columns[column]),
+            _ if self.typnames[column] == "numeric" => numeric_as_float(&self.columns[column]),
             _ => self.columns[column].clone(),
         }
+    }
+
+    /// Writes `lo <= col <= hi` (negated when `negate`) for an integer column, the bounds
+    /// integers as the column store computes them (`int_range`): an integer cell is compared
+    /// as an integer, never rounded to a `float8` (`9007199254740993 = 9007199254740992.0` is
+    /// false). A missing value is unknown either way.
+    fn int_range(&self, column: usize, lo: i128, hi: i128, negate: bool, sql: &mut Sql) {
+        let col = &self.columns[column];
+        let lo = lo.max(i128::from(i64::MIN));
+        let hi = hi.min(i128::from(i64::MAX));
+        // `col = col` is true for every value and unknown for a missing one.
+        let (always, never) = (format!("({col} = {col})"), format!("({col} <> {col})"));
+        if lo > hi {
+            sql.push(if negate { &always } else { &never });
+            return;
+        }
+        let (lo, hi) = (sql.param(lo as i64, "int8"), sql.param(hi as i64, "int8"));
+        let not = if negate { "NOT " } else { "" };
+        sql.push(&format!("({not}({col} BETWEEN {lo} AND {hi}))"));
     }
 
     /// Writes `pred` as an SQL condition.
     fn condition(&self, pred: &Predicate, sql: &mut Sql) {
         match pred {
+            Predicate::Compare {
+                column,
+                op,
+                value: Value::Number(v),
+            } if self.shell.types[*column] == ColumnType::Integer => {
+                let v = *v;
+                if v.is_nan() {
+                    return self.int_range(*column, 1, 0, *op == CmpOp::Ne, sql);
+                }
+                let (ceil, floor) = (v.ceil() as i128, v.floor() as i128);
+                let (min, max) = (i128::MIN, i128::MAX);
+                let (lo, hi, negate) = match op {
+                    CmpOp::Eq => (ceil, floor, false),
+                    CmpOp::Ne => (ceil, floor, true),
+                    CmpOp::Lt => (min, ceil.saturating_sub(1), false),
+                    CmpOp::Le => (min, floor, false),
+                    CmpOp::Gt => (floor.saturating_add(1), max, false),
+                    CmpOp::Ge => (ceil, max, false),
+                };
+                self.int_range(*column, lo, hi, negate, sql);
+            }
+            Predicate::Between {
+                column,
+                low: Value::Number(a),
+                high: Value::Number(b),
+            } if self.shell.types[*column] == ColumnType::Integer => {
+                if a.is_nan() || b.is_nan() {
+                    self.int_range(*column, 1, 0, false, sql);
+                } else {
+                    self.int_range(*column, a.ceil() as i128, b.floor() as i128, false, sql);
+                }
+            }
+            Predicate::In { column, values }
+                if self.shell.types[*column] == ColumnType::Integer =>
+            {
+                // Only whole numbers within range can equal an integer cell.
+                let whole: Vec<i64> = values
+                    .iter()
+                    .filter_map(|v| match v {
+                        Value::Number(x)
+                            if x.fract() == 0.0
+                                && (i64::MIN as f64..i64::MAX as f64).contains(x) =>
+                        {
+                            Some(*x as i64)
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                if whole.is_empty() {
+                    return self.int_range(*column, 1, 0, false, sql);
+                }
+                sql.push(&format!("({} IN (", self.columns[*column]));
+                for (i, x) in whole.into_iter().enumerate() {
+                    if i > 0 {
+                        sql.push(", ");
+                    }
+                    let p = sql.param(x, "int8");
+                    sql.push(&p);
+                }
+                sql.push("))");
+            }
             Predicate::Compare { column, op, value } => {
                 sql.push(&format!("({} {} ", self.operand(*column), op_text(*op)));
                 sql.bind(value);
@@ -304,12 +425,31 @@ impl PgTable {
         }
     }
 
+    /// `, count(c)` for each of `columns`: every row's value of every column a question
+    /// reads is computed, whatever its condition. A column of a view can fail for some rows
+    /// (a cast of text that does not read); a condition evaluates a column only for the rows
+    /// it reaches (`name = 'bob' AND bad > 0`), so without this a failure would answer, for
+    /// free, about the rows a condition picks. With it, whether a question fails depends on
+    /// the columns it reads, never on its condition.
+    fn every_value(&self, mut columns: Vec<usize>) -> String {
+        columns.sort_unstable();
+        columns.dedup();
+        columns
+            .iter()
+            .map(|&c| format!(", count({})", self.columns[c]))
+            .collect()
+    }
+
     /// The true number of rows where `pred` is true.
     pub fn count(&self, pred: &Predicate) -> Result<u64, DataError> {
         let mut sql = Sql::default();
         sql.push("SELECT count(*), count(*) FILTER (WHERE ");
         self.condition(pred, &mut sql);
-        sql.push(&format!(") FROM {}", self.relation));
+        sql.push(&format!(
+            "){} FROM {}",
+            self.every_value(pred.columns()),
+            self.relation
+        ));
         let rows = self.ask(&sql)?;
         let row = rows.first().ok_or_else(|| self.changed())?;
         self.unchanged(row.get(0))?;
@@ -325,9 +465,21 @@ impl PgTable {
         ));
         match buckets {
             Buckets::Cuts(cuts) => {
+                let integer = self.shell.types[column] == ColumnType::Integer;
                 for (i, cut) in cuts.iter().enumerate().rev() {
-                    sql.push(&format!(" WHEN {col} >= "));
-                    sql.bind(&Value::Number(*cut));
+                    if integer {
+                        // An integer is at or above a cut `c` exactly when it is at or above
+                        // `ceil(c)`, compared as integers (as the column store does).
+                        let c = cut.ceil() as i128;
+                        if c > i128::from(i64::MAX) {
+                            continue;
+                        }
+                        let c = sql.param(c.max(i128::from(i64::MIN)) as i64, "int8");
+                        sql.push(&format!(" WHEN {col} >= {c}"));
+                    } else {
+                        sql.push(&format!(" WHEN {col} >= "));
+                        sql.bind(&Value::Number(*cut));
+                    }
                     sql.push(&format!(" THEN {}", i + 1));
                 }
                 sql.push(" ELSE 0 END)");
@@ -393,7 +545,12 @@ impl PgTable {
                 // from zero by hand; every other value rounds to its nearest integer.
                 let (lo, hi) = (sql.param(lo, "float8"), sql.param(hi, "float8"));
                 let scale = sql.param(2f64.powi(k as i32), "float8");
-                let y = format!("(least(greatest({col}::float8, {lo}), {hi}) * {scale})");
+                let x = if self.typnames[column] == "numeric" {
+                    numeric_as_float(col)
+                } else {
+                    format!("{col}::float8")
+                };
+                let y = format!("(least(greatest({x}, {lo}), {hi}) * {scale})");
                 (
                     format!(
                         "(CASE WHEN {y} - trunc({y}) = 0.5 THEN trunc({y}) + 1 \
@@ -415,7 +572,13 @@ impl PgTable {
         filter(&mut sql);
         sql.push(")::text, count(*)");
         filter(&mut sql);
-        sql.push(&format!(" FROM {}", self.relation));
+        let mut read = pred.map(Predicate::columns).unwrap_or_default();
+        read.push(column);
+        sql.push(&format!(
+            "{} FROM {}",
+            self.every_value(read),
+            self.relation
+        ));
         let rows = self.ask(&sql)?;
         let row = rows.first().ok_or_else(|| self.changed())?;
         self.unchanged(row.get(0))?;
@@ -426,6 +589,56 @@ impl PgTable {
             sum.saturating_mul(1i128 << k),
             u64::try_from(n).unwrap_or(0),
         ))
+    }
+}
+
+/// A `numeric` column as the `float8` nearest its value, as `str::parse::<f64>` rounds it,
+/// with no error: PostgreSQL's own cast fails on a value beyond the range of a `float8`
+/// (`1e400`, `1e-400`), and a failure that depends on the rows is an answer about them
+/// (`name = 'bob' AND x > 0` evaluates `x` only for Bob's rows). A value at or beyond
+/// `2^1024 - 2^970` (halfway between the largest float and `2^1024`) is an infinity; one at
+/// most `2^-1075` (half the smallest float) in magnitude is zero; `NaN` stays `NaN`.
+fn numeric_as_float(col: &str) -> String {
+    let over = decimal(2, 970, (1u64 << 54) - 1, 0);
+    let under = decimal(5, 1075, 1, 1075);
+    format!(
+        "(CASE WHEN {col} = 'NaN'::numeric THEN 'NaN'::float8 \
+         WHEN {col} >= {over} THEN 'Infinity'::float8 \
+         WHEN {col} <= -{over} THEN '-Infinity'::float8 \
+         WHEN {col} BETWEEN -{under} AND {under} THEN 0::float8 \
+         ELSE {col}::float8 END)"
+    )
+}
+
+/// `base^exp * times / 10^point`, written exactly as a decimal `numeric` literal.
+fn decimal(base: u32, exp: u32, times: u64, point: usize) -> String {
+    // Little-endian decimal digits.
+    let mut digits: Vec<u8> = vec![1];
+    let mut multiply = |by: u64| {
+        let mut carry: u128 = 0;
+        for d in digits.iter_mut() {
+            let v = u128::from(*d) * u128::from(by) + carry;
+            *d = (v % 10) as u8;
+            carry = v / 10;
+        }
+        while carry > 0 {
+            digits.push((carry % 10) as u8);
+            carry /= 10;
+        }
+    };
+    for _ in 0..exp {
+        multiply(u64::from(base));
+    }
+    multiply(times);
+    while digits.len() <= point {
+        digits.push(0);
+    }
+    let text: String = digits.iter().rev().map(|d| char::from(b'0' + d)).collect();
+    let (whole, fraction) = text.split_at(text.len() - point);
+    if point == 0 {
+        format!("{whole}::numeric")
+    } else {
+        format!("{whole}.{fraction}::numeric")
     }
 }
 

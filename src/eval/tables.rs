@@ -228,8 +228,9 @@ fn no_header(what: &str) -> DataError {
 }
 
 /// Connects to a PostgreSQL table and reads its schema and row count. Its ledger is kept for
-/// its server, database and name (never the connection string, which can hold a password):
-/// a live table has no bytes to hash.
+/// its server (by the server's own system identifier), database and schema-qualified name,
+/// never the connection string, which can hold a password and can spell one server many
+/// ways: a live table has no bytes to hash.
 fn read_postgres(
     conninfo: &Path,
     relation: &str,
@@ -242,7 +243,7 @@ fn read_postgres(
     let opened = data::open_postgres(&conninfo.to_string_lossy(), relation)
         .map_err(|e| (shown.clone(), e))?;
     let content = *blake3::Hasher::new_derive_key("dpq 2026 postgres table")
-        .update(opened.identity.as_bytes())
+        .update(opened.key.as_bytes())
         .finalize()
         .as_bytes();
     let warnings = opened
