@@ -79,13 +79,17 @@ fn quote(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
+/// ` (SQLSTATE code)` of a server's error, or nothing: the code carries no value.
+fn sqlstate(e: &postgres::Error) -> String {
+    e.code()
+        .map(|c| format!(" (SQLSTATE {})", c.code()))
+        .unwrap_or_default()
+}
+
 /// The fixed message for a failure of the server or the connection. The server's own text
 /// is never shown: it can quote a value of the table.
 fn failed(what: &str, e: &postgres::Error) -> DataError {
-    let code = e
-        .code()
-        .map(|c| format!(" (SQLSTATE {})", c.code()))
-        .unwrap_or_default();
+    let code = sqlstate(e);
     DataError::Io {
         path: what.to_string(),
         message: format!("the database could not answer{code}"),
@@ -153,12 +157,7 @@ pub fn open_postgres(conninfo: &str, table: &str) -> Result<PgOpened, DataError>
     })?;
     let mut client = config.connect(NoTls).map_err(|e| DataError::Io {
         path: what.clone(),
-        message: format!(
-            "cannot connect to the database{}",
-            e.code()
-                .map(|c| format!(" (SQLSTATE {})", c.code()))
-                .unwrap_or_default()
-        ),
+        message: format!("cannot connect to the database{}", sqlstate(&e)),
     })?;
     let relation = quote(table);
     let rows = client

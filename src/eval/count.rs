@@ -8,9 +8,7 @@ use crate::output::{
     percent, short_number, AnsweredResult, ChooseEpsResult, CombinedAnswer, CountResult, Output,
 };
 use crate::plan::{ChoosePlan, CountPlan, Eps, Mechanism, Spend};
-use crate::privacy::{
-    History, Neighbours, Overspend, Prepared, Refusal, ReleaseError, Request, Row, Where,
-};
+use crate::privacy::{History, Neighbours, Overspend, Prepared, Refusal, Request, Row, Where};
 use crate::span::Span;
 use crate::stats::noise;
 use crate::stats::{
@@ -228,12 +226,7 @@ impl Session {
         };
         let recorded = txn
             .release(ticket, || draw(&noise, plan, truth, rng))
-            .map_err(|e| match e {
-                ReleaseError::Ledger(error) => EvalError::Ledger { error, span },
-                ReleaseError::NotRecorded { eps, error } => {
-                    EvalError::AnswerNotRecorded { eps, error, span }
-                }
-            })?;
+            .map_err(super::release_error(span))?;
         Ok(Decision::Released {
             eps,
             noisy: recorded.noisy,

@@ -13,9 +13,7 @@ use super::{ledger_error, served, Entry, Session};
 use crate::error::EvalError;
 use crate::output::{ExplainedBudget, Explanation, HistogramPart, HistogramResult, Output};
 use crate::plan::{Eps, HistogramPlan};
-use crate::privacy::{
-    Mechanism, Neighbours, PreparedVector, Refusal, ReleaseError, Row, VectorRequest,
-};
+use crate::privacy::{Mechanism, Neighbours, PreparedVector, Refusal, Row, VectorRequest};
 use crate::span::Span;
 use crate::stats::noise;
 use crate::stats::{accuracy, laplace, Epsilon};
@@ -142,12 +140,7 @@ impl Session {
         };
         let noisy = txn
             .release_vector(ticket, || draw(&noise, &cells, plan, rng))
-            .map_err(|e| match e {
-                ReleaseError::Ledger(error) => EvalError::Ledger { error, span },
-                ReleaseError::NotRecorded { eps, error } => {
-                    EvalError::AnswerNotRecorded { eps, error, span }
-                }
-            })?;
+            .map_err(super::release_error(span))?;
         Ok(HistogramDecision::Answered {
             noisy,
             sensitivity,

@@ -402,6 +402,16 @@ fn ledger_error(span: Span) -> impl Fn(LedgerError) -> EvalError {
     move |error| EvalError::Ledger { error, span }
 }
 
+/// The error of a release whose spending or answer could not be written.
+fn release_error(span: Span) -> impl Fn(crate::privacy::ReleaseError) -> EvalError {
+    move |e| match e {
+        crate::privacy::ReleaseError::Ledger(error) => EvalError::Ledger { error, span },
+        crate::privacy::ReleaseError::NotRecorded { eps, error } => {
+            EvalError::AnswerNotRecorded { eps, error, span }
+        }
+    }
+}
+
 /// The history as dense rows of `H` with `alpha`, `S` and `y`.
 fn dense_rows(cells: usize, history: &[Measurement]) -> Vec<crate::output::MeasurementRow> {
     history

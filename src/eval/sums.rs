@@ -21,7 +21,7 @@ use super::{ledger_error, served, Entry, Session};
 use crate::error::EvalError;
 use crate::output::{Output, SumResult};
 use crate::plan::{Eps, SumPlan};
-use crate::privacy::{Mechanism, Neighbours, PreparedMany, Refusal, ReleaseError, Request, Row};
+use crate::privacy::{Mechanism, Neighbours, PreparedMany, Refusal, Request, Row};
 use crate::span::Span;
 use crate::stats::noise::{self, ExactEpsilon, GridLaplace, Rational};
 use crate::stats::{laplace, Epsilon, Probability};
@@ -137,12 +137,7 @@ impl Session {
         };
         let noisy = txn
             .release_many(ticket, || draw(&noises, truth, rng))
-            .map_err(|e| match e {
-                ReleaseError::Ledger(error) => EvalError::Ledger { error, span },
-                ReleaseError::NotRecorded { eps, error } => {
-                    EvalError::AnswerNotRecorded { eps, error, span }
-                }
-            })?;
+            .map_err(super::release_error(span))?;
         Ok(self.sum_output(plan, i, noisy, false))
     }
 
