@@ -106,7 +106,11 @@ impl Session {
         };
         let mut rows = Vec::with_capacity(points.len());
         for (&(n, p, eps), &seed) in points.iter().zip(&seeds) {
-            let outcome = simulate::simulate(SimPoint { n, p, eps }, plan.runs, seed, &advance);
+            let run = || simulate::simulate(SimPoint { n, p, eps }, plan.runs, seed, &advance);
+            let outcome = match lab_pool() {
+                Some(pool) => pool.install(run),
+                None => run(),
+            };
             let outcome = match outcome {
                 Ok(o) => o,
                 Err(e) => {
@@ -364,4 +368,21 @@ pub(super) fn posterior_chart(
         level: post.level,
     })
     .map_err(|e| e.to_string())
+}
+
+/// The threads `SIMULATE` runs on: a pool of its own, apart from rayon's global pool where
+/// questions about the data (counts over large tables) run. Rayon's workers take their own
+/// queued work before work sent from outside, so a simulation on the global pool would hold a
+/// count sent meanwhile (another analyst's, on a served dataset) until its last chunk; with
+/// two pools the operating system shares the cores between them. `None` when the system
+/// would not start its threads (the simulation then runs where it is asked).
+fn lab_pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .thread_name(|i| format!("dpq-lab-{i}"))
+            .build()
+            .ok()
+    })
+    .as_ref()
 }
