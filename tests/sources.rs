@@ -144,11 +144,83 @@ fn postgres_table(conninfo: &str, table: &str, rows: &[Row]) {
     txn.commit().expect("committed");
 }
 
+/// Starts (or finds running) a PostgreSQL server of its own on loopback port `port`, with
+/// `.ci/postgres.sh`, and returns its connection string.
+fn shard_server(port: u16) -> String {
+    let out = std::process::Command::new("bash")
+        .arg(".ci/postgres.sh")
+        .env("DPQ_PG_PORT", port.to_string())
+        .env("DPQ_PG_DIR", format!("/tmp/dpq-postgres-shard-{port}"))
+        .output()
+        .expect("bash runs .ci/postgres.sh");
+    assert!(
+        out.status.success(),
+        "a shard server starts: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Ports of the two shard servers of the sharded table.
+const SHARD_PORTS: [u16; 2] = [54341, 54342];
+
+/// Writes `rows` to a table sharded over two other servers: on the server of `conninfo` (the
+/// coordinator) a table partitioned by hash of `Age`, each partition a `postgres_fdw` foreign
+/// table on a server of its own, its text column in the `C` collation on both sides (as the
+/// README asks of a sharded table). The rows go in through the coordinator, which routes
+/// each to its shard.
+fn sharded_table(conninfo: &str, table: &str, rows: &[Row]) {
+    let mut coordinator = postgres::Client::connect(conninfo, postgres::NoTls).expect("the server");
+    coordinator
+        .batch_execute(&format!(
+            "CREATE EXTENSION IF NOT EXISTS postgres_fdw; DROP TABLE IF EXISTS \"{table}\"; \
+             CREATE TABLE \"{table}\" (\"Age\" int8, score float8, \"Name\" text COLLATE \"C\", \
+             flag bool) PARTITION BY HASH (\"Age\")"
+        ))
+        .expect("the partitioned table");
+    for (i, port) in SHARD_PORTS.iter().enumerate() {
+        let shard = shard_server(*port);
+        let part = format!("{table}_p{i}");
+        // A server of this process's own: another test process may set up its shards at once.
+        let server = format!("shard_{port}_{}", std::process::id());
+        let mut client = postgres::Client::connect(&shard, postgres::NoTls).expect("the shard");
+        client
+            .batch_execute(&format!(
+                "DROP TABLE IF EXISTS \"{part}\"; CREATE TABLE \"{part}\" (\"Age\" int8, \
+                 score float8, \"Name\" text COLLATE \"C\", flag bool)"
+            ))
+            .expect("the shard's table");
+        coordinator
+            .batch_execute(&format!(
+                "DROP SERVER IF EXISTS {server} CASCADE; \
+                 CREATE SERVER {server} FOREIGN DATA WRAPPER postgres_fdw \
+                 OPTIONS (host '127.0.0.1', port '{port}', dbname 'postgres', async_capable 'true'); \
+                 CREATE USER MAPPING FOR CURRENT_USER SERVER {server} OPTIONS (user 'dpq'); \
+                 CREATE FOREIGN TABLE \"{part}\" PARTITION OF \"{table}\" \
+                 FOR VALUES WITH (MODULUS 2, REMAINDER {i}) SERVER {server} \
+                 OPTIONS (table_name '{part}')"
+            ))
+            .expect("the foreign partition");
+    }
+    let insert =
+        format!("INSERT INTO \"{table}\" (\"Age\", score, \"Name\", flag) VALUES ($1, $2, $3, $4)");
+    let mut txn = coordinator.transaction().expect("a transaction");
+    let statement = txn.prepare(&insert).expect("prepared");
+    for r in rows {
+        txn.execute(&statement, &[&r.age, &r.score, &r.name, &r.flag])
+            .expect("a row");
+    }
+    txn.commit().expect("committed");
+}
+
+/// The sources: the column store, Parquet files, and with a server a PostgreSQL table and a
+/// table sharded over two more servers.
+type Sources = (Source, Source, Option<Source>, Option<Source>);
+
 /// The same 3,000 rows as a CSV file, as three Parquet files of row groups of 250 rows, and
-/// (with a server) as a PostgreSQL table.
-fn sources() -> &'static (Source, Source, Option<Source>) {
-    static SOURCES: std::sync::OnceLock<(Source, Source, Option<Source>)> =
-        std::sync::OnceLock::new();
+/// (with a server) as a PostgreSQL table and a table sharded over two more servers.
+fn sources() -> &'static Sources {
+    static SOURCES: std::sync::OnceLock<Sources> = std::sync::OnceLock::new();
     SOURCES.get_or_init(|| {
         let dir = tempfile::tempdir().expect("tempdir").keep();
         let rows = rows(3000, 7);
@@ -162,21 +234,33 @@ fn sources() -> &'static (Source, Source, Option<Source>) {
                 .table,
         );
         let streamed = Source::Parquet(open_parquet(&pq).expect("the Parquet files open"));
-        let database = postgres_server().map(|conninfo| {
+        let server = postgres_server();
+        let database = server.as_ref().map(|conninfo| {
             let table = format!("Rows_{}", std::process::id());
-            postgres_table(&conninfo, &table, &rows);
-            let opened = open_postgres(&conninfo, &table).expect("the table opens");
+            postgres_table(conninfo, &table, &rows);
+            let opened = open_postgres(conninfo, &table).expect("the table opens");
             assert_eq!(opened.left_out, ["stamp"], "a date column is left out");
+            assert_eq!(opened.partitions, 0);
             Source::Postgres(Box::new(opened.table))
         });
-        (memory, streamed, database)
+        let sharded = server.as_ref().map(|conninfo| {
+            let table = format!("Sharded_{}", std::process::id());
+            sharded_table(conninfo, &table, &rows);
+            let opened = open_postgres(conninfo, &table).expect("the sharded table opens");
+            assert_eq!(opened.partitions, 2, "asked shard by shard");
+            Source::Postgres(Box::new(opened.table))
+        });
+        (memory, streamed, database, sharded)
     })
 }
 
 /// Every source but the column store, which the others are compared with.
 fn others() -> Vec<&'static Source> {
-    let (_, streamed, database) = sources();
-    std::iter::once(streamed).chain(database.as_ref()).collect()
+    let (_, streamed, database, sharded) = sources();
+    std::iter::once(streamed)
+        .chain(database.as_ref())
+        .chain(sharded.as_ref())
+        .collect()
 }
 
 #[test]

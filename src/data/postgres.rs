@@ -46,6 +46,9 @@ pub struct PgTable {
     columns: Vec<String>,
     /// Each column's PostgreSQL type (`int8`, `numeric`, ...).
     typnames: Vec<String>,
+    /// A partitioned table's leaf partitions (quoted `schema.name`), each asked the question
+    /// on its own (see [`PgTable::over_parts`]); empty for any other table.
+    parts: Vec<String>,
     client: Mutex<Client>,
 }
 
@@ -72,6 +75,26 @@ pub struct PgOpened {
     pub key: String,
     /// Columns of types dpq does not read from PostgreSQL, left out of the schema.
     pub left_out: Vec<String>,
+    /// How many leaf partitions each question is asked of (0 for a table that is not
+    /// partitioned).
+    pub partitions: usize,
+}
+
+/// The leaf partitions of `relation` when it is a partitioned table and this connection may
+/// read every one of them (quoted `schema.name`, in a fixed order); empty otherwise.
+fn leaf_partitions(client: &mut Client, relation: &str) -> Result<Vec<String>, postgres::Error> {
+    let rows = client.query(
+        "SELECT format('%I.%I', n.nspname, c.relname), has_table_privilege(c.oid, 'SELECT') \
+         FROM pg_partition_tree(to_regclass($1::text)) t \
+         JOIN pg_class c ON c.oid = t.relid JOIN pg_namespace n ON n.oid = c.relnamespace \
+         WHERE t.isleaf AND EXISTS (SELECT 1 FROM pg_class p \
+         WHERE p.oid = to_regclass($1::text) AND p.relkind = 'p') ORDER BY 1",
+        &[&relation],
+    )?;
+    if rows.iter().any(|r| !r.get::<_, bool>(1)) {
+        return Ok(Vec::new());
+    }
+    Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
 /// A name quoted as an SQL identifier.
@@ -190,13 +213,17 @@ pub fn open_postgres(conninfo: &str, table: &str) -> Result<PgOpened, DataError>
             message: "no table of that name is visible to this connection".to_string(),
         });
     }
-    let n: i64 = client
-        .query_one(&format!("SELECT count(*) FROM {relation}"), &[])
+    let parts = leaf_partitions(&mut client, &relation).map_err(|e| failed(&what, &e))?;
+    let all = over_parts(&parts, &relation, "count(*) AS a0", "", "sum(a0)::int8", "");
+    let n: Option<i64> = client
+        .query_one(&all, &[])
         .map_err(|e| failed(&what, &e))?
         .get(0);
+    let n = n.unwrap_or(0);
     let dictionaries = vec![Dictionary::default(); names.len()];
     let key = server_key(&mut client, &relation).unwrap_or_else(|| identity(&config, table));
     Ok(PgOpened {
+        partitions: parts.len(),
         identity: identity(&config, table),
         key,
         table: PgTable {
@@ -210,6 +237,7 @@ pub fn open_postgres(conninfo: &str, table: &str) -> Result<PgOpened, DataError>
             relation,
             columns,
             typnames,
+            parts,
             client: Mutex::new(client),
         },
         left_out,
@@ -430,25 +458,40 @@ impl PgTable {
     /// it reaches (`name = 'bob' AND bad > 0`), so without this a failure would answer, for
     /// free, about the rows a condition picks. With it, whether a question fails depends on
     /// the columns it reads, never on its condition.
-    fn every_value(&self, mut columns: Vec<usize>) -> String {
+    /// The items `, count(c) AS v<c>` of the question, and `, sum(v<c>)` that add them up
+    /// over partitions.
+    fn every_value(&self, mut columns: Vec<usize>) -> (String, String) {
         columns.sort_unstable();
         columns.dedup();
-        columns
+        let inner = columns
             .iter()
-            .map(|&c| format!(", count({})", self.columns[c]))
-            .collect()
+            .map(|&c| format!(", count({}) AS v{c}", self.columns[c]))
+            .collect();
+        let outer = columns
+            .iter()
+            .map(|&c| format!(", sum(v{c})::int8"))
+            .collect();
+        (inner, outer)
+    }
+
+    /// The question whose select list is `inner` asked of the table (see [`over_parts`]).
+    fn over_parts(&self, inner: &str, tail: &str, outer: &str, after: &str) -> String {
+        over_parts(&self.parts, &self.relation, inner, tail, outer, after)
     }
 
     /// The true number of rows where `pred` is true.
     pub fn count(&self, pred: &Predicate) -> Result<u64, DataError> {
         let mut sql = Sql::default();
-        sql.push("SELECT count(*), count(*) FILTER (WHERE ");
+        let (read, reads) = self.every_value(pred.columns());
+        sql.push("count(*) AS a0, count(*) FILTER (WHERE ");
         self.condition(pred, &mut sql);
-        sql.push(&format!(
-            "){} FROM {}",
-            self.every_value(pred.columns()),
-            self.relation
-        ));
+        sql.push(&format!(") AS a1{read}"));
+        sql.text = self.over_parts(
+            &sql.text,
+            "",
+            &format!("sum(a0)::int8, sum(a1)::int8{reads}"),
+            "",
+        );
         let rows = self.ask(&sql)?;
         let row = rows.first().ok_or_else(|| self.changed())?;
         self.unchanged(row.get(0))?;
@@ -498,17 +541,15 @@ impl PgTable {
     pub fn count_cells(&self, dims: &[(usize, Buckets)]) -> Result<Vec<u64>, DataError> {
         let cells: usize = dims.iter().map(|(_, b)| b.len()).product();
         let mut sql = Sql::default();
-        sql.push("SELECT (0");
+        sql.push("(0");
         let mut stride = cells;
         for (column, buckets) in dims {
             stride /= buckets.len();
             sql.push(&format!(" + {stride} * "));
             self.coordinate(*column, buckets, &mut sql);
         }
-        sql.push(&format!(
-            ")::int8, count(*) FROM {} GROUP BY 1",
-            self.relation
-        ));
+        sql.push(")::int8 AS a0, count(*) AS a1");
+        sql.text = self.over_parts(&sql.text, " GROUP BY 1", "a0, sum(a1)::int8", " GROUP BY 1");
         let mut out = vec![0u64; cells];
         let mut all = 0i64;
         for row in self.ask(&sql)? {
@@ -536,7 +577,7 @@ impl PgTable {
         let (term, k) = match clamp {
             Clamp::Int { lo, hi, k } => {
                 let (lo, hi) = (sql.param(lo, "int8"), sql.param(hi, "int8"));
-                (format!("least(greatest({col}, {lo}), {hi})"), k)
+                (clamped(col, &lo, &hi), k)
             }
             Clamp::Float { lo, hi, k } => {
                 // y = clamp(x) 2^k is exact (a power of two); round() is half to even on
@@ -549,7 +590,7 @@ impl PgTable {
                 } else {
                     format!("{col}::float8")
                 };
-                let y = format!("(least(greatest({x}, {lo}), {hi}) * {scale})");
+                let y = format!("({} * {scale})", clamped(&x, &lo, &hi));
                 (
                     format!(
                         "(CASE WHEN {y} - trunc({y}) = 0.5 THEN trunc({y}) + 1 \
@@ -567,17 +608,20 @@ impl PgTable {
             }
             sql.push(")");
         };
-        sql.push(&format!("SELECT count(*), (sum({term})"));
+        sql.push(&format!("count(*) AS a0, sum({term})"));
         filter(&mut sql);
-        sql.push(")::text, count(*)");
+        sql.push(" AS a1, count(*)");
         filter(&mut sql);
         let mut read = pred.map(Predicate::columns).unwrap_or_default();
         read.push(column);
-        sql.push(&format!(
-            "{} FROM {}",
-            self.every_value(read),
-            self.relation
-        ));
+        let (read, reads) = self.every_value(read);
+        sql.push(&format!(" AS a2{read}"));
+        sql.text = self.over_parts(
+            &sql.text,
+            "",
+            &format!("sum(a0)::int8, sum(a1)::text, sum(a2)::int8{reads}"),
+            "",
+        );
         let rows = self.ask(&sql)?;
         let row = rows.first().ok_or_else(|| self.changed())?;
         self.unchanged(row.get(0))?;
@@ -589,6 +633,41 @@ impl PgTable {
             u64::try_from(n).unwrap_or(0),
         ))
     }
+}
+
+/// `x` clamped to `[lo, hi]`, as a `CASE` (a foreign server is sent a `CASE`, never
+/// `least`/`greatest`, which `postgres_fdw` does not ship); a missing `x` stays missing, and a
+/// float `NaN`, above every number in PostgreSQL's order, becomes `hi`, as `least` makes it.
+fn clamped(x: &str, lo: &str, hi: &str) -> String {
+    format!("(CASE WHEN {x} < {lo} THEN {lo} WHEN {x} > {hi} THEN {hi} ELSE {x} END)")
+}
+
+/// The question whose select list is `inner` (its items named `a0`, `a1`, ... and `v<c>`)
+/// asked of the table, its answer combined by `outer`:
+/// `SELECT <outer> FROM (SELECT <inner> FROM t<tail>) s<after>`. A partitioned table is
+/// asked partition by partition, `SELECT <inner> FROM p1<tail> UNION ALL SELECT <inner>
+/// FROM p2<tail> ...`, so that each partition's aggregate is one query of its own: a
+/// partition that is a foreign table on another server (`postgres_fdw`) is sent the whole
+/// aggregate and returns its counts, never its rows, and with `async_capable` every server
+/// answers at once. The outer query adds the partitions' counts up, exactly.
+fn over_parts(
+    parts: &[String],
+    relation: &str,
+    inner: &str,
+    tail: &str,
+    outer: &str,
+    after: &str,
+) -> String {
+    let one = |from: &str| format!("SELECT {inner} FROM {from}{tail}");
+    let branches: Vec<String> = if parts.is_empty() {
+        vec![one(relation)]
+    } else {
+        parts.iter().map(|p| one(p)).collect()
+    };
+    format!(
+        "SELECT {outer} FROM ({}) s{after}",
+        branches.join(" UNION ALL ")
+    )
 }
 
 /// A `numeric` column as the `float8` nearest its value, as `str::parse::<f64>` rounds it,
