@@ -200,6 +200,31 @@ pub enum Query {
     Vector(Vec<Number>),
     /// `COUNT WHERE a - 2*COUNT WHERE b`
     Linear(Vec<CountTerm>),
+    /// `SUM income CLAMP (0, 100000) WHERE region = 'north'`
+    Sum(Box<SumTarget>),
+}
+
+/// A clamped sum estimated from the history: `SUM col CLAMP (lo, hi) [WHERE p]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SumTarget {
+    /// The column summed.
+    pub column: Ident,
+    /// The lower bound.
+    pub lo: Number,
+    /// The upper bound.
+    pub hi: Number,
+    /// `WHERE p`: the rows summed; every row when absent.
+    pub filter: Option<Expr>,
+}
+
+impl fmt::Display for SumTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SUM {} CLAMP ({}, {})", self.column, self.lo, self.hi)?;
+        if let Some(p) = &self.filter {
+            write!(f, " WHERE {p}")?;
+        }
+        Ok(())
+    }
 }
 
 /// One dimension of a cube: a column cut at numbers, or split by listed values.
@@ -686,6 +711,7 @@ impl fmt::Display for Query {
         match self {
             Query::Vector(v) => write!(f, "{}", Vector(v)),
             Query::Linear(terms) => write!(f, "{}", Terms(terms)),
+            Query::Sum(t) => write!(f, "{t}"),
         }
     }
 }

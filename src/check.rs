@@ -2,7 +2,7 @@
 
 use crate::ast::{
     self, Accuracy, BinnedStat, ChooseEps, CountQuery, CountTerm, CubeDim, Expr, Histogram, Ident,
-    Literal, Number, ProbEvent, Query, Statement, StatementKind, SumQuery,
+    Literal, Number, ProbEvent, Query, Statement, StatementKind, SumQuery, SumTarget,
 };
 use crate::cube::{self, Cube, CubeError, Dim, NotUnion};
 use crate::data::{self, ColumnType, Predicate, Source, Value};
@@ -11,7 +11,7 @@ use crate::plan::{
     Bin, BinnedPlan, BinnedStatistic, ChoosePlan, CountPlan, CubeRef, Eps, Event, HistogramPlan,
     Mechanism, Plan, PlotPlan, PriorPlan, SimMetric, SimulatePlan, Spend, SumPlan,
 };
-use crate::privacy::Neighbours;
+use crate::privacy::{Measure, Neighbours};
 use crate::span::Span;
 use crate::stats::noise::ExactEpsilon;
 use crate::stats::simulate;
@@ -232,18 +232,20 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
             }
         }
         StatementKind::Estimate { query } => {
-            let (target, coefficients) = check_query(query, catalog, span)?;
+            let (target, coefficients, measure) = check_query(query, catalog, span)?;
             Plan::Estimate {
                 target,
                 query: coefficients,
+                measure,
                 text: query.to_string(),
             }
         }
         StatementKind::Prob { query, event } => {
-            let (target, coefficients) = check_query(query, catalog, span)?;
+            let (target, coefficients, measure) = check_query(query, catalog, span)?;
             Plan::Prob {
                 target,
                 query: coefficients,
+                measure,
                 text: query.to_string(),
                 event: match event {
                     ProbEvent::Greater(x) => Event::Greater(finite(x)?),
@@ -534,27 +536,22 @@ pub fn build_cube(
     })
 }
 
-/// A query of ESTIMATE or PROB: coefficients over the focused cube, or counts over the
-/// current table's cube (any real coefficients: nothing is released).
+/// A query of ESTIMATE or PROB: coefficients over the focused cube, counts over the current
+/// table's cube (any real coefficients: nothing is released), or a clamped sum over a union
+/// of its cells; and what it measures in each cell.
 fn check_query(
     query: &Query,
     catalog: &dyn Catalog,
     span: Span,
-) -> Result<(CubeRef, Vec<f64>), CheckError> {
+) -> Result<(CubeRef, Vec<f64>, Measure), CheckError> {
     match query {
-        Query::Vector(v) => cube_vector(v, catalog, span),
+        Query::Vector(v) => {
+            cube_vector(v, catalog, span).map(|(target, row)| (target, row, Measure::Rows))
+        }
+        Query::Sum(t) => check_summed(t, catalog, span),
         Query::Linear(terms) => {
-            let table_name = resolve_table(None, catalog, span)?;
-            let table = catalog
-                .table(&table_name)
-                .ok_or(CheckError::NoCurrentTable { span })?;
-            let cube = catalog
-                .table_cube(&table_name)
-                .ok_or_else(|| CheckError::NeedsCube {
-                    what: "estimating a count from the history",
-                    table: table_name.clone(),
-                    span,
-                })?;
+            let (table_name, table, cube) =
+                table_with_cube(catalog, "estimating a count from the history", span)?;
             let (_, row) = compile_terms(terms, table, &table_name, Some(cube))?;
             let mut dense = vec![0.0; cube.cells()];
             for (cell, c) in row {
@@ -563,9 +560,61 @@ fn check_query(
             if dense.iter().all(|c| *c == 0.0) {
                 return Err(CheckError::EmptyQuery { span });
             }
-            Ok((CubeRef::Table(table_name), dense))
+            Ok((CubeRef::Table(table_name), dense, Measure::Rows))
         }
     }
+}
+
+/// The current table, its data and its cube, which `what` needs.
+fn table_with_cube<'c>(
+    catalog: &'c dyn Catalog,
+    what: &'static str,
+    span: Span,
+) -> Result<(String, &'c Source, &'c Cube), CheckError> {
+    let table_name = resolve_table(None, catalog, span)?;
+    let table = catalog
+        .table(&table_name)
+        .ok_or(CheckError::NoCurrentTable { span })?;
+    let cube = catalog
+        .table_cube(&table_name)
+        .ok_or_else(|| CheckError::NeedsCube {
+            what,
+            table: table_name.clone(),
+            span,
+        })?;
+    Ok((table_name, table, cube))
+}
+
+/// `SUM col CLAMP (lo, hi) [WHERE p]` of ESTIMATE or PROB: the indicator of the cells the
+/// condition covers, which must be a union of cells, over per-cell sums of the column
+/// clamped to the same bounds as the releases it is estimated from.
+fn check_summed(
+    t: &SumTarget,
+    catalog: &dyn Catalog,
+    span: Span,
+) -> Result<(CubeRef, Vec<f64>, Measure), CheckError> {
+    let (table_name, table, cube) =
+        table_with_cube(catalog, "estimating a sum from the history", span)?;
+    let (column, _, lo, hi) = summed_column(table, &table_name, &t.column, &t.lo, &t.hi)?;
+    let mut dense = vec![1.0; cube.cells()];
+    if let Some(e) = &t.filter {
+        let predicate = check_expr(e, table, &table_name)?;
+        let cells = cube
+            .cells_of(&predicate)
+            .map_err(|n| not_union(n, e, cube, table, &table_name))?;
+        for (d, inside) in dense.iter_mut().zip(cells) {
+            *d = if inside { 1.0 } else { 0.0 };
+        }
+    }
+    if dense.iter().all(|c| *c == 0.0) {
+        return Err(CheckError::EmptyQuery { span });
+    }
+    let measure = Measure::Sum {
+        column: table.column_name(column).to_string(),
+        lo: lo.normalize(),
+        hi: hi.normalize(),
+    };
+    Ok((CubeRef::Table(table_name), dense, measure))
 }
 
 /// The row over `cube`'s cells of a count statement recorded before the cube was declared,
@@ -967,14 +1016,7 @@ fn check_histogram(
     };
     let mut by = Vec::new();
     for name in h.by.iter().flatten() {
-        let column = table
-            .column_index(&name.name)
-            .ok_or_else(|| CheckError::UnknownColumn {
-                column: name.name.clone(),
-                table: table_name.clone(),
-                known: table.schema().into_iter().map(|(n, _)| n).collect(),
-                span: name.span,
-            })?;
+        let (column, _) = resolve_column(name, table, &table_name)?;
         let dim = cube
             .dim_of_column(column)
             .ok_or_else(|| CheckError::NotDimension {
@@ -1076,14 +1118,7 @@ fn check_binned(
             span,
         });
     };
-    let index = table
-        .column_index(&column.name)
-        .ok_or_else(|| CheckError::UnknownColumn {
-            column: column.name.clone(),
-            table: table_name.clone(),
-            known: table.schema().into_iter().map(|(n, _)| n).collect(),
-            span: column.span,
-        })?;
+    let (index, _) = resolve_column(column, table, &table_name)?;
     let not_dimension = || CheckError::NotDimension {
         column: column.name.clone(),
         table: table_name.clone(),
@@ -1138,41 +1173,7 @@ fn check_sum(q: &SumQuery, catalog: &dyn Catalog, span: Span) -> Result<SumPlan,
     let table = catalog
         .table(&table_name)
         .ok_or(CheckError::NoCurrentTable { span })?;
-    let column = table
-        .column_index(&q.column.name)
-        .ok_or_else(|| CheckError::UnknownColumn {
-            column: q.column.name.clone(),
-            table: table_name.clone(),
-            known: table.schema().into_iter().map(|(n, _)| n).collect(),
-            span: q.column.span,
-        })?;
-    let integer = match table.column_type(column) {
-        ColumnType::Integer => true,
-        ColumnType::Float => false,
-        _ => {
-            return Err(CheckError::NotApplicable {
-                message: "SUM and MEAN take a number column",
-                span: q.column.span,
-            })
-        }
-    };
-    let bound = |n: &Number| {
-        exact_decimal(n).ok_or_else(|| CheckError::NumberOutOfRange {
-            text: n.text.clone(),
-            span: n.span,
-        })
-    };
-    let (mut lo, mut hi) = (bound(&q.lo)?, bound(&q.hi)?);
-    if integer {
-        // Whole values: the bounds that matter are the whole numbers within.
-        (lo, hi) = (lo.ceil(), hi.floor());
-    }
-    if lo >= hi {
-        return Err(CheckError::NotApplicable {
-            message: "CLAMP (lo, hi) needs lo < hi (whole numbers apart, on an integer column)",
-            span: q.lo.span,
-        });
-    }
+    let (column, integer, lo, hi) = summed_column(table, &table_name, &q.column, &q.lo, &q.hi)?;
     // A row added or removed moves the sum by its clamped value; a row replaced moves it from
     // one value to another, where a row outside the condition or without a value counts 0.
     // A privacy unit of k rows moves it by k rows' worth.
@@ -1180,7 +1181,13 @@ fn check_sum(q: &SumQuery, catalog: &dyn Catalog, span: Span) -> Result<SumPlan,
     let sensitivity = unit_scaled(
         match neighbours {
             Neighbours::AddRemove => lo.abs().max(hi.abs()),
-            Neighbours::Replace => hi.max(Decimal::ZERO) - lo.min(Decimal::ZERO),
+            Neighbours::Replace => hi
+                .max(Decimal::ZERO)
+                .checked_sub(lo.min(Decimal::ZERO))
+                .ok_or_else(|| CheckError::NumberOutOfRange {
+                    text: "the sum's sensitivity, max(hi, 0) - min(lo, 0)".into(),
+                    span: q.lo.span,
+                })?,
         },
         unit_rows,
         span,
@@ -1204,10 +1211,14 @@ fn check_sum(q: &SumQuery, catalog: &dyn Catalog, span: Span) -> Result<SumPlan,
             }),
         },
     };
+    let cube = catalog.table_cube(&table_name);
+    let row = cube
+        .and_then(|c| sum_row(c, filter.as_ref()))
+        .unwrap_or_default();
     let query_key = format!(
         "{}|{}|{}|{}|{:?}",
         if q.mean { "mean" } else { "sum" },
-        q.column.name,
+        table.column_name(column),
         lo.normalize(),
         hi.normalize(),
         filter
@@ -1216,7 +1227,8 @@ fn check_sum(q: &SumQuery, catalog: &dyn Catalog, span: Span) -> Result<SumPlan,
         table: table_name,
         mean: q.mean,
         column,
-        column_name: q.column.name.clone(),
+        // As the table names it: `SUM Income` and `SUM income` are one query, one measure.
+        column_name: table.column_name(column).to_string(),
         integer,
         clamp: (lo.normalize(), hi.normalize()),
         filter,
@@ -1227,7 +1239,81 @@ fn check_sum(q: &SumQuery, catalog: &dyn Catalog, span: Span) -> Result<SumPlan,
         neighbours,
         statement: q.to_string(),
         query_key,
+        cube: cube.filter(|_| !row.is_empty()).map(Cube::declaration),
+        row,
     })
+}
+
+/// The row over `cube`'s cells of a sum statement recorded before the cube was declared,
+/// when its condition is a union of the cells.
+pub fn sum_row_of(
+    q: &SumQuery,
+    table: &Source,
+    table_name: &str,
+    cube: &Cube,
+) -> Option<Vec<(usize, Decimal)>> {
+    let filter = match &q.filter {
+        None => None,
+        Some(e) => Some(check_expr(e, table, table_name).ok()?),
+    };
+    sum_row(cube, filter.as_ref())
+}
+
+/// The row over `cube`'s cells of a sum over the rows `filter` selects: 1 on each cell it
+/// holds on, when it is a union of cells (every cell without a filter); `None` when it
+/// splits a cell (the sum then charges every cell, and is evidence about none).
+pub fn sum_row(cube: &Cube, filter: Option<&Predicate>) -> Option<Vec<(usize, Decimal)>> {
+    let cells = match filter {
+        None => vec![true; cube.cells()],
+        Some(p) => cube.cells_of(p).ok()?,
+    };
+    let row: Vec<(usize, Decimal)> = cells
+        .into_iter()
+        .enumerate()
+        .filter(|(_, inside)| *inside)
+        .map(|(j, _)| (j, Decimal::ONE))
+        .collect();
+    (!row.is_empty()).then_some(row)
+}
+
+/// A summed column and its clamp, checked: the column's index, whether it holds integers
+/// (then the bounds that matter are the whole numbers within), and the bounds, `lo < hi`.
+fn summed_column(
+    table: &Source,
+    table_name: &str,
+    column: &Ident,
+    lo: &Number,
+    hi: &Number,
+) -> Result<(usize, bool, Decimal, Decimal), CheckError> {
+    let (index, ty) = resolve_column(column, table, table_name)?;
+    let integer = match ty {
+        ColumnType::Integer => true,
+        ColumnType::Float => false,
+        _ => {
+            return Err(CheckError::NotApplicable {
+                message: "SUM and MEAN take a number column",
+                span: column.span,
+            })
+        }
+    };
+    let bound = |n: &Number| {
+        exact_decimal(n).ok_or_else(|| CheckError::NumberOutOfRange {
+            text: n.text.clone(),
+            span: n.span,
+        })
+    };
+    let (mut low, mut high) = (bound(lo)?, bound(hi)?);
+    if integer {
+        // Whole values: the bounds that matter are the whole numbers within.
+        (low, high) = (low.ceil(), high.floor());
+    }
+    if low >= high {
+        return Err(CheckError::NotApplicable {
+            message: "CLAMP (lo, hi) needs lo < hi (whole numbers apart, on an integer column)",
+            span: lo.span,
+        });
+    }
+    Ok((index, integer, low, high))
 }
 
 /// A row's sensitivity times the most rows of a privacy unit; past a decimal's range it is
@@ -1430,6 +1516,7 @@ fn negate_if(negated: bool, p: Predicate) -> Predicate {
     }
 }
 
+/// The index and type of the column `column` names, or the error naming the table's columns.
 fn resolve_column(
     column: &Ident,
     table: &Source,

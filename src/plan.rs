@@ -111,6 +111,8 @@ pub enum Plan {
         target: CubeRef,
         /// Coefficients over the cells.
         query: Vec<f64>,
+        /// What it measures in each cell: rows, or a column's clamped sum.
+        measure: crate::privacy::Measure,
         /// The query as written, canonical.
         text: String,
     },
@@ -120,6 +122,8 @@ pub enum Plan {
         target: CubeRef,
         /// Coefficients over the cells.
         query: Vec<f64>,
+        /// What it measures in each cell: rows, or a column's clamped sum.
+        measure: crate::privacy::Measure,
         /// The query as written, canonical.
         text: String,
         /// The event.
@@ -364,6 +368,11 @@ pub struct SumPlan {
     pub statement: String,
     /// What makes two sums identical, but for epsilon and mechanism.
     pub query_key: String,
+    /// Its row over the cells of the table's cube (1 on each cell its condition holds on),
+    /// when the condition is a union of cells; empty otherwise, or without a cube.
+    pub row: Vec<(usize, Decimal)>,
+    /// The declaration of the cube the row is over.
+    pub cube: Option<String>,
 }
 
 /// A checked counting query: a count, or a linear combination of counts over a cube.

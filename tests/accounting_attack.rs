@@ -11,7 +11,7 @@ use std::path::Path;
 use std::str::FromStr;
 
 mod common;
-use common::run_json;
+use common::{rewrite_ledger, run_json};
 
 /// Runs `source` in a fresh in-memory session, and says whether it panicked (with the
 /// message).
@@ -339,30 +339,12 @@ fn a_cell_share_is_rounded_up_never_down() {
     );
 }
 
-/// The checksum dpq chains its ledger lines with (`privacy::ledger::chain`): BLAKE3 of the
-/// previous checksum, a line feed and the line's JSON; 32 hex digits.
-fn chain(previous: &str, json: &str) -> String {
-    let mut h = blake3::Hasher::new();
-    h.update(previous.as_bytes());
-    h.update(b"\n");
-    h.update(json.as_bytes());
-    h.finalize().to_hex()[..32].to_string()
-}
-
 /// Rewrites a ledger of format 3 into the format-2 form an earlier dpq wrote before tables
 /// had a neighbour model (commits 8a63d9a to 91e34da^): no `neighbours` in the header, rows
 /// cell by cell, and each release's sensitivity as its noise was drawn then, `max_j |h_j|`.
 /// Checksums and the high-water mark are made again, as that dpq made them.
 fn as_format_2(ledger: &Path) {
-    let text = std::fs::read_to_string(ledger).expect("the ledger");
-    let mut out = String::new();
-    // The chain starts from the genesis value of `privacy::ledger`.
-    let mut sum = "dpq-ledger-v2".to_string();
-    let mut lines = 0;
-    for line in text.lines() {
-        let mut v: serde_json::Map<String, Value> =
-            serde_json::from_str(line).expect("a ledger line");
-        v.remove("sum");
+    rewrite_ledger(ledger, |v| {
         if v["type"] == "header" {
             v.insert("format".into(), Value::from(2));
             v.remove("neighbours");
@@ -383,20 +365,7 @@ fn as_format_2(ledger: &Path) {
                 v.insert("sensitivity".into(), Value::from(s));
             }
         }
-        let json = serde_json::to_string(&Value::Object(v)).expect("json");
-        sum = chain(&sum, &json);
-        let body = &json[..json.len() - 1];
-        out.push_str(&format!("{body},\"sum\":\"{sum}\"}}\n"));
-        lines += 1;
-    }
-    std::fs::write(ledger, out).expect("rewrite the ledger");
-    let name = ledger
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .expect("a name")
-        .to_string();
-    let mark = serde_json::json!({"ledger": name, "lines": lines, "sum": sum}).to_string();
-    std::fs::write(ledger.with_extension("hwm"), format!("{mark:<128}")).expect("the mark");
+    });
 }
 
 /// PROMISE (README "The ledger"): "ledgers of format 2, cell by cell, are still read"; "a

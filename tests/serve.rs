@@ -715,3 +715,51 @@ fn the_classroom_example_runs_as_its_guide_says() {
     let spent = class["spent"].as_f64().expect("spent");
     assert!(spent > 0.75 && spent <= 1.0, "{class}");
 }
+
+/// Sums over a served dataset's cube (`add_remove`): each analyst's sums are charged on the
+/// cells they cover, the dataset's total per cell bounds them all, and each analyst's
+/// `ESTIMATE SUM` combines their own sums, for free.
+#[test]
+fn sums_over_a_served_cube_are_charged_per_cell_and_estimated_free() {
+    let setup = Setup::new(2);
+    let policy = setup.policy(
+        "budget = 1\nneighbours = \"add_remove\"\ncube = \"BY sex ('F', 'M')\"",
+        &["1", "1"],
+    );
+    let server = Server::start(&setup, &policy);
+    let (a, b) = (setup.token(0), setup.token(1));
+    let (_, body) = server.run(
+        a,
+        "SUM income CLAMP (0, 100000) WHERE sex = 'F' WITH EPS 0.6;
+         SUM income CLAMP (0, 100000) WHERE sex = 'M' WITH EPS 0.6;
+         ESTIMATE SUM income CLAMP (0, 100000) WHERE sex = 'F' OR sex = 'M';",
+    );
+    assert_eq!(kinds(&body), ["sum", "sum", "estimate"], "{body}");
+    let noisy = |i: usize| body["results"][i]["json"]["noisy"].as_f64().expect("a sum");
+    let estimate = body["results"][2]["json"]["estimate"]
+        .as_f64()
+        .expect("an estimate");
+    assert!(
+        (estimate - (noisy(0) + noisy(1))).abs() < 1e-6 * estimate,
+        "{body}"
+    );
+    let budget = server.budget(a);
+    assert_eq!(budget["spent"], 0.6, "{budget}");
+    // b may not spend past what the dataset's cells hold, whatever b's own cap.
+    let (_, body) = server.run(
+        b,
+        "MEAN income CLAMP (0, 100000) WHERE sex = 'F' WITH EPS 0.6;",
+    );
+    assert!(
+        error(&body).contains("too little budget left for all its analysts"),
+        "{body}"
+    );
+    let (_, body) = server.run(
+        b,
+        "SUM income CLAMP (0, 100000) WHERE sex = 'F' WITH EPS 0.4;",
+    );
+    assert_eq!(kinds(&body), ["sum"], "{body}");
+    // b's own history holds no sum of M: b cannot estimate it from a's answers' record.
+    let (_, body) = server.run(b, "ESTIMATE SUM income CLAMP (0, 100000) WHERE sex = 'M';");
+    assert!(error(&body).contains("cannot estimate"), "{body}");
+}

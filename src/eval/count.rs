@@ -546,17 +546,18 @@ fn request(
     let keyed = |data: &str, query: &str| format!("{data}|{source}|{query}|{tail}");
     let request = Request {
         statement: plan.statement.clone(),
-        key: keyed(&entry.fingerprint, &plan.release_key),
+        key: keyed(&entry.key_prefix(), &plan.release_key),
         alt_key: plan
             .plain_key
             .as_ref()
-            .map(|k| keyed(&entry.fingerprint, k)),
+            .map(|k| keyed(&entry.key_prefix(), k)),
         row: Row::from_cells(&plan.row).expect("a plan's row is by increasing cell"),
         cube: plan.cube.clone(),
         neighbours: plan.neighbours,
         eps: eps.exact,
         sensitivity: plan.sensitivity.to_f64().unwrap_or(f64::INFINITY),
         mechanism: plan.mechanism,
+        measure: crate::privacy::Measure::Rows,
         time,
     };
     // A row over cells means nothing without its cube: two cubes of as many cells must not
@@ -565,7 +566,7 @@ fn request(
         Some(spec) => format!("{spec}|{}", plan.query_key),
         None => plan.query_key.clone(),
     };
-    (request, keyed(&entry.content, &noise_query))
+    (request, keyed(&entry.noise_prefix(), &noise_query))
 }
 
 /// The error of a refused request, in the statement's words.

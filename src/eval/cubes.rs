@@ -9,8 +9,8 @@ use crate::error::EvalError;
 use crate::output::{Bound, CubeReport, EstimateResult, Output, PairReport, ProbResult};
 use crate::plan::{CubeRef, Event};
 use crate::privacy::{
-    CubeDecl, History, Ledger, Mechanism, Neighbours, Prepared, Refusal, ReleaseError, Request,
-    Row, Where,
+    CubeDecl, History, Ledger, Measure, Mechanism, Neighbours, Prepared, Refusal, ReleaseError,
+    Request, Row, Where,
 };
 use crate::span::Span;
 use crate::stats::blue::{self, Measurement};
@@ -189,6 +189,7 @@ impl Session {
             neighbours: history.neighbours(),
             eps,
             mechanism: Mechanism::Laplace,
+            measure: crate::privacy::Measure::Rows,
             time,
         };
         let ticket = match txn.prepare(request) {
@@ -236,10 +237,11 @@ impl Session {
         &mut self,
         target: CubeRef,
         query: Vec<f64>,
+        measure: &Measure,
         text: String,
         span: Span,
     ) -> Result<Output, EvalError> {
-        let (estimate, posterior) = self.posterior_of(&target, &query, span)?;
+        let (estimate, posterior) = self.posterior_of(&target, &query, measure, span)?;
         let credible95 = posterior.credible_interval(ninety_five());
         Ok(Output::Estimate(EstimateResult {
             text,
@@ -261,11 +263,12 @@ impl Session {
         &mut self,
         target: CubeRef,
         query: Vec<f64>,
+        measure: &Measure,
         text: String,
         event: Event,
         span: Span,
     ) -> Result<Output, EvalError> {
-        let (_, posterior) = self.posterior_of(&target, &query, span)?;
+        let (_, posterior) = self.posterior_of(&target, &query, measure, span)?;
         // Every distance into the tail: to a stated relative error, or a bound (stats::tail).
         let (reported, event) = match event {
             Event::Greater(x) => (posterior.greater(x), format!("> {x}")),
@@ -301,7 +304,7 @@ impl Session {
             .iter()
             .map(|b| b.to_f64().unwrap_or(f64::NAN))
             .collect();
-        let measurements = evidence(entry, history);
+        let measurements = evidence(entry, history, &Measure::Rows);
         CubeReport {
             table: Some(entry.name.clone()),
             declaration: Some(cube.declaration()),
@@ -349,6 +352,7 @@ impl Session {
         &self,
         target: &CubeRef,
         query: &[f64],
+        measure: &Measure,
         span: Span,
     ) -> Result<(blue::Estimate, exact::Posterior), EvalError> {
         match target {
@@ -362,7 +366,7 @@ impl Session {
             CubeRef::Table(table) => {
                 let entry = &self.entries[self.index(table)];
                 let history = self.ledgers.get(entry.ledger).history();
-                table_posterior(entry, history, query, span)
+                table_posterior(entry, history, query, measure, span)
             }
         }
     }
@@ -399,6 +403,7 @@ pub(super) fn table_posterior(
     entry: &Entry,
     history: &History,
     query: &[f64],
+    measure: &Measure,
     span: Span,
 ) -> Result<(blue::Estimate, exact::Posterior), EvalError> {
     let cube = entry
@@ -406,30 +411,38 @@ pub(super) fn table_posterior(
         .as_ref()
         .expect("the checker found the table's cube");
     let name = |j: usize| format!("[{}]", cube.cell_name(j));
-    posterior(cube.cells(), &evidence(entry, history), query, &name, span)
+    let evidence = evidence(entry, history, measure);
+    posterior(cube.cells(), &evidence, query, &name, span).map_err(|e| match e {
+        EvalError::NotEstimable { cells, span } if measure != &Measure::Rows => {
+            EvalError::NotEstimable {
+                cells: format!("{cells}; only releases of the {measure} are evidence about it"),
+                span,
+            }
+        }
+        other => other,
+    })
 }
 
-/// The evidence of a table's cube: its answered Laplace releases about the content now
-/// loaded (answers about an earlier content of the file would bias it), each with its row
-/// over the cells. A count released before the cube was declared is evidence too when its
-/// condition is a union of the cells (its row is found again from its statement); it still
-/// charges every cell, as it did when it was released.
-pub(super) fn evidence(entry: &Entry, history: &History) -> Vec<Measurement> {
+/// The evidence of a table's cube about one measure (its rows, or a column's clamped sum):
+/// its answered Laplace releases of that measure about the content now loaded (answers about
+/// an earlier content of the file would bias it), each with its row over the cells. A count
+/// or sum released before the cube was declared is evidence too when its condition is a
+/// union of the cells (its row is found again from its statement); it still charges every
+/// cell, as it did when it was released.
+pub(super) fn evidence(entry: &Entry, history: &History, measure: &Measure) -> Vec<Measurement> {
     let Some(cube) = &entry.cube else {
         return Vec::new();
     };
-    let prefix = format!("{}|", entry.fingerprint);
+    let prefix = format!("{}|", entry.key_prefix());
     history
         .releases()
         .iter()
-        .filter(|r| r.mechanism == Mechanism::Laplace && r.key.starts_with(&prefix))
+        .filter(|r| {
+            r.mechanism == Mechanism::Laplace && &r.measure == measure && r.key.starts_with(&prefix)
+        })
         .filter_map(|r| {
             let row = if r.row.is_empty() {
-                let statements = crate::syntax::parse_script(&r.statement).ok()?;
-                let StatementKind::Count(q) = &statements.first()?.kind else {
-                    return None;
-                };
-                check::row_of(q, &entry.table, &entry.name, cube)?
+                row_from_statement(entry, cube, &r.statement, measure)?
             } else {
                 r.row.to_cells()
             };
@@ -447,6 +460,34 @@ pub(super) fn evidence(entry: &Entry, history: &History) -> Vec<Measurement> {
         .collect()
 }
 
+/// The row over `cube`'s cells of a count or sum of `measure` recorded without one (before
+/// the cube was declared), found again from its statement when its condition is a union of
+/// the cells. Only a count is evidence about rows, and only a sum (or a `MEAN`'s sum part,
+/// recorded as the statement followed by ` (sum)`) about sums: a ledger written before
+/// releases named their measure records a sum as if it measured rows.
+fn row_from_statement(
+    entry: &Entry,
+    cube: &Cube,
+    statement: &str,
+    measure: &Measure,
+) -> Option<Vec<(usize, Decimal)>> {
+    let text = match measure {
+        Measure::Rows => statement,
+        Measure::Sum { .. } => statement.strip_suffix(" (sum)").unwrap_or(statement),
+        Measure::Valued { .. } => return None,
+    };
+    let statements = crate::syntax::parse_script(text).ok()?;
+    match (&statements.first()?.kind, measure) {
+        (StatementKind::Count(q), Measure::Rows) => {
+            check::row_of(q, &entry.table, &entry.name, cube)
+        }
+        (StatementKind::Sum(q), Measure::Sum { .. }) => {
+            check::sum_row_of(q, &entry.table, &entry.name, cube)
+        }
+        _ => None,
+    }
+}
+
 /// The BLUE of `query` over a table's cube from its history, and the Laplace scales
 /// `c_i = |a_i| S_i / alpha_i` of its error, without building the distribution (for the
 /// tails of `WITHIN`).
@@ -461,7 +502,7 @@ pub(super) fn table_error(
         .as_ref()
         .expect("the checker found the table's cube");
     let name = |j: usize| format!("[{}]", cube.cell_name(j));
-    let evidence = evidence(entry, history);
+    let evidence = evidence(entry, history, &Measure::Rows);
     let (b, estimate) = blue_of(cube.cells(), &evidence, query, &name, span)?;
     let scales = exact::scales_of(&b.noise_terms(&estimate.weights)).map_err(|e| {
         EvalError::NotEstimable {
@@ -496,7 +537,7 @@ pub(super) fn blue_of_table(
         .as_ref()
         .expect("the checker found the table's cube");
     let name = |j: usize| format!("[{}]", cube.cell_name(j));
-    let measurements = evidence(entry, history);
+    let measurements = evidence(entry, history, &Measure::Rows);
     let fail = |message: String| EvalError::NotEstimable {
         cells: message,
         span,

@@ -109,7 +109,7 @@ impl Session {
                     from_history: true,
                 });
             }
-            Ok(PreparedVector::Fits(ticket)) => ticket,
+            Ok(PreparedVector::Fits(ticket)) => *ticket,
             Err(Refusal::Exceeded(_) | Refusal::DatasetExceeded(_)) if dry => {
                 return Ok(HistogramDecision::WouldRefuse)
             }
@@ -327,7 +327,7 @@ fn vector_request(
     let keyed = |data: &str, query: &str| format!("{data}|{source}|{query}|{tail}");
     let request = VectorRequest {
         statement: plan.statement.clone(),
-        key: keyed(&entry.fingerprint, &plan.query_key),
+        key: keyed(&entry.key_prefix(), &plan.query_key),
         parts: parts(plan),
         cube: Some(plan.cube.clone()),
         eps: plan.eps.exact,
@@ -335,7 +335,7 @@ fn vector_request(
         time,
     };
     let noise_query = format!("{}|{}", plan.cube, plan.query_key);
-    (request, keyed(&entry.content, &noise_query))
+    (request, keyed(&entry.noise_prefix(), &noise_query))
 }
 
 /// The error of a refused histogram, in the statement's words.

@@ -94,6 +94,31 @@ struct Entry {
     rules: Option<Rules>,
 }
 
+impl Entry {
+    /// What the keys of its releases start with: the keyed fingerprint of its content, and
+    /// for a table read with `NO HEADER` a mark of that reading. The same bytes read the two
+    /// ways are two tables (the first line is a row of one and the names of the other, and
+    /// `c1` names another column): no answer, and no evidence, about one is about the other.
+    fn key_prefix(&self) -> String {
+        reading(&self.fingerprint, self.header)
+    }
+
+    /// What a seeded release's noise derives from: the plain hash of its content, and the
+    /// reading, as in [`Entry::key_prefix`].
+    fn noise_prefix(&self) -> String {
+        reading(&self.content, self.header)
+    }
+}
+
+/// `data`, marked when the table was read with `NO HEADER`.
+fn reading(data: &str, header: bool) -> String {
+    if header {
+        data.to_string()
+    } else {
+        format!("{data}~no-header")
+    }
+}
+
 /// Progress of a long statement (`SIMULATE`), reported as work is done. The library never
 /// prints: the `dpq` binary shows a progress bar on a terminal, and nothing otherwise.
 pub trait Progress: Send + Sync {
@@ -270,14 +295,16 @@ impl Session {
             Plan::Estimate {
                 target,
                 query,
+                measure,
                 text,
-            } => self.estimate(target, query, text, span)?,
+            } => self.estimate(target, query, &measure, text, span)?,
             Plan::Prob {
                 target,
                 query,
+                measure,
                 text,
                 event,
-            } => self.prob(target, query, text, event, span)?,
+            } => self.prob(target, query, &measure, text, event, span)?,
         })
     }
 

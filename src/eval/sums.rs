@@ -9,8 +9,14 @@
 //! another, a row outside the condition or without a value counting 0, so by at most
 //! `max(hi, 0) - min(lo, 0)`.
 //!
-//! A sum is charged its epsilon on every cell and pair of cells of a cube (a row's value can
-//! change within a cell, which counts never see): it composes sequentially with everything. A
+//! Over a cube, a sum whose condition is a union of cells is a linear query over the per-cell
+//! sums of the column clamped to its bounds: it is recorded with its row over the cells (its
+//! measure names the column and bounds), so `ESTIMATE SUM` of any union of cells combines
+//! every sum of the same column and bounds. Under `add_remove` a row added or removed moves
+//! only its own cell's sum, and the sum is charged on the cells it covers, with counts (see
+//! [`crate::privacy::Measure`]). Under `replace` a row's value can change within its cell,
+//! which the costs of pairs of cells never see: the sum is charged on every cell and pair, as
+//! is a sum whose condition splits a cell. A
 //! `MEAN` spends half its epsilon on the sum and half on the count of the rows that
 //! contributed (sensitivity 1), released together; its estimate is their ratio, and its
 //! interval holds the true mean with probability at least 0.95 (each noisy answer within its
@@ -21,7 +27,7 @@ use super::{ledger_error, served, Entry, Session};
 use crate::error::EvalError;
 use crate::output::{Output, SumResult};
 use crate::plan::{Eps, SumPlan};
-use crate::privacy::{Mechanism, Neighbours, PreparedMany, Refusal, Request, Row};
+use crate::privacy::{Measure, Mechanism, Neighbours, PreparedMany, Refusal, Request, Row};
 use crate::span::Span;
 use crate::stats::noise::{self, ExactEpsilon, GridLaplace, Rational};
 use crate::stats::{laplace, Epsilon, Probability};
@@ -86,7 +92,12 @@ impl Session {
             .iter()
             .map(|(eps, s, what)| request(entry, &plan, *eps, *s, what, seed, time))
             .collect();
-        let noise_key = format!("{}|{}|{}", entry.content, plan.query_key, plan.eps.exact);
+        let noise_key = format!(
+            "{}|{}|{}",
+            entry.noise_prefix(),
+            plan.query_key,
+            plan.eps.exact
+        );
         let refused = |r: Refusal, ledger: &crate::privacy::Ledger| match r {
             Refusal::Exceeded(o) => overspend_error(
                 o,
@@ -114,7 +125,7 @@ impl Session {
                 span,
             },
         };
-        let ticket = match txn.prepare_rowless(requests) {
+        let ticket = match txn.prepare_together(requests) {
             Ok(PreparedMany::Recorded(noisy)) => {
                 return Ok(self.sum_output(plan, i, noisy, true));
             }
@@ -146,7 +157,9 @@ impl Session {
         let i = self.index(&plan.table);
         let history = self.ledgers.get(self.entries[i].ledger).history();
         let spent = history.spent();
-        let (after, _, _) = history.after_bounds(plan.eps.exact, &Row::default());
+        let row = Row::from_cells(&plan.row).expect("a plan's row is by increasing cell");
+        let charged = history.charged_row(&measure(plan, "sum"), &row);
+        let (after, _, _) = history.after_bounds(plan.eps.exact, &charged);
         let fits = after <= history.total();
         let step = |l: &str, t: String| (l.to_string(), t);
         let mut steps = vec![
@@ -176,19 +189,44 @@ impl Session {
         if plan.mean {
             steps.push(step("does", "spends half the epsilon on the sum and half on the count of the rows that contributed, released together".into()));
         }
+        let charges = if history.cube().is_none() {
+            "spends epsilon {e} on the table".to_string()
+        } else if !charged.is_empty() {
+            format!(
+                "charges epsilon {{e}} to {} its condition covers (a row added or removed moves only its own cell's sum)",
+                match row.cells() {
+                    1 => "the one cell".to_string(),
+                    n => format!("the {n} cells"),
+                }
+            )
+        } else if plan.row.is_empty() {
+            format!(
+                "charges epsilon {{e}} to every cell{} (its condition splits a cell)",
+                if plan.neighbours == Neighbours::Replace {
+                    " and pair"
+                } else {
+                    ""
+                }
+            )
+        } else {
+            "charges epsilon {e} to every cell and pair (under replace a row's value can change within a cell, which the pairs of cells do not see)".to_string()
+        };
         steps.push(if fits {
             step(
                 "budget",
                 format!(
-                    "spends epsilon {} on every cell and pair (a value can change within a cell): spent {} -> {} of {}",
-                    plan.eps.exact.normalize(),
+                    "{}: spent {} -> {} of {}",
+                    charges.replace("{e}", &plan.eps.exact.normalize().to_string()),
                     spent.normalize(),
                     after.normalize(),
                     history.total().normalize()
                 ),
             )
         } else {
-            step("refused", "the budget does not hold it; nothing would change".into())
+            step(
+                "refused",
+                "the budget does not hold it; nothing would change".into(),
+            )
         });
         crate::output::Explanation {
             statement: plan.statement.clone(),
@@ -314,19 +352,35 @@ fn request(
         },
         key: format!(
             "{}|{source}|{}|{what}|{}|{}",
-            entry.fingerprint,
+            entry.key_prefix(),
             plan.query_key,
             plan.eps.exact.normalize(),
             plan.mechanism
         ),
         alt_key: None,
-        row: Row::default(),
-        cube: entry.cube.as_ref().map(crate::cube::Cube::declaration),
+        row: Row::from_cells(&plan.row).expect("a plan's row is by increasing cell"),
+        cube: plan.cube.clone(),
         neighbours: plan.neighbours,
         eps: eps.exact,
         sensitivity: sensitivity.to_f64().unwrap_or(f64::INFINITY),
         mechanism: plan.mechanism,
+        measure: measure(plan, what),
         time,
+    }
+}
+
+/// What a part measures in each cell: the clamped sum, or the rows with a value.
+fn measure(plan: &SumPlan, what: &str) -> Measure {
+    if what == "count" {
+        Measure::Valued {
+            column: plan.column_name.clone(),
+        }
+    } else {
+        Measure::Sum {
+            column: plan.column_name.clone(),
+            lo: plan.clamp.0,
+            hi: plan.clamp.1,
+        }
     }
 }
 

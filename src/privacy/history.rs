@@ -10,6 +10,7 @@
 //! history costs its costliest pair of cells (see [`super::pairs`]).
 
 use super::decimal::AddUp;
+use super::measure::Measure;
 use super::pairs::{to_decimal, PairCosts, Worst};
 use super::row::Row;
 use super::{Mechanism, Neighbours};
@@ -46,6 +47,8 @@ pub struct Release {
     /// and the number of parts. The vector spends its epsilon once; each part is a row of
     /// the history with the vector's sensitivity, so each is a measurement for inference.
     pub part: Option<(usize, usize)>,
+    /// What its row measures in each cell: rows (a count), or a column's values (a sum).
+    pub measure: Measure,
 }
 
 /// The cube declared on a data file, as its ledger records it.
@@ -540,22 +543,39 @@ impl History {
     /// Records a release; the caller has checked the budget and its number.
     pub(super) fn record(&mut self, release: Release) {
         self.sequential = self.sequential.add_up(release.eps);
-        if release.row.is_empty() {
+        if !release.row.is_empty() {
+            self.rows += 1;
+        }
+        let charged = self.charged_row(&release.measure, &release.row);
+        if charged.is_empty() {
             self.rowless = self.rowless.add_up(release.eps);
         } else {
-            let s = self.noise_sensitivity(&release);
-            self.charge_row(release.eps, &release.row, s);
+            let s = self.noise_sensitivity(&release, &charged);
+            self.charge_row(release.eps, &charged, s);
         }
         self.push(release);
     }
 
-    /// The sensitivity a release's charges are computed with: the one its noise was drawn
-    /// with (its loss on a pair of cells is `eps |h_j - h_k| / S_noise`, whatever the model
-    /// said when it was drawn), and never more than the row's sensitivity under the ledger's
-    /// model: a release recorded by an earlier dpq, or made under a model since changed, is
-    /// charged what it lost, never less.
-    fn noise_sensitivity(&self, release: &Release) -> Decimal {
-        let model = self.sensitivity(&release.row);
+    /// The row a release of `measure` with `row` over the cube is charged with under this
+    /// history's model (see [`Measure::charged_row`]); empty when it charges every cell and
+    /// pair in full.
+    pub fn charged_row(&self, measure: &Measure, row: &Row) -> Row {
+        measure.charged_row(row, self.neighbours)
+    }
+
+    /// The sensitivity a release's charges are computed with. A count's is the one its noise
+    /// was drawn with (its loss on a pair of cells is `eps |h_j - h_k| / S_noise`, whatever
+    /// the model said when it was drawn), and never more than the row's sensitivity under the
+    /// ledger's model: a release recorded by an earlier dpq, or made under a model since
+    /// changed, is charged what it lost, never less. Any other measure's noise was drawn with
+    /// exactly its charged row's sensitivity (its bounds' weight times the unit's rows; the
+    /// model and the unit never change after a release), which its recorded floating-point
+    /// sensitivity may miss in the last bit: the exact one is used.
+    fn noise_sensitivity(&self, release: &Release, charged: &Row) -> Decimal {
+        let model = self.sensitivity(charged);
+        if release.measure != Measure::Rows {
+            return model;
+        }
         match Decimal::from_f64_retain(release.sensitivity) {
             Some(s) if s > Decimal::ZERO && s < model => s,
             _ => model,
@@ -564,7 +584,6 @@ impl History {
 
     /// Charges a row of sensitivity `s` with `eps` to the cells or pairs it touches.
     fn charge_row(&mut self, eps: Decimal, row: &Row, s: Decimal) {
-        self.rows += 1;
         match &mut self.pairs {
             Some(p) => p.record(eps, row, s),
             None => {
@@ -716,6 +735,7 @@ impl History {
         self.sequential = self.sequential.add_up(first.eps);
         let s = Decimal::try_from(first.sensitivity).unwrap_or(Decimal::MAX);
         let n = parts.len();
+        self.rows += n;
         for (i, part) in parts.iter().enumerate() {
             self.charge_row(first.eps, part, s);
             self.push(Release {
@@ -756,6 +776,7 @@ mod tests {
             noisy: Some(0.0),
             time: 0,
             part: None,
+            measure: Measure::Rows,
         }
     }
 

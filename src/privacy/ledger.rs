@@ -22,6 +22,7 @@
 //! analyst's own text, and noisy answers were released.
 
 use super::history::{CubeDecl, History, Release, Unit};
+use super::measure::Measure;
 use super::row::Row;
 use super::{Mechanism, Neighbours, MAX_CELLS};
 use rust_decimal::Decimal;
@@ -301,6 +302,9 @@ enum Entry<'a> {
         eps: String,
         sensitivity: f64,
         mechanism: String,
+        /// What the row measures, when not rows (a sum: `["sum", column, lo, hi]`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        measure: Option<Vec<String>>,
         /// The analyst it was released to, on a served dataset.
         #[serde(skip_serializing_if = "Option::is_none")]
         analyst: Option<&'a str>,
@@ -342,7 +346,7 @@ fn parse_vector(e: Raw) -> Result<Action, &'static str> {
         })
         .collect::<Option<Vec<_>>>()
         .ok_or("a row is malformed")?;
-    if e.row.is_some() || e.runs.is_some() {
+    if e.row.is_some() || e.runs.is_some() || e.measure.is_some() {
         return Err("a row is malformed");
     }
     Ok(Action::SpendVector(
@@ -358,6 +362,7 @@ fn parse_vector(e: Raw) -> Result<Action, &'static str> {
             noisy: None,
             time: e.time.ok_or(missing)?,
             part: None,
+            measure: Measure::Rows,
         },
         parts,
         e.analyst.map(Cow::into_owned),
@@ -413,6 +418,8 @@ struct Raw<'a> {
     noisy: Option<f64>,
     #[serde(borrow)]
     analyst: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    measure: Option<Vec<Cow<'a, str>>>,
     time: Option<u64>,
     #[serde(borrow)]
     sum: Cow<'a, str>,
@@ -1000,6 +1007,10 @@ impl Ledger {
             }),
             "spend" if e.parts.is_some() => parse_vector(e)?,
             "spend" => {
+                let measure = match &e.measure {
+                    None => Measure::Rows,
+                    Some(fields) => Measure::from_fields(fields).ok_or("a measure is malformed")?,
+                };
                 let (row, key) = self.spend_row(e.row, e.runs, e.key.ok_or(missing)?)?;
                 Action::Spend(
                     Release {
@@ -1014,6 +1025,7 @@ impl Ledger {
                         noisy: None,
                         time: e.time.ok_or(missing)?,
                         part: None,
+                        measure,
                     },
                     e.analyst.map(Cow::into_owned),
                 )
@@ -1145,7 +1157,7 @@ impl Ledger {
                 }
                 // dpq checks the budget before it writes a spending, so a ledger where the
                 // spending passes the budget was not written by it.
-                if h.exceeds_for_certain(r.eps, &r.row) {
+                if h.exceeds_for_certain(r.eps, &h.charged_row(&r.measure, &r.row)) {
                     return Err("a spending exceeds the budget");
                 }
             }
@@ -1440,6 +1452,7 @@ impl Ledger {
             eps: release.eps.normalize().to_string(),
             sensitivity: release.sensitivity,
             mechanism: release.mechanism.to_string(),
+            measure: release.measure.to_fields(),
             analyst: analyst.as_deref(),
             time: release.time,
         };
@@ -1473,6 +1486,7 @@ impl Ledger {
             eps: first.eps.normalize().to_string(),
             sensitivity: first.sensitivity,
             mechanism: first.mechanism.to_string(),
+            measure: None,
             analyst: analyst.as_deref(),
             time: first.time,
         };
@@ -1676,6 +1690,7 @@ mod tests {
                 noisy: None,
                 time: 0,
                 part: None,
+                measure: Measure::Rows,
             },
             None,
         )
@@ -1763,6 +1778,7 @@ mod tests {
             eps: "0.1".into(),
             sensitivity: 1.0,
             mechanism: "laplace".into(),
+            measure: None,
             analyst: None,
             time: 0,
         };
@@ -1885,6 +1901,7 @@ mod tests {
                 eps: "0.1".into(),
                 sensitivity: 1.0,
                 mechanism: "laplace".into(),
+                measure: None,
                 analyst: None,
                 time: 0,
             }

@@ -10,6 +10,7 @@
 pub mod decimal;
 mod history;
 mod ledger;
+mod measure;
 mod pairs;
 mod protocol;
 mod row;
@@ -21,6 +22,7 @@ pub use history::{
     MAX_UNIT_ROWS,
 };
 pub use ledger::{Ledger, LedgerError, Lock, MAX_LINE};
+pub use measure::Measure;
 pub use pairs::{PairCosts, Worst, EXACT_CLASSES};
 pub use protocol::{
     ManyTicket, Prepared, PreparedMany, PreparedVector, Recorded, Refusal, ReleaseError, Request,

@@ -43,6 +43,8 @@ pub struct Request {
     pub sensitivity: f64,
     /// The noise.
     pub mechanism: Mechanism,
+    /// What its row measures in each cell (rows, or a column's clamped values).
+    pub measure: super::Measure,
     /// When, as seconds since the Unix epoch.
     pub time: u64,
 }
@@ -88,11 +90,11 @@ pub enum PreparedVector {
     /// An identical vector was answered before: its answers, at no cost.
     Recorded(Vec<f64>),
     /// The vector fits the budget.
-    Fits(VectorTicket),
+    Fits(Box<VectorTicket>),
 }
 
-/// Requests without rows that fit the budget together. Only [`Txn::prepare_rowless`] makes
-/// one.
+/// Requests released together that fit the budget together. Only [`Txn::prepare_together`]
+/// makes one.
 #[derive(Debug)]
 pub struct ManyTicket {
     releases: Vec<Release>,
@@ -200,14 +202,15 @@ impl Txn<'_> {
             }
         }
         // The budget is checked before any noise is drawn: a refused request changes nothing.
+        let charged = history.charged_row(&request.measure, &request.row);
         history
-            .check_row(request.eps, &request.row)
+            .check_row(request.eps, &charged)
             .map_err(Refusal::Exceeded)?;
         // An analyst's view: the dataset's total, shared by all its analysts, bounds them all.
         if self.ledger.is_view() {
             self.ledger
                 .whole()
-                .check_row(request.eps, &request.row)
+                .check_row(request.eps, &charged)
                 .map_err(Refusal::DatasetExceeded)?;
         }
         Ok(Prepared::Fits(Ticket {
@@ -222,6 +225,7 @@ impl Txn<'_> {
                 noisy: None,
                 time: request.time,
                 part: None,
+                measure: request.measure,
             },
         }))
     }
@@ -248,7 +252,7 @@ impl Txn<'_> {
                 .check_vector(request.eps, &request.parts, s)
                 .map_err(Refusal::DatasetExceeded)?;
         }
-        Ok(PreparedVector::Fits(VectorTicket {
+        Ok(PreparedVector::Fits(Box::new(VectorTicket {
             first: Release {
                 seq: self.ledger.next_seq(),
                 statement: request.statement,
@@ -260,9 +264,10 @@ impl Txn<'_> {
                 noisy: None,
                 time: request.time,
                 part: None,
+                measure: super::Measure::Rows,
             },
             parts: request.parts,
-        }))
+        })))
     }
 
     /// What the ledger's spent budget will be after a vector's release (`EXPLAIN`).
@@ -302,12 +307,24 @@ impl Txn<'_> {
         Ok(noisy)
     }
 
-    /// Checks several requests without rows released together (the sum and the count of a
-    /// `MEAN`): all recorded before, or all fitting the budget together. Nothing is released
-    /// unless all are.
-    pub fn prepare_rowless(&self, requests: Vec<Request>) -> Result<PreparedMany, Refusal> {
+    /// Checks several requests released together (the sum and the count of a `MEAN`): all
+    /// recorded before, or all fitting the budget together. They share one row over the cube
+    /// (or none) and measure columns' values, so each charges a positive multiple of it (or,
+    /// under `replace`, every cell and pair): together they charge their summed epsilon on
+    /// that row. Nothing is released unless all are.
+    pub fn prepare_together(&self, requests: Vec<Request>) -> Result<PreparedMany, Refusal> {
         let history = self.history();
-        if requests.iter().any(|r| !r.row.is_empty()) {
+        let Some(first) = requests.first() else {
+            return Ok(PreparedMany::Recorded(Vec::new()));
+        };
+        let row = first.row.clone();
+        if requests
+            .iter()
+            .any(|r| r.row != row || !r.measure.moves_within_cells())
+        {
+            return Err(Refusal::CubeChanged);
+        }
+        if !row.is_empty() && history.cube().map(|c| &c.spec) != first.cube.as_ref() {
             return Err(Refusal::CubeChanged);
         }
         if requests
@@ -326,14 +343,14 @@ impl Txn<'_> {
         let total = requests
             .iter()
             .fold(Decimal::ZERO, |a, r| super::decimal::add_up(a, r.eps));
-        let empty = Row::default();
+        let charged = history.charged_row(&first.measure, &row);
         history
-            .check_row(total, &empty)
+            .check_row(total, &charged)
             .map_err(Refusal::Exceeded)?;
         if self.ledger.is_view() {
             self.ledger
                 .whole()
-                .check_row(total, &empty)
+                .check_row(total, &charged)
                 .map_err(Refusal::DatasetExceeded)?;
         }
         let first = self.ledger.next_seq();
@@ -351,6 +368,7 @@ impl Txn<'_> {
                 noisy: None,
                 time: r.time,
                 part: None,
+                measure: r.measure,
             })
             .collect();
         Ok(PreparedMany::Fits(ManyTicket { releases }))

@@ -81,6 +81,15 @@ impl Row {
         });
     }
 
+    /// The row with every coefficient multiplied by `w`; `None` past a decimal's range.
+    pub fn scaled(&self, w: Decimal) -> Option<Self> {
+        let mut row = Self::default();
+        for r in &self.runs {
+            row.push(r.start, r.len, r.coef.checked_mul(w)?);
+        }
+        Some(row)
+    }
+
     /// The runs, by increasing cell.
     pub fn runs(&self) -> &[Run] {
         &self.runs

@@ -6,7 +6,7 @@ pub mod split;
 use crate::ast::{
     Accuracy, BinnedStat, ChooseEps, CmpOp, CountQuery, CountTerm, CubeDim, Expr, Histogram, Ident,
     Literal, Number, Plot, PlotMetric, Prior, ProbEvent, Query, Simulate, Statement, StatementKind,
-    SumQuery, Text,
+    SumQuery, SumTarget, Text,
 };
 use crate::error::SyntaxError;
 use crate::span::Span;
@@ -428,10 +428,30 @@ impl Builder {
     }
 
     fn query(&self, pair: Pair<'_, Rule>) -> Result<Query, SyntaxError> {
-        Ok(if pair.as_rule() == Rule::vector {
-            Query::Vector(self.vector(pair))
-        } else {
-            Query::Linear(self.linear(pair)?)
+        Ok(match pair.as_rule() {
+            Rule::vector => Query::Vector(self.vector(pair)),
+            Rule::summed => Query::Sum(Box::new(self.summed(pair)?)),
+            _ => Query::Linear(self.linear(pair)?),
+        })
+    }
+
+    /// `SUM col CLAMP (lo, hi) [WHERE predicate]`, as estimated from the history.
+    fn summed(&self, pair: Pair<'_, Rule>) -> Result<SumTarget, SyntaxError> {
+        let mut inner = pair.into_inner();
+        inner.next(); // SUM
+        let column = self.name(inner.next().expect("a column"));
+        inner.next(); // CLAMP
+        let lo = self.number(inner.next().expect("a lower bound"));
+        let hi = self.number(inner.next().expect("an upper bound"));
+        let filter = inner
+            .find(|p| p.as_rule() == Rule::predicate)
+            .map(|p| self.predicate(p))
+            .transpose()?;
+        Ok(SumTarget {
+            column,
+            lo,
+            hi,
+            filter,
         })
     }
 

@@ -89,6 +89,7 @@ pub fn human(rule: Rule) -> &'static str {
         Rule::lead_minus | Rule::add_op => "+/-",
         Rule::eps_clause => "WITH EPS",
         Rule::within_clause => "WITHIN",
+        Rule::summed => "SUM",
         Rule::vector => "a list of coefficients such as (1, 0, 1, 0)",
         Rule::infix => "AND or OR",
         Rule::primary | Rule::literal => "a value",

@@ -24,3 +24,43 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     std::fs::write(&path, text).expect("the file is written");
     path
 }
+
+/// The checksum dpq chains its ledger lines with (`privacy::ledger::chain`): BLAKE3 of the
+/// previous checksum, a line feed and the line's JSON; 32 hex digits.
+fn chain(previous: &str, json: &str) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(previous.as_bytes());
+    h.update(b"\n");
+    h.update(json.as_bytes());
+    h.finalize().to_hex()[..32].to_string()
+}
+
+/// Rewrites every line of `ledger` with `edit` (its checksum removed first) and chains the
+/// checksums and the high-water mark again, as dpq makes them: a ledger as an earlier dpq
+/// wrote it, or as a curator could edit it.
+pub fn rewrite_ledger(ledger: &Path, mut edit: impl FnMut(&mut serde_json::Map<String, Value>)) {
+    let text = std::fs::read_to_string(ledger).expect("the ledger");
+    let mut out = String::new();
+    // The chain starts from the genesis value of `privacy::ledger`.
+    let mut sum = "dpq-ledger-v2".to_string();
+    let mut lines = 0;
+    for line in text.lines() {
+        let mut v: serde_json::Map<String, Value> =
+            serde_json::from_str(line).expect("a ledger line");
+        v.remove("sum");
+        edit(&mut v);
+        let json = serde_json::to_string(&Value::Object(v)).expect("json");
+        sum = chain(&sum, &json);
+        let body = &json[..json.len() - 1];
+        out.push_str(&format!("{body},\"sum\":\"{sum}\"}}\n"));
+        lines += 1;
+    }
+    std::fs::write(ledger, out).expect("rewrite the ledger");
+    let name = ledger
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .expect("a name")
+        .to_string();
+    let mark = serde_json::json!({"ledger": name, "lines": lines, "sum": sum}).to_string();
+    std::fs::write(ledger.with_extension("hwm"), format!("{mark:<128}")).expect("the mark");
+}
