@@ -1,13 +1,20 @@
 //! Where the rows live: `COUNT` and a cube's cell counts over the same synthetic people in
 //! memory (a loaded CSV file), in a Parquet file streamed by row group, and, with
 //! `DPQ_TEST_POSTGRES` naming a server, in a PostgreSQL table, pushed down as one SQL
-//! statement against pulling the column out of the database and counting in the client.
+//! statement against pulling the column out of the database and counting in the client;
+//! and in a table sharded over two more PostgreSQL servers on loopback (started with
+//! `.ci/postgres.sh` on ports 54341 and 54342), asked partition by partition as dpq asks it,
+//! against asking the partitioned table as a whole (PostgreSQL's own plan, which pulls the
+//! rows' columns from the shards).
 //!
 //! `DPQ_BENCH_ROWS` sets the row count (default 10 million).
 
 mod common;
+#[path = "../tests/common/shards.rs"]
+mod shards;
 
 use common::{bench_rows, write_people, write_people_parquet};
+use shards::{shard_server, SHARD_PORTS};
 
 use std::io::Read;
 use std::time::Duration;
@@ -50,6 +57,66 @@ fn postgres_people(conninfo: &str, rows: usize) -> Source {
             .expect("opens")
             .table,
     ))
+}
+
+/// The same people sharded over two servers: each makes its half, and the coordinator's
+/// `bench_sharded` is partitioned by list of `shard`, each partition a `postgres_fdw`
+/// foreign table on its server.
+fn sharded_people(conninfo: &str, rows: usize) -> Source {
+    let mut coordinator = postgres::Client::connect(conninfo, postgres::NoTls).expect("the server");
+    coordinator
+        .batch_execute(
+            "CREATE EXTENSION IF NOT EXISTS postgres_fdw; DROP TABLE IF EXISTS bench_sharded; \
+             CREATE TABLE bench_sharded (shard int, age int8, region text COLLATE \"C\") \
+             PARTITION BY LIST (shard)",
+        )
+        .expect("the partitioned table");
+    for (i, port) in SHARD_PORTS.into_iter().enumerate() {
+        let mut shard =
+            postgres::Client::connect(&shard_server(port), postgres::NoTls).expect("the shard");
+        shard
+            .batch_execute(&format!(
+                "DROP TABLE IF EXISTS bench_part; CREATE TABLE bench_part AS SELECT {i} AS shard, \
+                   CASE WHEN random() < 0.01 THEN NULL ELSE 18 + floor(random() * 73)::int8 END AS age, \
+                   (ARRAY['North','South','East','West','Centre'])[1 + floor(random() * 5)::int] \
+                   COLLATE \"C\" AS region \
+                 FROM generate_series(1, {}); ANALYZE bench_part;",
+                rows / 2
+            ))
+            .expect("the shard's half");
+        coordinator
+            .batch_execute(&format!(
+                "DROP SERVER IF EXISTS bench_shard_{i} CASCADE; \
+                 CREATE SERVER bench_shard_{i} FOREIGN DATA WRAPPER postgres_fdw \
+                 OPTIONS (host '127.0.0.1', port '{port}', dbname 'postgres', async_capable 'true'); \
+                 CREATE USER MAPPING FOR CURRENT_USER SERVER bench_shard_{i} OPTIONS (user 'dpq'); \
+                 CREATE FOREIGN TABLE bench_sharded_{i} PARTITION OF bench_sharded \
+                 FOR VALUES IN ({i}) SERVER bench_shard_{i} OPTIONS (table_name 'bench_part')"
+            ))
+            .expect("the foreign partition");
+    }
+    Source::Postgres(Box::new(
+        open_postgres(conninfo, "bench_sharded")
+            .expect("opens")
+            .table,
+    ))
+}
+
+/// The count asked of the partitioned table as a whole, with partitionwise aggregation on:
+/// PostgreSQL 15 aggregates each partition on the coordinator from the rows' columns its
+/// shard sends.
+fn whole_table_count(conninfo: &str) -> i64 {
+    let mut client = postgres::Client::connect(conninfo, postgres::NoTls).expect("the server");
+    client
+        .batch_execute("SET enable_partitionwise_aggregate = on")
+        .expect("set");
+    client
+        .query_one(
+            "SELECT count(*) FILTER (WHERE age <= 30) FROM bench_sharded",
+            &[],
+        )
+        .expect("a count")
+        .get(0)
 }
 
 /// Pulls the `age` column out of the database (`COPY ... TO STDOUT`) and counts in the client:
@@ -106,6 +173,21 @@ fn sources(c: &mut Criterion) {
         });
         group.bench_function("postgres count age <= 30, rows pulled", |b| {
             b.iter(|| pulled_count(&conninfo))
+        });
+        let sharded = sharded_people(&conninfo, rows);
+        let (p, dims) = (age_le_30(&sharded), by_region(&sharded));
+        assert_eq!(
+            sharded.count(&p).ok().and_then(|n| i64::try_from(n).ok()),
+            Some(whole_table_count(&conninfo))
+        );
+        group.bench_function("sharded count age <= 30, per partition", |b| {
+            b.iter(|| sharded.count(&p).expect("a count"))
+        });
+        group.bench_function("sharded cells by region, per partition", |b| {
+            b.iter(|| sharded.count_cells(&dims).expect("cells"))
+        });
+        group.bench_function("sharded count age <= 30, whole table", |b| {
+            b.iter(|| whole_table_count(&conninfo))
         });
     }
     group.finish();

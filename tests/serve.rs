@@ -763,3 +763,95 @@ fn sums_over_a_served_cube_are_charged_per_cell_and_estimated_free() {
     let (_, body) = server.run(b, "ESTIMATE SUM income CLAMP (0, 100000) WHERE sex = 'M';");
     assert!(error(&body).contains("cannot estimate"), "{body}");
 }
+
+/// Served datasets whose rows stay where they are: Parquet files, and (with a test server) a
+/// PostgreSQL table, each under the curator's id, answered through the same statements, and
+/// checked by `dpq check-policy` without showing the connection string.
+#[test]
+fn parquet_and_postgres_datasets_are_served() {
+    let setup = Setup::new(1);
+    std::fs::copy("examples/data/people.parquet", setup.path("people.parquet"))
+        .expect("copy the Parquet example");
+    let mut policy = String::from(
+        "[[dataset]]\nname = \"pq\"\nid = \"people-parquet\"\nsource = \"people.parquet\"\nbudget = 1\n",
+    );
+    let conninfo = std::env::var("DPQ_TEST_POSTGRES")
+        .ok()
+        .filter(|c| !c.is_empty());
+    if std::env::var_os("DPQ_REQUIRE_POSTGRES").is_some() {
+        assert!(
+            conninfo.is_some(),
+            "DPQ_REQUIRE_POSTGRES is set but DPQ_TEST_POSTGRES is not"
+        );
+    }
+    if let Some(c) = &conninfo {
+        let table = format!("served_{}", std::process::id());
+        let mut client = postgres::Client::connect(c, postgres::NoTls).expect("the server");
+        client
+            .batch_execute(&format!(
+                "DROP TABLE IF EXISTS {table}; CREATE TABLE {table} AS \
+                 SELECT g AS id, 18 + g % 70 AS age FROM generate_series(1, 500) g"
+            ))
+            .expect("the table");
+        policy.push_str(&format!(
+            "\n[[dataset]]\nname = \"db\"\nid = \"people-db\"\npostgres = \"{c}\"\ntable = \"{table}\"\nbudget = 1\n"
+        ));
+    }
+    let budgets = if conninfo.is_some() {
+        "{ pq = 0.5, db = 0.5 }"
+    } else {
+        "{ pq = 0.5 }"
+    };
+    policy.push_str(&format!(
+        "\n[[analyst]]\nname = \"a0\"\ntoken_hash = \"{}\"\nbudgets = {budgets}\n",
+        setup.tokens[0].1
+    ));
+    let path = setup.path("policy.toml");
+    std::fs::write(&path, &policy).expect("write the policy");
+    let check = Command::new(env!("CARGO_BIN_EXE_dpq"))
+        .arg("check-policy")
+        .arg(&path)
+        .output()
+        .expect("dpq check-policy");
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert!(
+        check.status.success(),
+        "{said} {}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    assert!(said.contains("people.parquet"), "{said}");
+    if let Some(c) = &conninfo {
+        assert!(said.contains("PostgreSQL table served_"), "{said}");
+        assert!(
+            !said.contains(c.as_str()),
+            "the connection string is shown: {said}"
+        );
+    }
+    let server = Server::start(&setup, &path);
+    let a = setup.token(0);
+    let (_, body) = server.run(a, "USE pq; COUNT WHERE age < 30 WITH EPS 0.1; SHOW BUDGET;");
+    assert_eq!(kinds(&body), ["using", "count", "budget"], "{body}");
+    assert_eq!(body["results"][2]["json"]["spent"], 0.1, "{body}");
+    if conninfo.is_some() {
+        let (_, body) = server.run(a, "USE db; COUNT WHERE age < 30 WITH EPS 0.2; SHOW BUDGET;");
+        assert_eq!(kinds(&body), ["using", "count", "budget"], "{body}");
+        assert_eq!(body["results"][2]["json"]["spent"], 0.2, "{body}");
+        // The table's rows are asked at each question: one more row is a changed table.
+        let mut client =
+            postgres::Client::connect(conninfo.as_deref().unwrap_or_default(), postgres::NoTls)
+                .expect("the server");
+        client
+            .batch_execute(&format!(
+                "INSERT INTO served_{} VALUES (0, 20)",
+                std::process::id()
+            ))
+            .expect("a row");
+        let (_, body) = server.run(a, "USE db; COUNT WHERE age < 40 WITH EPS 0.2;");
+        assert!(error(&body).contains("changed"), "{body}");
+        let budget = server.budget(a);
+        assert_eq!(
+            budget["spent"], 0.2,
+            "nothing spent on the refusal: {budget}"
+        );
+    }
+}

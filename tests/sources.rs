@@ -26,6 +26,7 @@ use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 
 mod common;
+use common::shards::{shard_server, SHARD_PORTS};
 use common::{run_json, write};
 
 /// Names that sort differently by byte and by any human collation, with a comma and a quote.
@@ -143,26 +144,6 @@ fn postgres_table(conninfo: &str, table: &str, rows: &[Row]) {
     }
     txn.commit().expect("committed");
 }
-
-/// Starts (or finds running) a PostgreSQL server of its own on loopback port `port`, with
-/// `.ci/postgres.sh`, and returns its connection string.
-fn shard_server(port: u16) -> String {
-    let out = std::process::Command::new("bash")
-        .arg(".ci/postgres.sh")
-        .env("DPQ_PG_PORT", port.to_string())
-        .env("DPQ_PG_DIR", format!("/tmp/dpq-postgres-shard-{port}"))
-        .output()
-        .expect("bash runs .ci/postgres.sh");
-    assert!(
-        out.status.success(),
-        "a shard server starts: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-/// Ports of the two shard servers of the sharded table.
-const SHARD_PORTS: [u16; 2] = [54341, 54342];
 
 /// Writes `rows` to a table sharded over two other servers: on the server of `conninfo` (the
 /// coordinator) a table partitioned by hash of `Age`, each partition a `postgres_fdw` foreign

@@ -114,18 +114,8 @@ pub fn check_policy(file: &Path) -> ExitCode {
     };
     let mut ok = true;
     for d in &policy.datasets {
-        let options = dpq::data::LoadOptions {
-            header: d.header,
-            columns: d.columns.clone(),
-            ..dpq::data::LoadOptions::default()
-        };
-        if let Err(e) = dpq::data::load_csv(&d.source, &options) {
-            eprintln!(
-                "dpq: {}: dataset `{}`: cannot load {}: {e}",
-                file.display(),
-                d.name,
-                d.source.display()
-            );
+        if let Err(e) = dpq::server::read_dataset(d) {
+            eprintln!("dpq: {}: {e}", file.display());
             ok = false;
         }
     }

@@ -34,7 +34,7 @@ pub use count::{count, sum_clamped, Clamp};
 pub use error::{escape_controls, escape_json_format, escape_name, DataError};
 pub use load::{load_csv, load_csv_bytes, LoadOptions, Loaded};
 pub use parquet::{is_parquet_path, open_parquet, parquet_content, ParquetTable};
-pub use postgres::{open_postgres, PgOpened, PgTable};
+pub use postgres::{open_postgres, postgres_content, PgOpened, PgTable};
 pub use predicate::{CmpOp, Predicate, Value};
 pub use schema::{Declared, Domain};
 pub use sources::Source;

@@ -10,6 +10,10 @@
 //! - `SELECT count(*), sum(<clamped value>) FILTER (...), count(col) FILTER (...), count(c),
 //!   ... FROM t`.
 //!
+//! A partitioned table is asked each question partition by partition, joined by `UNION ALL`
+//! and added up exactly (see [`over_parts`]): over `postgres_fdw` foreign partitions, a
+//! sharded table, each shard is sent the whole aggregate and answers with integers.
+//!
 //! The `count(c)` of every column read computes each row's value whatever the condition, so
 //! that a failure (a view's cast) depends on the columns read, never on the rows a condition
 //! picks.
@@ -168,6 +172,15 @@ fn server_key(client: &mut Client, relation: &str) -> Option<String> {
         part(2)?,
         part(3)?
     ))
+}
+
+/// The identity of a live table's data, from its server's key ([`PgOpened::key`]): a
+/// keyed hash, since a table has no bytes to hash.
+pub fn postgres_content(key: &str) -> [u8; 32] {
+    *blake3::Hasher::new_derive_key("dpq 2026 postgres table")
+        .update(key.as_bytes())
+        .finalize()
+        .as_bytes()
 }
 
 /// Connects to the database `conninfo` names and reads the schema and row count of `table`.

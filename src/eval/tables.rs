@@ -242,10 +242,7 @@ fn read_postgres(
     }
     let opened = data::open_postgres(&conninfo.to_string_lossy(), relation)
         .map_err(|e| (shown.clone(), e))?;
-    let content = *blake3::Hasher::new_derive_key("dpq 2026 postgres table")
-        .update(opened.key.as_bytes())
-        .finalize()
-        .as_bytes();
+    let content = data::postgres_content(&opened.key);
     let warnings = opened
         .left_out
         .iter()

@@ -54,7 +54,7 @@ impl Measure {
     /// sensitivity scales with them, and each cell is charged `eps |h_j| w / (S w)`, as a
     /// count). Under `replace` a measure that moves within a cell is charged without a row:
     /// in full on every cell and pair, since the costs of pairs of cells (see
-    /// [`super::pairs`]) only see rows that move between cells.
+    /// `privacy::pairs`) only see rows that move between cells.
     pub fn charged_row(&self, row: &Row, model: Neighbours) -> Row {
         if row.is_empty() || self == &Measure::Rows {
             return row.clone();

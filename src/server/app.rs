@@ -8,7 +8,7 @@
 
 use super::api::StatementResult;
 use super::api::{Catalog, DatasetInfo, ErrorBody, Problem, RunRequest, RunResponse};
-use super::policy::{Dataset, Limits, Policy};
+use super::policy::{DataSource, Dataset, Limits, Policy};
 use crate::data::{load_csv, LoadOptions, Source};
 use crate::error::Error;
 use crate::eval::{Randomness, ServedTable, Session};
@@ -206,7 +206,7 @@ fn prepare(policy: &Policy, state_dir: &Path) -> Result<(Analysts, Vec<String>),
                 d.name
             ));
         }
-        let (table, content) = read(d)?;
+        let (table, content) = read_dataset(d)?;
         let served = served(d, &table, content, None);
         let out = curator
             .attach(served)
@@ -287,20 +287,31 @@ fn prepare(policy: &Policy, state_dir: &Path) -> Result<(Analysts, Vec<String>),
     Ok((analysts, notes))
 }
 
-/// Reads a dataset's file as its policy declares it.
-fn read(d: &Dataset) -> Result<(Arc<Source>, [u8; 32]), String> {
+/// Reads a served dataset's rows as its policy declares them, with the identity of their data:
+/// a CSV file into memory (its units bounded), Parquet files by their metadata, or a
+/// PostgreSQL table by its schema and row count (its rows stay in the database).
+pub fn read_dataset(d: &Dataset) -> Result<(Arc<Source>, [u8; 32]), String> {
+    let fail =
+        |e: crate::data::DataError| format!("dataset `{}`: cannot load {}: {e}", d.name, d.source);
+    let path = match &d.source {
+        DataSource::Postgres { conninfo, table } => {
+            let opened = crate::data::open_postgres(conninfo, table).map_err(fail)?;
+            let content = crate::data::postgres_content(&opened.key);
+            return Ok((Arc::new(Source::Postgres(Box::new(opened.table))), content));
+        }
+        DataSource::File(path) if crate::data::is_parquet_path(path) => {
+            let table = crate::data::open_parquet(path).map_err(fail)?;
+            let content = crate::data::parquet_content(&table).map_err(fail)?;
+            return Ok((Arc::new(Source::Parquet(table)), content));
+        }
+        DataSource::File(path) => path,
+    };
     let options = LoadOptions {
         header: d.header,
         columns: d.columns.clone(),
         ..LoadOptions::default()
     };
-    let loaded = load_csv(&d.source, &options).map_err(|e| {
-        format!(
-            "dataset `{}`: cannot load {}: {e}",
-            d.name,
-            d.source.display()
-        )
-    })?;
+    let loaded = load_csv(path, &options).map_err(fail)?;
     let table = match &d.unit {
         None => loaded.table,
         Some(u) => {
@@ -313,7 +324,7 @@ fn read(d: &Dataset) -> Result<(Arc<Source>, [u8; 32]), String> {
                         "dataset `{}`: its privacy unit `{}` is not a column of {}",
                         d.name,
                         crate::data::escape_name(&u.column),
-                        d.source.display()
+                        d.source
                     )
                 })?;
             crate::data::bound_units(t, column, u.max_rows)

@@ -11,4 +11,4 @@ mod app;
 pub mod policy;
 pub mod token;
 
-pub use app::{serve, Options, Started};
+pub use app::{read_dataset, serve, Options, Started};

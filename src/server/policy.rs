@@ -43,8 +43,8 @@ pub struct Dataset {
     pub name: String,
     /// The curator's identity for it: keys its ledger, whatever the file.
     pub id: String,
-    /// The CSV file (relative paths are read from the policy's directory).
-    pub source: PathBuf,
+    /// Where its rows are: a CSV file, Parquet files, or a PostgreSQL table.
+    pub source: DataSource,
     /// Whether the file's first row names its columns.
     pub header: bool,
     /// The declared schema, if any (else types are inferred from the data).
@@ -59,6 +59,41 @@ pub struct Dataset {
     pub cube: Option<String>,
     /// What analysts may do.
     pub rules: Rules,
+}
+
+/// Where a served dataset's rows are.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DataSource {
+    /// A CSV file, or Parquet files (a `.parquet` file, a directory of them or a pattern);
+    /// a relative path is read from the policy's directory.
+    File(PathBuf),
+    /// A PostgreSQL table: the connection string and the table's name.
+    Postgres {
+        /// The connection string (`host=... dbname=...`).
+        conninfo: String,
+        /// The table.
+        table: String,
+    },
+}
+
+impl DataSource {
+    /// Whether its rows are read from a CSV file into memory.
+    pub fn is_csv(&self) -> bool {
+        matches!(self, DataSource::File(p) if !crate::data::is_parquet_path(p))
+    }
+}
+
+impl std::fmt::Display for DataSource {
+    /// The source as `check-policy` names it: a path, or the table with no connection string
+    /// (which can hold a password).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DataSource::File(p) => write!(f, "{}", p.display()),
+            DataSource::Postgres { table, .. } => {
+                write!(f, "PostgreSQL table {}", crate::data::escape_name(table))
+            }
+        }
+    }
 }
 
 /// One analyst.
@@ -189,7 +224,7 @@ impl Policy {
                     Some(c) => format!("{} declared columns", c.len()),
                     None => "columns inferred from the data (so the schema analysts see depends on it: declare [dataset.columns])".to_string(),
                 },
-                d.source.display(),
+                d.source,
                 d.neighbours,
                 d.budget.normalize(),
                 d.rules
@@ -403,7 +438,20 @@ fn dataset(t: &toml::Table, base: &Path) -> Result<Dataset, String> {
             "dataset `{name}`: its id must be 1 to 100 of letters, digits, '-', '_' and '.'"
         ));
     }
-    let source = base.join(k.required("source")?);
+    let source = match (k.string("source")?, k.string("postgres")?, k.string("table")?) {
+        (Some(path), None, None) => DataSource::File(base.join(path)),
+        (None, Some(conninfo), Some(table)) => DataSource::Postgres { conninfo, table },
+        (None, Some(_), None) => {
+            return Err(format!(
+                "dataset `{name}`: `postgres` names a server; add `table = \"name\"`"
+            ))
+        }
+        _ => {
+            return Err(format!(
+                "dataset `{name}`: give either `source` (a CSV or Parquet file) or `postgres` and `table`"
+            ))
+        }
+    };
     let header = k.boolean("header")?.unwrap_or(true);
     let unit = match (k.string("privacy_unit")?, k.integer("max_rows_per_unit")?) {
         (None, None) => None,
@@ -493,6 +541,22 @@ fn dataset(t: &toml::Table, base: &Path) -> Result<Dataset, String> {
         None => None,
         Some(c) => Some(columns(c, &name)?),
     };
+    if !source.is_csv() {
+        // Parquet files and database tables name and type their own columns.
+        let what = if header {
+            None
+        } else {
+            Some("`header = false`")
+        };
+        let what = what
+            .or(columns.as_ref().map(|_| "[dataset.columns]"))
+            .or(unit.as_ref().map(|_| "`privacy_unit`"));
+        if let Some(what) = what {
+            return Err(format!(
+                "dataset `{name}`: {what} is for CSV files; {source} has its own schema, and dpq bounds privacy units of CSV data only"
+            ));
+        }
+    }
     k.done()?;
     Ok(Dataset {
         name,
@@ -684,7 +748,7 @@ budgets = {{ survey = 0.5 }}
         assert_eq!(p.limits.quotas.max_simulate_runs, 5000);
         assert_eq!(p.limits.max_requests_in_flight, 4, "the default");
         let d = &p.datasets[0];
-        assert_eq!(d.source, PathBuf::from("/srv/survey.csv"));
+        assert_eq!(d.source, DataSource::File(PathBuf::from("/srv/survey.csv")));
         assert_eq!(d.neighbours, Neighbours::AddRemove);
         assert_eq!(d.budget, Decimal::ONE);
         assert_eq!(
@@ -725,6 +789,52 @@ budgets = {{ survey = 0.5 }}
                 header: true
             })
         );
+    }
+
+    #[test]
+    fn parquet_and_postgres_sources_have_their_own_schemas() {
+        let one = |source: &str, extra: &str| {
+            parse(&format!(
+                "[[dataset]]\nname = \"s\"\nid = \"s1\"\n{source}\nbudget = 1\n{extra}\n[[analyst]]\nname = \"ana\"\ntoken_hash = \"{HASH}\"\n"
+            ))
+        };
+        let pg = one("postgres = \"host=db dbname=x\"\ntable = \"events\"", "").expect("a policy");
+        assert_eq!(
+            pg.datasets[0].source,
+            DataSource::Postgres {
+                conninfo: "host=db dbname=x".into(),
+                table: "events".into()
+            }
+        );
+        // The connection string, which can hold a password, is never shown.
+        assert!(!pg.describe().contains("host=db"), "{}", pg.describe());
+        assert!(one("source = \"e.parquet\"", "").is_ok());
+        for (source, extra, says) in [
+            (
+                "source = \"e.parquet\"",
+                "header = false",
+                "`header = false` is for CSV files",
+            ),
+            (
+                "source = \"e/*.parquet\"",
+                "[dataset.columns]\nage = \"integer\"",
+                "[dataset.columns] is for CSV files",
+            ),
+            (
+                "postgres = \"host=db\"\ntable = \"t\"",
+                "privacy_unit = \"id\"\nmax_rows_per_unit = 2",
+                "`privacy_unit` is for CSV files",
+            ),
+            ("postgres = \"host=db\"", "", "add `table = \"name\"`"),
+            (
+                "source = \"s.csv\"\npostgres = \"host=db\"\ntable = \"t\"",
+                "",
+                "either `source`",
+            ),
+        ] {
+            let err = one(source, extra).expect_err(says);
+            assert!(err.contains(says), "{source} {extra}: {err}");
+        }
     }
 
     #[test]

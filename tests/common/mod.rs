@@ -2,6 +2,8 @@
 //! written into a test's own directory.
 #![allow(dead_code)]
 
+pub mod shards;
+
 use dpq::driver::{run_source, Emitted};
 use dpq::eval::Session;
 use dpq::output::Format;
