@@ -84,15 +84,38 @@ pub struct PgOpened {
     pub partitions: usize,
 }
 
-/// The leaf partitions of `relation` when it is a partitioned table and this connection may
-/// read every one of them (quoted `schema.name`, in a fixed order); empty otherwise.
-fn leaf_partitions(client: &mut Client, relation: &str) -> Result<Vec<String>, postgres::Error> {
+/// The leaf partitions of `relation` (quoted `schema.name`, in a fixed order) when it is a
+/// partitioned table that may be asked partition by partition; empty otherwise, and the
+/// table is then asked as a whole.
+///
+/// A partition read directly escapes what PostgreSQL enforces on its parent: the parent's
+/// row security policies, and column privileges granted on the parent only. So the
+/// partitions are asked only when this connection may read the parent's every column
+/// (table-level `SELECT`), no table of the partition tree has row security enabled, and it
+/// may read every leaf (`SELECT` on it and `USAGE` on its schema); each is what reading the
+/// parent as a whole would let it see.
+fn leaf_partitions(
+    client: &mut impl postgres::GenericClient,
+    relation: &str,
+) -> Result<Vec<String>, postgres::Error> {
+    let parent = client.query_one(
+        "SELECT p.relkind = 'p' AND has_table_privilege(p.oid, 'SELECT') \
+         AND NOT EXISTS (SELECT 1 FROM pg_partition_tree(p.oid) t \
+           JOIN pg_class c ON c.oid = t.relid WHERE c.relrowsecurity) \
+         FROM pg_class p WHERE p.oid = to_regclass($1::text)",
+        &[&relation],
+    );
+    match parent {
+        Ok(row) if row.get::<_, Option<bool>>(0) == Some(true) => {}
+        Ok(_) => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    }
     let rows = client.query(
-        "SELECT format('%I.%I', n.nspname, c.relname), has_table_privilege(c.oid, 'SELECT') \
+        "SELECT format('%I.%I', n.nspname, c.relname), \
+         has_table_privilege(c.oid, 'SELECT') AND has_schema_privilege(n.oid, 'USAGE') \
          FROM pg_partition_tree(to_regclass($1::text)) t \
          JOIN pg_class c ON c.oid = t.relid JOIN pg_namespace n ON n.oid = c.relnamespace \
-         WHERE t.isleaf AND EXISTS (SELECT 1 FROM pg_class p \
-         WHERE p.oid = to_regclass($1::text) AND p.relkind = 'p') ORDER BY 1",
+         WHERE t.isleaf ORDER BY 1",
         &[&relation],
     )?;
     if rows.iter().any(|r| !r.get::<_, bool>(1)) {
@@ -442,6 +465,14 @@ impl PgTable {
             .read_only(true)
             .start()
             .map_err(|e| failed(&what, &e))?;
+        // The partitions asked must still be the table's, in the same snapshot: a partition
+        // attached since `LOAD` would go uncounted, one detached would be counted.
+        if !self.parts.is_empty() {
+            let now = leaf_partitions(&mut txn, &self.relation).map_err(|e| failed(&what, &e))?;
+            if now != self.parts {
+                return Err(self.changed());
+            }
+        }
         let rows = txn
             .query(&sql.text, &params)
             .map_err(|e| failed(&what, &e))?;

@@ -470,6 +470,19 @@ fn now() -> u64 {
 
 /// The error for a table whose rows could not be read at a question.
 fn source_failed(entry: &Entry, error: crate::data::DataError, span: Span) -> EvalError {
+    use crate::data::DataError;
+    // An analyst of a served dataset is told that its rows changed or could not be read, and
+    // nothing of where they are: a reader's message names the curator's file.
+    let error = match (&entry.rules, error) {
+        (None, error) => error,
+        (Some(_), DataError::Changed { .. }) => DataError::Changed {
+            path: entry.name.clone(),
+        },
+        (Some(_), _) => DataError::Io {
+            path: entry.name.clone(),
+            message: "the curator's data does not read".to_string(),
+        },
+    };
     EvalError::SourceFailed {
         table: entry.name.clone(),
         error,
