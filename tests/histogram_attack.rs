@@ -5,13 +5,11 @@
 use dpq::eval::{Randomness, Session};
 use dpq::privacy::Store;
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::SocketAddr;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
 
 mod common;
+use common::serve::{token, Server};
 use common::{run_json, write};
 
 /// The result of kind `kind` among `out`, the first one.
@@ -287,82 +285,6 @@ fn a_histogram_keeps_memory_linear_in_its_parts() {
     );
 }
 
-/// A token and the hash its policy entry holds, made by `dpq token`.
-fn token() -> (String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_dpq"))
-        .arg("token")
-        .output()
-        .expect("dpq token");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let field = |key: &str| {
-        text.lines()
-            .find(|l| l.starts_with(key))
-            .and_then(|l| l.split('"').nth(1))
-            .expect("a quoted value")
-            .to_string()
-    };
-    (field("token ="), field("token_hash ="))
-}
-
-/// A running `dpq serve`, killed when dropped.
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Server {
-    fn start(policy: &Path, state: &Path) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_dpq"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--policy"])
-            .arg(policy)
-            .arg("--state-dir")
-            .arg(state)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn dpq serve");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("the server's first line");
-        let Some(addr) = line.trim().strip_prefix("dpq serve: listening on http://") else {
-            let mut err = String::new();
-            child.stderr.take().map(|mut e| e.read_to_string(&mut err));
-            panic!("the server did not start: {line} {err}");
-        };
-        Server {
-            addr: addr.parse().expect("an address"),
-            child,
-        }
-    }
-
-    /// Runs `source` as the analyst of `token`: the body.
-    fn run(&self, token: &str, source: &str) -> Value {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(60)))
-            .build()
-            .into();
-        let body = serde_json::json!({ "source": source }).to_string();
-        let mut r = agent
-            .post(format!("http://{}/v1/run", self.addr))
-            .content_type("application/json")
-            .header("Authorization", format!("Bearer {token}"))
-            .send(body.as_bytes())
-            .expect("the server answers");
-        let text = r.body_mut().read_to_string().expect("a body");
-        serde_json::from_str(&text).unwrap_or(Value::Null)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Promise (README, policy table: `[limits] max_releases` is "releases one analyst may make
 /// on one dataset (default 10,000): each is a line the server keeps"): the quota bounds what
 /// an analyst makes the server keep. Either a vector is one release (two lines) and counts
@@ -392,8 +314,8 @@ fn a_vector_is_either_one_release_or_refused_past_the_quota() {
              [limits]\nmax_releases = 5\n"
         ),
     );
-    let server = Server::start(&policy, &dir.path().join("state"));
-    let histogram = server.run(&tok, "HISTOGRAM WITH EPS 0.1;");
+    let server = Server::start_at(&policy, &dir.path().join("state"), None);
+    let (_, histogram) = server.run(&tok, "HISTOGRAM WITH EPS 0.1;");
     let released = histogram["results"]
         .as_array()
         .is_some_and(|r| r.iter().any(|x| x["json"]["kind"] == "histogram"));
@@ -401,7 +323,7 @@ fn a_vector_is_either_one_release_or_refused_past_the_quota() {
         // Refused as past the quota: the quota counts parts, and holds.
         return;
     }
-    let count = server.run(&tok, "COUNT WHERE age < 30 WITH EPS 0.1;");
+    let (_, count) = server.run(&tok, "COUNT WHERE age < 30 WITH EPS 0.1;");
     let counted = count["results"]
         .as_array()
         .is_some_and(|r| r.iter().any(|x| x["json"]["kind"] == "count"));

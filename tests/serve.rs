@@ -4,193 +4,18 @@
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A token and the hash its policy entry holds, made by `dpq token`.
-fn token() -> (String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_dpq"))
-        .arg("token")
-        .output()
-        .expect("dpq token");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let field = |key: &str| {
-        text.lines()
-            .find(|l| l.starts_with(key))
-            .and_then(|l| l.split('"').nth(1))
-            .expect("a quoted value")
-            .to_string()
-    };
-    (field("token ="), field("token_hash ="))
-}
+mod common;
+use common::serve::{agent, error, kinds, Server, Setup};
 
-/// A directory with the example data, a state directory and analysts' tokens.
-struct Setup {
-    dir: tempfile::TempDir,
-    tokens: Vec<(String, String)>,
-}
-
-impl Setup {
-    fn new(analysts: usize) -> Setup {
-        let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::copy("examples/data/people.csv", dir.path().join("people.csv"))
-            .expect("copy the example data");
-        Setup {
-            dir,
-            tokens: (0..analysts).map(|_| token()).collect(),
-        }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    fn state(&self) -> PathBuf {
-        self.path("state")
-    }
-
-    /// Writes the policy: one dataset `people` (extra keys `dataset`), analysts `a0`, `a1`,
-    /// ... with the caps `caps` on it.
-    fn policy(&self, dataset: &str, caps: &[&str]) -> PathBuf {
-        let mut p = format!(
-            "[[dataset]]\nname = \"people\"\nid = \"people-v1\"\nsource = \"people.csv\"\n{dataset}\n"
-        );
-        for (i, cap) in caps.iter().enumerate() {
-            p.push_str(&format!(
-                "\n[[analyst]]\nname = \"a{i}\"\ntoken_hash = \"{}\"\nbudgets = {{ people = {cap} }}\n",
-                self.tokens[i].1
-            ));
-        }
-        let path = self.path("policy.toml");
-        std::fs::write(&path, p).expect("write the policy");
-        path
-    }
-
-    fn token(&self, i: usize) -> &str {
-        &self.tokens[i].0
-    }
-}
-
-/// A running `dpq serve`, killed when dropped.
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Server {
-    fn start(setup: &Setup, policy: &Path) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_dpq"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--policy"])
-            .arg(policy)
-            .arg("--state-dir")
-            .arg(setup.state())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn dpq serve");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("the server's first line");
-        let Some(addr) = line.trim().strip_prefix("dpq serve: listening on http://") else {
-            let mut err = String::new();
-            child.stderr.take().map(|mut e| e.read_to_string(&mut err));
-            panic!("the server did not start: {line} {err}");
-        };
-        Server {
-            addr: addr.parse().expect("an address"),
-            child,
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    /// Runs `source` as the analyst of `token`: the HTTP status and the body.
-    fn run(&self, token: &str, source: &str) -> (u16, Value) {
-        let body = serde_json::json!({ "source": source }).to_string();
-        self.post(Some(token), body.as_bytes())
-    }
-
-    fn post(&self, token: Option<&str>, body: &[u8]) -> (u16, Value) {
-        let mut request = agent()
-            .post(format!("{}/v1/run", self.url()))
-            .content_type("application/json");
-        if let Some(t) = token {
-            request = request.header("Authorization", format!("Bearer {t}"));
-        }
-        answer(request.send(body))
-    }
-
-    fn get(&self, token: Option<&str>, path: &str) -> (u16, Value) {
-        let mut request = agent().get(format!("{}{path}", self.url()));
-        if let Some(t) = token {
-            request = request.header("Authorization", format!("Bearer {t}"));
-        }
-        answer(request.call())
-    }
-
-    /// The analyst's own budget and, as the policy shows it, the dataset's.
-    fn budget(&self, token: &str) -> Value {
-        let (status, body) = self.run(token, "SHOW BUDGET;");
-        assert_eq!(status, 200, "{body}");
-        body["results"][0]["json"].clone()
-    }
-
-    fn kill(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(60)))
-        .build()
-        .into()
-}
-
-fn answer(r: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> (u16, Value) {
-    let mut r = r.expect("the server answers");
-    let status = r.status().as_u16();
-    let text = r.body_mut().read_to_string().expect("a body");
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-}
-
-/// The results' kinds and the error of a run.
-fn kinds(body: &Value) -> Vec<String> {
-    body["results"]
-        .as_array()
-        .map(|rs| {
-            rs.iter()
-                .map(|r| r["json"]["kind"].as_str().unwrap_or("?").to_string())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn error(body: &Value) -> String {
-    body["error"]["message"].as_str().unwrap_or("").to_string()
-}
-
-/// Five analysts race, each with ten different counts of 0.1, for a dataset budget of 1:
-/// exactly ten answers in all, whoever gets them, and the dataset's ledger holds exactly 1.
 #[test]
 fn analysts_racing_for_the_last_of_a_dataset_get_exactly_what_it_allows() {
     let setup = Setup::new(5);
-    let policy = setup.policy("budget = 1", &["1", "1", "1", "1", "1"]);
+    let policy = setup.policy("budget = 1", &["1", "1", "1", "1", "1"], "");
     let server = Server::start(&setup, &policy);
     let answered: usize = std::thread::scope(|s| {
         let handles: Vec<_> = (0..5)
@@ -225,7 +50,7 @@ fn analysts_racing_for_the_last_of_a_dataset_get_exactly_what_it_allows() {
 #[test]
 fn caps_hold_per_analyst_and_the_dataset_total_bounds_them_all() {
     let setup = Setup::new(2);
-    let policy = setup.policy("budget = 0.5", &["0.3", "0.4"]);
+    let policy = setup.policy("budget = 0.5", &["0.3", "0.4"], "");
     let server = Server::start(&setup, &policy);
     let (a, b) = (setup.token(0), setup.token(1));
     for k in 0..3 {
@@ -254,7 +79,7 @@ fn caps_hold_per_analyst_and_the_dataset_total_bounds_them_all() {
 fn tokens_are_checked_and_analysts_see_only_their_datasets() {
     let setup = Setup::new(2);
     std::fs::copy(setup.path("people.csv"), setup.path("other.csv")).expect("copy");
-    let policy = setup.policy("budget = 1", &["0.5", "0.5"]);
+    let policy = setup.policy("budget = 1", &["0.5", "0.5"], "");
     let mut text = std::fs::read_to_string(&policy).expect("read");
     text = text.replace(
         "[[analyst]]\nname = \"a0\"",
@@ -295,6 +120,7 @@ fn statements_the_policy_forbids_change_nothing() {
     let policy = setup.policy(
         "budget = 1\nmax_eps_per_query = 0.2\nmechanisms = [\"laplace\"]\nstatements = [\"count\", \"within\"]",
         &["1"],
+        "",
     );
     let server = Server::start(&setup, &policy);
     let a = setup.token(0);
@@ -356,7 +182,7 @@ fn statements_the_policy_forbids_change_nothing() {
 #[test]
 fn malformed_and_oversized_requests_are_refused() {
     let setup = Setup::new(1);
-    let mut policy = setup.policy("budget = 1", &["1"]);
+    let mut policy = setup.policy("budget = 1", &["1"], "");
     let mut text = std::fs::read_to_string(&policy).expect("read");
     text.push_str("\n[limits]\nmax_request_bytes = 4096\nmax_statements = 5\n");
     policy = setup.path("limits.toml");
@@ -397,7 +223,7 @@ fn malformed_and_oversized_requests_are_refused() {
 fn a_slow_client_does_not_stall_the_others() {
     let setup = Setup::new(2);
     let mut text =
-        std::fs::read_to_string(setup.policy("budget = 1", &["0.5", "0.5"])).expect("read");
+        std::fs::read_to_string(setup.policy("budget = 1", &["0.5", "0.5"], "")).expect("read");
     text.push_str("\n[limits]\nbody_millis = 1500\n");
     let policy = setup.path("slow.toml");
     std::fs::write(&policy, text).expect("write");
@@ -433,7 +259,7 @@ fn a_slow_client_does_not_stall_the_others() {
 #[test]
 fn kill_9_during_a_burst_loses_no_spending_that_was_shown() {
     let setup = Setup::new(3);
-    let policy = setup.policy("budget = 1000", &["300", "300", "300"]);
+    let policy = setup.policy("budget = 1000", &["300", "300", "300"], "");
     let server = Server::start(&setup, &policy);
     let url = server.url();
     let shown: Vec<usize> = std::thread::scope(|s| {
@@ -494,7 +320,7 @@ fn kill_9_during_a_burst_loses_no_spending_that_was_shown() {
 #[test]
 fn policy_changes_never_reset_spending() {
     let setup = Setup::new(1);
-    let policy = setup.policy("budget = 1", &["0.5"]);
+    let policy = setup.policy("budget = 1", &["0.5"], "");
     let server = Server::start(&setup, &policy);
     let (_, body) = server.run(setup.token(0), "COUNT WHERE age < 30 WITH EPS 0.3;");
     assert_eq!(kinds(&body), ["count"], "{body}");
@@ -526,7 +352,7 @@ fn policy_changes_never_reset_spending() {
 #[test]
 fn each_analyst_sees_only_their_own_history() {
     let setup = Setup::new(2);
-    let policy = setup.policy("budget = 1\ncube = \"BY age (30)\"", &["0.5", "0.5"]);
+    let policy = setup.policy("budget = 1\ncube = \"BY age (30)\"", &["0.5", "0.5"], "");
     let server = Server::start(&setup, &policy);
     let (a, b) = (setup.token(0), setup.token(1));
     let (_, body) = server.run(a, "COUNT WHERE age < 30 WITH EPS 0.2;");
@@ -555,7 +381,7 @@ fn each_analyst_sees_only_their_own_history() {
 #[test]
 fn sigterm_stops_the_server_gracefully() {
     let setup = Setup::new(1);
-    let policy = setup.policy("budget = 1", &["1"]);
+    let policy = setup.policy("budget = 1", &["1"], "");
     let mut server = Server::start(&setup, &policy);
     let (status, _) = server.get(None, "/v1/health");
     assert_eq!(status, 200);
@@ -574,7 +400,7 @@ fn sigterm_stops_the_server_gracefully() {
 #[test]
 fn scripts_and_the_prompt_run_on_the_server() {
     let setup = Setup::new(1);
-    let policy = setup.policy("budget = 1", &["1"]);
+    let policy = setup.policy("budget = 1", &["1"], "");
     let server = Server::start(&setup, &policy);
     let script = setup.path("ask.dpq");
     std::fs::write(
@@ -725,6 +551,7 @@ fn sums_over_a_served_cube_are_charged_per_cell_and_estimated_free() {
     let policy = setup.policy(
         "budget = 1\nneighbours = \"add_remove\"\ncube = \"BY sex ('F', 'M')\"",
         &["1", "1"],
+        "",
     );
     let server = Server::start(&setup, &policy);
     let (a, b) = (setup.token(0), setup.token(1));

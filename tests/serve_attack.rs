@@ -2,17 +2,20 @@
 //! no data and no state. Each test states the promise it checks and how it broke; they are
 //! meant to fail until the server is fixed.
 //!
-//! The real binary on loopback, as in `tests/serve.rs` (whose helpers are copied here). The
+//! The real binary on loopback, as in `tests/serve.rs` (its helpers in `tests/common/serve.rs`). The
 //! tests that measure latency take a lock so that they never run at the same time as each
 //! other: the machine they were written on has two cores.
 
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+mod common;
+use common::serve::{error, kinds, Server, Setup};
 
 /// One test at a time: several of them measure how long others wait.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -21,226 +24,6 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// A token and the hash its policy entry holds, made by `dpq token`.
-fn token() -> (String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_dpq"))
-        .arg("token")
-        .output()
-        .expect("dpq token");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let field = |key: &str| {
-        text.lines()
-            .find(|l| l.starts_with(key))
-            .and_then(|l| l.split('"').nth(1))
-            .expect("a quoted value")
-            .to_string()
-    };
-    (field("token ="), field("token_hash ="))
-}
-
-/// A directory with the data, a state directory and analysts' tokens.
-struct Setup {
-    dir: tempfile::TempDir,
-    tokens: Vec<(String, String)>,
-}
-
-impl Setup {
-    /// The example data (10,000 rows): counted on the requesting thread.
-    fn new(analysts: usize) -> Setup {
-        let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::copy("examples/data/people.csv", dir.path().join("people.csv"))
-            .expect("copy the example data");
-        Setup {
-            dir,
-            tokens: (0..analysts).map(|_| token()).collect(),
-        }
-    }
-
-    /// A dataset of `rows` rows (`age`, `income`) under the name people.csv: above about
-    /// 130,000 rows a count runs on the shared thread pool.
-    fn with_rows(analysts: usize, rows: usize) -> Setup {
-        let setup = Setup::new(analysts);
-        let mut text = String::with_capacity(rows * 12);
-        text.push_str("age,income\n");
-        for i in 0..rows {
-            text.push_str(&format!("{},{}\n", i % 90, (i * 7919) % 100_000));
-        }
-        std::fs::write(setup.path("people.csv"), text).expect("write the data");
-        setup
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    fn state(&self) -> PathBuf {
-        self.path("state")
-    }
-
-    /// Writes the policy: one dataset `people` (extra keys `dataset`), analysts `a0`, `a1`,
-    /// ... with the caps `caps` on it, and then `tail` (a `[limits]` table, say).
-    fn policy(&self, dataset: &str, caps: &[&str], tail: &str) -> PathBuf {
-        let mut p = format!(
-            "[[dataset]]\nname = \"people\"\nid = \"people-v1\"\nsource = \"people.csv\"\n{dataset}\n"
-        );
-        for (i, cap) in caps.iter().enumerate() {
-            p.push_str(&format!(
-                "\n[[analyst]]\nname = \"a{i}\"\ntoken_hash = \"{}\"\nbudgets = {{ people = {cap} }}\n",
-                self.tokens[i].1
-            ));
-        }
-        p.push_str(tail);
-        let path = self.path("policy.toml");
-        std::fs::write(&path, p).expect("write the policy");
-        path
-    }
-
-    fn token(&self, i: usize) -> &str {
-        &self.tokens[i].0
-    }
-}
-
-/// A running `dpq serve`, killed when dropped.
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Server {
-    fn start(setup: &Setup, policy: &Path) -> Server {
-        Server::start_limited(setup, policy, None)
-    }
-
-    /// Starts the server, with at most `files` open files when given (`ulimit -n`, as a
-    /// service manager sets it).
-    fn start_limited(setup: &Setup, policy: &Path, files: Option<u32>) -> Server {
-        let mut command = match files {
-            None => Command::new(env!("CARGO_BIN_EXE_dpq")),
-            Some(n) => {
-                let mut c = Command::new("sh");
-                c.arg("-c")
-                    .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
-                    .arg(env!("CARGO_BIN_EXE_dpq"));
-                c
-            }
-        };
-        let mut child = command
-            .args(["serve", "--listen", "127.0.0.1:0", "--policy"])
-            .arg(policy)
-            .arg("--state-dir")
-            .arg(setup.state())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn dpq serve");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("the server's first line");
-        let Some(addr) = line.trim().strip_prefix("dpq serve: listening on http://") else {
-            let mut err = String::new();
-            child.stderr.take().map(|mut e| e.read_to_string(&mut err));
-            panic!("the server did not start: {line} {err}");
-        };
-        Server {
-            addr: addr.parse().expect("an address"),
-            child,
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    /// Runs `source` as the analyst of `token`: the HTTP status and the body.
-    fn run(&self, token: &str, source: &str) -> (u16, Value) {
-        let body = serde_json::json!({ "source": source }).to_string();
-        self.post(Some(token), body.as_bytes())
-    }
-
-    fn post(&self, token: Option<&str>, body: &[u8]) -> (u16, Value) {
-        let mut request = agent()
-            .post(format!("{}/v1/run", self.url()))
-            .content_type("application/json");
-        if let Some(t) = token {
-            request = request.header("Authorization", format!("Bearer {t}"));
-        }
-        answer(request.send(body))
-    }
-
-    /// Runs `source` as the analyst of `token`, giving up after `limit`: the body, or `None`
-    /// when no answer came in time.
-    fn run_within(&self, token: &str, source: &str, limit: Duration) -> Option<Value> {
-        let body = serde_json::json!({ "source": source }).to_string();
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(limit))
-            .build()
-            .into();
-        let mut r = agent
-            .post(format!("{}/v1/run", self.url()))
-            .content_type("application/json")
-            .header("Authorization", format!("Bearer {token}"))
-            .send(body.as_bytes())
-            .ok()?;
-        let text = r.body_mut().read_to_string().ok()?;
-        serde_json::from_str(&text).ok()
-    }
-
-    /// Sends a whole request on a connection of its own and leaves it there: the server runs
-    /// it whether or not anyone reads the answer.
-    fn send_raw(&self, token: &str, source: &str) -> TcpStream {
-        let body = serde_json::json!({ "source": source }).to_string();
-        let mut s = TcpStream::connect(self.addr).expect("connect");
-        write!(
-            s,
-            "POST /v1/run HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        )
-        .expect("send a request");
-        s
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(600)))
-        .build()
-        .into()
-}
-
-fn answer(r: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> (u16, Value) {
-    let mut r = r.expect("the server answers");
-    let status = r.status().as_u16();
-    let text = r.body_mut().read_to_string().expect("a body");
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-}
-
-/// The results' kinds of a run.
-fn kinds(body: &Value) -> Vec<String> {
-    body["results"]
-        .as_array()
-        .map(|rs| {
-            rs.iter()
-                .map(|r| r["json"]["kind"].as_str().unwrap_or("?").to_string())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn error(body: &Value) -> String {
-    body["error"]["message"].as_str().unwrap_or("").to_string()
 }
 
 /// How long `f` takes, and what it gives.

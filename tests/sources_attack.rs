@@ -8,17 +8,14 @@
 //! a note, unless `DPQ_REQUIRE_POSTGRES` is set. Every object they make is named `atk_..._<pid>`
 //! and dropped at the end.
 
-use std::io::{BufRead, BufReader, Read};
-use std::net::SocketAddr;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::Duration;
 
 use arrow_array::{ArrayRef, Int64Array, RecordBatch};
 use dpq::data::{open_postgres, CmpOp, Predicate, Value};
 use parquet::arrow::ArrowWriter;
-use serde_json::Value as Json;
+
+mod common;
+use common::serve::{token, Server};
 
 /// The connection string of the test server, if there is one.
 fn server() -> Option<String> {
@@ -260,81 +257,6 @@ fn a_partition_attached_after_load_is_a_changed_table() {
 // ---------------------------------------------------------------------------------------
 // Served datasets
 
-/// A token and its hash, from `dpq token`.
-fn token() -> (String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_dpq"))
-        .arg("token")
-        .output()
-        .expect("dpq token");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let field = |key: &str| {
-        text.lines()
-            .find(|l| l.starts_with(key))
-            .and_then(|l| l.split('"').nth(1))
-            .expect("a quoted value")
-            .to_string()
-    };
-    (field("token ="), field("token_hash ="))
-}
-
-/// A running `dpq serve`, killed when dropped.
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Server {
-    fn start(policy: &Path, state: &Path) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_dpq"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--policy"])
-            .arg(policy)
-            .arg("--state-dir")
-            .arg(state)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn dpq serve");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("the server's first line");
-        let Some(addr) = line.trim().strip_prefix("dpq serve: listening on http://") else {
-            let mut err = String::new();
-            child.stderr.take().map(|mut e| e.read_to_string(&mut err));
-            panic!("the server did not start: {line} {err}");
-        };
-        Server {
-            addr: addr.parse().expect("an address"),
-            child,
-        }
-    }
-
-    fn run(&self, token: &str, source: &str) -> Json {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(60)))
-            .build()
-            .into();
-        let body = serde_json::json!({ "source": source }).to_string();
-        let mut r = agent
-            .post(format!("http://{}/v1/run", self.addr))
-            .content_type("application/json")
-            .header("Authorization", format!("Bearer {token}"))
-            .send(body.as_bytes())
-            .expect("the server answers");
-        let text = r.body_mut().read_to_string().expect("a body");
-        serde_json::from_str(&text).unwrap_or(Json::Null)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Analysts are never told where the server keeps its files (README: "not where the server
 /// keeps its files"; errors "never with the server's paths"). A served Parquet file whose
 /// footer reads but whose data does not (a damaged page, or a file rewritten with the same
@@ -376,8 +298,8 @@ fn a_damaged_served_parquet_file_does_not_tell_analysts_its_path() {
         ),
     )
     .expect("the policy");
-    let server = Server::start(&policy, &dir.path().join("state"));
-    let body = server.run(&secret, "USE pq; COUNT WHERE age < 30 WITH EPS 0.1;");
+    let server = Server::start_at(&policy, &dir.path().join("state"), None);
+    let (_, body) = server.run(&secret, "USE pq; COUNT WHERE age < 30 WITH EPS 0.1;");
     let text = body.to_string();
     assert!(
         !body["error"].is_null(),

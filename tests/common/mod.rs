@@ -2,6 +2,7 @@
 //! written into a test's own directory.
 #![allow(dead_code)]
 
+pub mod serve;
 pub mod shards;
 
 use dpq::driver::{run_source, Emitted};
