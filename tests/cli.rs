@@ -480,3 +480,69 @@ fn charts_stay_out_of_the_default_state_directory() {
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     assert!(!target.exists());
 }
+
+/// The prompt's own commands, as psql and DuckDB users type them, on lines of their own:
+/// `.tables`, `.mode json`, `\?`, an unknown one refused with a message (and the exit code of
+/// a failure), and `\q` leaving before the rest of the input.
+#[test]
+fn the_prompt_knows_the_commands_of_psql_and_duckdb() {
+    let o = piped(
+        &["--practice"],
+        b".tables\nLOAD 'examples/data/people.csv' AS p;\n.mode json\n.tables\n\\?\n.frobnicate\n\\q\nSHOW BUDGET;\n",
+    );
+    let out = stdout(&o);
+    assert!(out.contains("No tables are loaded."), "{out}");
+    let tables = out
+        .lines()
+        .find(|l| l.starts_with("{\"kind\":\"tables\""))
+        .unwrap_or_else(|| panic!("SHOW TABLES in JSON after .mode json: {out}"));
+    assert!(tables.contains("\"name\":\"p\""), "{tables}");
+    assert!(out.contains("\"kind\":\"help\""), "{out}");
+    assert!(!out.contains("\"kind\":\"budget\""), "ran after \\q: {out}");
+    assert!(
+        stderr(&o).contains("unknown command `.frobnicate`"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(o.status.code(), Some(1));
+}
+
+/// At a terminal the prompt runs `~/.dpqrc` first, and two prompts open at once both keep
+/// their lines in the history (appended, not overwritten by the last to leave).
+#[test]
+fn the_prompt_runs_dpqrc_and_appends_its_history() {
+    let (_, state) = command();
+    let home = state.path().join("home");
+    std::fs::create_dir_all(&home).expect("a home");
+    std::fs::write(
+        home.join(".dpqrc"),
+        "LOAD 'examples/data/people.csv' AS people;\n",
+    )
+    .expect("the rc file");
+    let prompt = || {
+        let (mut c, _) = command();
+        c.env("HOME", &home)
+            .env_remove("XDG_DATA_HOME")
+            .env("DPQ_STATE_DIR", state.path());
+        let mut p = rexpect::session::spawn_command(c, Some(20_000)).expect("a pty");
+        p.exp_string("dpq> ").expect("the prompt");
+        p
+    };
+    let mut first = prompt();
+    let mut second = prompt();
+    first.send_line(".tables").expect("send");
+    first.exp_string("people").expect("~/.dpqrc loaded people");
+    first.exp_string("dpq> ").expect("the prompt");
+    first.send_line("SHOW TABLES;").expect("send");
+    first.exp_string("dpq> ").expect("the prompt");
+    second.send_line("SHOW BUDGET;").expect("send");
+    second.exp_string("dpq> ").expect("the prompt");
+    first.send_line("\\q").expect("send");
+    first.exp_eof().expect("the first leaves");
+    second.send_line(".quit").expect("send");
+    second.exp_eof().expect("the second leaves");
+    let history = std::fs::read_to_string(home.join(".local/share/dpq/repl_history.txt"))
+        .expect("the history");
+    assert!(history.contains("SHOW TABLES;"), "{history}");
+    assert!(history.contains("SHOW BUDGET;"), "{history}");
+}

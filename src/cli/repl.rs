@@ -138,6 +138,8 @@ fn history_path() -> Option<PathBuf> {
 /// Runs the prompt until Ctrl-D (or end of input). Returns false when input was not a terminal
 /// and a statement failed, so piped sessions report failure.
 pub fn run(session: &mut dyn Backend, format: Format) -> bool {
+    let mut format = format;
+    let mut timer = false;
     let interactive = std::io::stdin().is_terminal();
     let mut editor: Editor<DpqHelper, DefaultHistory> = match Editor::new() {
         Ok(e) => e,
@@ -154,7 +156,8 @@ pub fn run(session: &mut dyn Backend, format: Format) -> bool {
         let _ = editor.load_history(h);
     }
     if interactive {
-        println!("dpq {} -- differentially private queries. Type `help`, end statements with ;, Ctrl-D quits.", env!("CARGO_PKG_VERSION"));
+        println!("dpq {} -- differentially private queries. Type `help` or `.help`, end statements with ;, Ctrl-D or `.quit` quits.", env!("CARGO_PKG_VERSION"));
+        run_rc(session, format);
     }
     let mut all_ok = true;
     let mut buffer = String::new();
@@ -169,18 +172,34 @@ pub fn run(session: &mut dyn Backend, format: Format) -> bool {
                     buffer_line = lines_read;
                     let word = line.trim().trim_end_matches(';').trim();
                     if let Some(text) = help_text(word) {
-                        // The topic asked for is echoed: escaped, and in JSON as JSON.
-                        let text = escape_controls(&text).into_owned();
-                        match format {
-                            Format::Json => {
-                                println!("{}", serde_json::json!({ "kind": "help", "text": text }))
-                            }
-                            Format::Table => println!("{text}"),
-                        }
+                        show_help(&text, format);
                         continue;
                     }
                     if matches!(word.to_ascii_lowercase().as_str(), "quit" | "exit") {
                         break;
+                    }
+                    if let Some(command) = Command::read(line.trim()) {
+                        match command {
+                            Command::Quit => break,
+                            Command::Help => show_help(&commands_help(), format),
+                            Command::Tables => {
+                                let mut printer = Printer::new(format);
+                                all_ok &= session.run(
+                                    "<repl>",
+                                    "SHOW TABLES;",
+                                    buffer_line,
+                                    format,
+                                    &mut |e| printer.emit(e),
+                                );
+                            }
+                            Command::Mode(f) => format = f,
+                            Command::Timer(on) => timer = on,
+                            Command::Unknown(message) => {
+                                eprintln!("{message}");
+                                all_ok = false;
+                            }
+                        }
+                        continue;
                     }
                 }
                 buffer.push_str(&line);
@@ -195,10 +214,14 @@ pub fn run(session: &mut dyn Backend, format: Format) -> bool {
                 let _ = editor.add_history_entry(source.trim_end());
                 let mut printer = Printer::new(format);
                 let mut failed = false;
+                let started = std::time::Instant::now();
                 session.run("<repl>", &source, buffer_line, format, &mut |e| {
                     failed |= matches!(e, Emitted::Error(_));
                     printer.emit(e)
                 });
+                if timer {
+                    eprintln!("Run Time: {:.3} s", started.elapsed().as_secs_f64());
+                }
                 all_ok &= !failed;
                 if let Some(h) = editor.helper_mut() {
                     h.names = flat_names(session);
@@ -239,7 +262,8 @@ pub fn run(session: &mut dyn Backend, format: Format) -> bool {
                 .mode(0o700)
                 .create(dir);
         }
-        let _ = editor.save_history(h);
+        // Appended, not overwritten: two prompts open at once both keep their lines.
+        let _ = editor.append_history(h);
     }
     interactive || all_ok
 }
@@ -268,4 +292,114 @@ fn help_text(line: &str) -> Option<String> {
             None => format!("No help for `{}`.\n{}", rest.join(" "), help::overview()),
         }
     })
+}
+
+/// A command of the prompt itself, on a line of its own at the `dpq>` prompt: the habits of
+/// psql (`\q`, `\?`, `\dt`) and of the DuckDB and SQLite shells (`.quit`, `.help`,
+/// `.tables`, `.mode`, `.timer`).
+#[derive(Debug, PartialEq)]
+enum Command {
+    Quit,
+    Help,
+    Tables,
+    Mode(Format),
+    Timer(bool),
+    /// A line that looks like a command and is none: its message.
+    Unknown(String),
+}
+
+impl Command {
+    /// The command `line` is, if it starts with `.` or `\` (a statement never does).
+    fn read(line: &str) -> Option<Command> {
+        if !line.starts_with(['.', '\\']) {
+            return None;
+        }
+        let mut words = line.split_whitespace();
+        let name = words.next()?.to_ascii_lowercase();
+        let arg = words.next().map(str::to_ascii_lowercase);
+        let extra = words.next().is_some();
+        Some(match (name.as_str(), arg.as_deref(), extra) {
+            (".quit" | ".exit" | "\\q", None, false) => Command::Quit,
+            (".help" | "\\?" | "\\h", _, _) => Command::Help,
+            (".tables" | "\\dt" | "\\d", None, false) => Command::Tables,
+            (".mode", Some("table"), false) => Command::Mode(Format::Table),
+            (".mode", Some("json"), false) => Command::Mode(Format::Json),
+            (".mode", _, _) => {
+                Command::Unknown("`.mode table` or `.mode json`: how results are shown".to_string())
+            }
+            (".timer", Some("on"), false) => Command::Timer(true),
+            (".timer", Some("off"), false) => Command::Timer(false),
+            (".timer", _, _) => Command::Unknown(
+                "`.timer on` or `.timer off`: whether each statement's time is shown".to_string(),
+            ),
+            _ => Command::Unknown(format!(
+                "unknown command `{}`: `.help` lists the prompt's commands; statements end with ;",
+                escape_controls(&name)
+            )),
+        })
+    }
+}
+
+/// Shows help text: escaped (a topic asked for is echoed), and in JSON as JSON.
+fn show_help(text: &str, format: Format) {
+    let text = escape_controls(text).into_owned();
+    match format {
+        Format::Json => println!("{}", serde_json::json!({ "kind": "help", "text": text })),
+        Format::Table => println!("{text}"),
+    }
+}
+
+/// What `.help` shows: the prompt's own commands, then where to find the statements.
+fn commands_help() -> String {
+    "The prompt's commands, each on a line of its own:\n  \
+     .help  \\?        this list (`help` lists the statements, `help COUNT` explains one)\n  \
+     .tables \\dt      the tables loaded (SHOW TABLES)\n  \
+     .mode table|json  how results are shown\n  \
+     .timer on|off     show each statement's time\n  \
+     .quit  \\q        leave (as Ctrl-D or `quit`)\n\
+     At start the prompt runs the statements of ~/.dpqrc, if there is one."
+        .to_string()
+}
+
+/// Runs `~/.dpqrc` (statements, as a script) at the start of an interactive prompt, reporting
+/// its errors with its name; a missing file is nothing.
+fn run_rc(session: &mut dyn Backend, format: Format) {
+    let Some(path) = dirs::home_dir().map(|h| h.join(".dpqrc")) else {
+        return;
+    };
+    let Ok(source) = std::fs::read_to_string(&path) else {
+        return;
+    };
+    let mut printer = Printer::new(format);
+    session.run(&path.display().to_string(), &source, 1, format, &mut |e| {
+        printer.emit(e)
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_read_as_psql_and_duckdb_users_type_them() {
+        assert_eq!(Command::read("\\q"), Some(Command::Quit));
+        assert_eq!(Command::read(".QUIT"), Some(Command::Quit));
+        assert_eq!(Command::read("\\?"), Some(Command::Help));
+        assert_eq!(Command::read(".tables"), Some(Command::Tables));
+        assert_eq!(
+            Command::read(".mode json"),
+            Some(Command::Mode(Format::Json))
+        );
+        assert_eq!(Command::read(".timer on"), Some(Command::Timer(true)));
+        assert!(matches!(
+            Command::read(".mode line"),
+            Some(Command::Unknown(_))
+        ));
+        assert!(matches!(
+            Command::read(".frobnicate"),
+            Some(Command::Unknown(_))
+        ));
+        assert_eq!(Command::read("SHOW TABLES;"), None);
+        assert_eq!(Command::read("COUNT WHERE x = '.q' WITH EPS 1;"), None);
+    }
 }
