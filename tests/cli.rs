@@ -507,8 +507,9 @@ fn the_prompt_knows_the_commands_of_psql_and_duckdb() {
     assert_eq!(o.status.code(), Some(1));
 }
 
-/// At a terminal the prompt runs `~/.dpqrc` first, and two prompts open at once both keep
-/// their lines in the history (appended, not overwritten by the last to leave).
+/// At a terminal the prompt runs `~/.dpqrc` first, Tab completes a table's name, and two
+/// prompts open at once both keep their lines in the history (appended, not overwritten by the
+/// last to leave).
 #[test]
 fn the_prompt_runs_dpqrc_and_appends_its_history() {
     let (_, state) = command();
@@ -534,6 +535,11 @@ fn the_prompt_runs_dpqrc_and_appends_its_history() {
     first.exp_string("people").expect("~/.dpqrc loaded people");
     first.exp_string("dpq> ").expect("the prompt");
     first.send_line("SHOW TABLES;").expect("send");
+    first.exp_string("dpq> ").expect("the prompt");
+    // Tab completes a table's name after DESCRIBE.
+    first.send("DESCRIBE peo\t").expect("send");
+    first.send_line(";").expect("send");
+    first.exp_string("height_cm").expect("people described");
     first.exp_string("dpq> ").expect("the prompt");
     second.send_line("SHOW BUDGET;").expect("send");
     second.exp_string("dpq> ").expect("the prompt");

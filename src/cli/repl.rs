@@ -75,9 +75,10 @@ const KEYWORDS: &[&str] = &[
     "help",
 ];
 
-/// Completes keywords, table names and column names.
+/// Completes keywords, table names and column names, by context.
 struct DpqHelper {
-    names: Vec<String>,
+    /// The tables and their columns.
+    names: Vec<(String, Vec<String>)>,
 }
 
 impl Completer for DpqHelper {
@@ -89,39 +90,103 @@ impl Completer for DpqHelper {
         pos: usize,
         _ctx: &Context<'_>,
     ) -> rustyline::Result<(usize, Vec<Pair>)> {
-        let start = line[..pos]
-            .char_indices()
-            .rev()
-            .find(|(_, c)| !(c.is_ascii_alphanumeric() || *c == '_'))
-            .map_or(0, |(i, c)| i + c.len_utf8());
-        let word = &line[start..pos];
-        if word.is_empty() {
-            return Ok((pos, Vec::new()));
-        }
-        let mut out: Vec<Pair> = KEYWORDS
-            .iter()
-            .map(|k| k.to_string())
-            // A name holding a control or format character is never typed back to the
-            // terminal: echoed, it could drive it.
-            .chain(
-                self.names
-                    .iter()
-                    .filter(|n| matches!(escape_name(n), Cow::Borrowed(_)))
-                    .cloned(),
-            )
-            .filter(|c| {
-                c.len() > word.len()
-                    && c.to_ascii_lowercase()
-                        .starts_with(&word.to_ascii_lowercase())
-            })
+        let (start, found) = candidates(&self.names, line, pos);
+        let pairs = found
+            .into_iter()
             .map(|c| Pair {
                 display: c.clone(),
                 replacement: c,
             })
             .collect();
-        out.dedup_by(|a, b| a.replacement == b.replacement);
-        Ok((start, out))
+        Ok((start, pairs))
     }
+}
+
+/// What a word names, by the keyword before it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Want {
+    Column,
+    Table,
+    Any,
+}
+
+/// The completions of the word ending at `pos` (letters, digits and `_`, or a name in
+/// double quotes being typed): after `WHERE`, `AND`, `OR`, `NOT`, `BY`, `SUM`, `MEAN` or a
+/// comma, column names first; after `USE`, `DESCRIBE` or `AS`, table names first; then the
+/// keywords, in the case the word is typed in (`wh` gives `where`). A name that is not a
+/// plain word is offered in double quotes; a name holding a control or format character is
+/// never offered (echoed, it could drive the terminal). Returns where the word starts.
+fn candidates(names: &[(String, Vec<String>)], line: &str, pos: usize) -> (usize, Vec<String>) {
+    let before = &line[..pos];
+    let quoted = before
+        .rfind('"')
+        .filter(|&q| before[..q].matches('"').count().is_multiple_of(2));
+    let start = quoted.unwrap_or_else(|| {
+        before
+            .char_indices()
+            .rev()
+            .find(|(_, c)| !(c.is_ascii_alphanumeric() || *c == '_'))
+            .map_or(0, |(i, c)| i + c.len_utf8())
+    });
+    let word = &before[start..];
+    if word.is_empty() {
+        return (pos, Vec::new());
+    }
+    let want = match before[..start]
+        .split(|c: char| c.is_whitespace() || c == '(')
+        .rfind(|w| !w.is_empty())
+        .map(str::to_ascii_uppercase)
+        .as_deref()
+    {
+        Some("WHERE" | "AND" | "OR" | "NOT" | "BY" | "SUM" | "MEAN") => Want::Column,
+        Some(w) if w.ends_with(',') => Want::Column,
+        Some("USE" | "DESCRIBE" | "AS") => Want::Table,
+        _ => Want::Any,
+    };
+    let shown = |n: &String| -> Option<String> {
+        if !matches!(escape_name(n), Cow::Borrowed(_)) {
+            return None;
+        }
+        let plain = n
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        Some(if plain && quoted.is_none() {
+            n.clone()
+        } else {
+            format!("\"{}\"", n.replace('"', "\"\""))
+        })
+    };
+    let tables: Vec<String> = names.iter().filter_map(|(t, _)| shown(t)).collect();
+    let columns: Vec<String> = names
+        .iter()
+        .flat_map(|(_, cols)| cols.iter().filter_map(shown))
+        .collect();
+    let lower = word.chars().all(|c| !c.is_ascii_uppercase());
+    let keywords = KEYWORDS.iter().map(|k| {
+        if lower {
+            k.to_ascii_lowercase()
+        } else {
+            k.to_ascii_uppercase()
+        }
+    });
+    let ordered: Vec<String> = match want {
+        Want::Column => columns.into_iter().chain(tables).chain(keywords).collect(),
+        Want::Table => tables.into_iter().chain(columns).chain(keywords).collect(),
+        Want::Any => keywords.chain(tables).chain(columns).collect(),
+    };
+    // A quoted name matches on what is inside its quotes, typed with its `"` or not.
+    let prefix = word.trim_start_matches('"').to_ascii_lowercase();
+    let mut out: Vec<String> = Vec::new();
+    for c in ordered {
+        let inside = c.trim_start_matches('"').to_ascii_lowercase();
+        let matches = c.len() > word.len() && inside.starts_with(&prefix);
+        if matches && !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    (start, out)
 }
 
 impl Hinter for DpqHelper {
@@ -141,7 +206,11 @@ pub fn run(session: &mut dyn Backend, format: Format) -> bool {
     let mut format = format;
     let mut timer = false;
     let interactive = std::io::stdin().is_terminal();
-    let mut editor: Editor<DpqHelper, DefaultHistory> = match Editor::new() {
+    // A first Tab completes what all candidates share; a second lists them.
+    let config = rustyline::Config::builder()
+        .completion_type(rustyline::CompletionType::List)
+        .build();
+    let mut editor: Editor<DpqHelper, DefaultHistory> = match Editor::with_config(config) {
         Ok(e) => e,
         Err(e) => {
             eprintln!("dpq: cannot open the prompt: {e}");
@@ -149,7 +218,7 @@ pub fn run(session: &mut dyn Backend, format: Format) -> bool {
         }
     };
     editor.set_helper(Some(DpqHelper {
-        names: flat_names(session),
+        names: session.names(),
     }));
     let history = history_path().filter(|_| interactive);
     if let Some(h) = &history {
@@ -224,7 +293,7 @@ pub fn run(session: &mut dyn Backend, format: Format) -> bool {
                 }
                 all_ok &= !failed;
                 if let Some(h) = editor.helper_mut() {
-                    h.names = flat_names(session);
+                    h.names = session.names();
                 }
             }
             Err(ReadlineError::Interrupted) => {
@@ -266,15 +335,6 @@ pub fn run(session: &mut dyn Backend, format: Format) -> bool {
         let _ = editor.append_history(h);
     }
     interactive || all_ok
-}
-
-/// Table and column names, for completion.
-fn flat_names(session: &dyn Backend) -> Vec<String> {
-    session
-        .names()
-        .into_iter()
-        .flat_map(|(t, cols)| std::iter::once(t).chain(cols))
-        .collect()
 }
 
 /// The text for `help` or `help TOPIC`, if the line asks for help.
@@ -401,5 +461,40 @@ mod tests {
         ));
         assert_eq!(Command::read("SHOW TABLES;"), None);
         assert_eq!(Command::read("COUNT WHERE x = '.q' WITH EPS 1;"), None);
+    }
+
+    fn names() -> Vec<(String, Vec<String>)> {
+        vec![(
+            "where_data".to_string(),
+            vec![
+                "wage".to_string(),
+                "weight kg".to_string(),
+                "bad\u{1b}[2J".to_string(),
+            ],
+        )]
+    }
+
+    #[test]
+    fn after_where_columns_come_first_and_odd_names_are_quoted() {
+        let line = "COUNT WHERE w";
+        let (start, found) = candidates(&names(), line, line.len());
+        assert_eq!(start, line.len() - 1);
+        assert_eq!(found[..2], ["wage", "\"weight kg\""]);
+        assert!(found.contains(&"with".to_string()), "{found:?}");
+        assert!(found.iter().all(|c| !c.contains('\u{1b}')), "{found:?}");
+        let line = "COUNT WHERE wage > 3 AND \"we";
+        let (start, found) = candidates(&names(), line, line.len());
+        assert_eq!(&line[start..], "\"we");
+        assert_eq!(found, ["\"weight kg\""]);
+    }
+
+    #[test]
+    fn keywords_come_in_the_case_typed_and_tables_after_use() {
+        let (_, found) = candidates(&names(), "count wh", 8);
+        assert_eq!(found.first().map(String::as_str), Some("where"));
+        let (_, found) = candidates(&names(), "COUNT WH", 8);
+        assert_eq!(found.first().map(String::as_str), Some("WHERE"));
+        let (_, found) = candidates(&names(), "USE wh", 6);
+        assert_eq!(found.first().map(String::as_str), Some("where_data"));
     }
 }
