@@ -1,7 +1,9 @@
 //! Golden transcripts: every `tests/golden/**/*.dpq` and `examples/*.dpq` run as `dpq run --seed 2`
 //! would run them, compared with the sibling `.out` file. `DPQ_BLESS=1 cargo test` rewrites them.
 //!
-//! A script whose first line is `-- format: json` is run with `--format json`. Transcripts of
+//! A script whose first line is `-- format: json` is run with `--format json`; one whose first
+//! line is `-- width: 80` is rendered for a terminal of 80 columns, and no line of its
+//! transcript may be wider. Transcripts of
 //! `examples/NAME.dpq` live in `tests/golden/examples/NAME.out`.
 
 use dpq::driver::{run_source, Emitted};
@@ -35,6 +37,7 @@ fn transcript(path: &Path) -> String {
     } else {
         Format::Table
     };
+    dpq::output::set_width(width_of(&source));
     let state = tempfile::tempdir().expect("a state directory");
     let mut session = Session::with_store(
         Randomness::Seeded(SEED),
@@ -56,6 +59,7 @@ fn transcript(path: &Path) -> String {
         }
         out.push('\n');
     });
+    dpq::output::set_width(None);
     out.push_str(&format!("[exit {}]\n", if ok { 0 } else { 1 }));
     // The state directory is a fresh temporary one: name it the same in every transcript.
     let state_path = state.path().to_string_lossy().replace('\\', "/");
@@ -77,6 +81,17 @@ fn transcript(path: &Path) -> String {
     named
 }
 
+/// The terminal width a script's first line asks for (`-- width: 80`), if any.
+fn width_of(source: &str) -> Option<usize> {
+    source
+        .lines()
+        .next()?
+        .strip_prefix("-- width: ")?
+        .trim()
+        .parse()
+        .ok()
+}
+
 fn expected_path(script: &Path) -> PathBuf {
     match script.strip_prefix("examples") {
         Ok(rest) => Path::new("tests/golden/examples")
@@ -92,6 +107,21 @@ fn check_transcripts(scripts: &[PathBuf]) -> Vec<String> {
     let mut failures = Vec::new();
     for script in scripts {
         let got = transcript(script);
+        // At a terminal's width, nothing a statement shows is wider: no box breaks.
+        if let Some(w) = std::fs::read_to_string(script)
+            .ok()
+            .as_deref()
+            .and_then(width_of)
+        {
+            for line in got.lines() {
+                if line.chars().count() > w {
+                    failures.push(format!(
+                        "{}: a line wider than {w} columns:\n{line}",
+                        script.display()
+                    ));
+                }
+            }
+        }
         let expected_file = expected_path(script);
         if bless {
             if let Some(dir) = expected_file.parent() {

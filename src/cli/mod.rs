@@ -151,6 +151,19 @@ impl From<FormatArg> for Format {
 }
 
 /// Runs the command line; the exit code says whether every statement ran.
+/// Renders tables and text for the terminal's width when the output is a terminal (read
+/// again before each statement at the prompt, where the window may have been resized).
+pub fn fit_terminal() {
+    let width = std::io::stdout()
+        .is_terminal()
+        .then(crossterm::terminal::size)
+        .and_then(Result::ok)
+        // A terminal that does not say its size (0 columns) is left unfitted.
+        .filter(|(columns, _)| *columns > 0)
+        .map(|(columns, _)| usize::from(columns));
+    dpq::output::set_width(width);
+}
+
 pub fn main(args: Args) -> ExitCode {
     let format = Format::from(args.format);
     match &args.command {
@@ -171,6 +184,7 @@ pub fn main(args: Args) -> ExitCode {
         }
         _ => {}
     }
+    fit_terminal();
     let state_dir = match state_dir(args.state_dir.clone()) {
         Ok(dir) => dir,
         Err(message) => {

@@ -281,6 +281,7 @@ pub fn run(session: &mut dyn Backend, format: Format) -> bool {
                     continue;
                 }
                 let _ = editor.add_history_entry(source.trim_end());
+                super::fit_terminal();
                 let mut printer = Printer::new(format);
                 let mut failed = false;
                 let started = std::time::Instant::now();
@@ -405,7 +406,7 @@ fn show_help(text: &str, format: Format) {
     let text = escape_controls(text).into_owned();
     match format {
         Format::Json => println!("{}", serde_json::json!({ "kind": "help", "text": text })),
-        Format::Table => println!("{text}"),
+        Format::Table => println!("{}", dpq::output::fit(&text)),
     }
 }
 

@@ -3,9 +3,11 @@
 mod json;
 pub mod plot;
 mod table;
+mod width;
 
 pub use json::{error_json, render_json};
 pub use table::{num as short_number, percent, render_table, sensitivity_rule};
+pub use width::{fit, set_width, width};
 
 use crate::data::ColumnType;
 use crate::plan::ChoosePlan;

@@ -46,14 +46,26 @@ pub fn render_table(response: &Response) -> String {
             );
         }
     }
+    if let Some(w) = super::width() {
+        out = super::width::wrap(&out, w);
+    }
     // Names and statements come from files and users: nothing printed may drive the terminal.
     crate::data::escape_controls(&out).into_owned()
 }
 
 fn new_table(header: &[&str]) -> Table {
     let mut t = Table::new();
-    t.load_preset(presets::UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Disabled);
+    t.load_preset(presets::UTF8_FULL_CONDENSED);
+    // At a terminal's width cells wrap so that the table fits; elsewhere lines are whole.
+    match super::width() {
+        Some(w) => {
+            t.set_content_arrangement(ContentArrangement::Dynamic)
+                .set_width(u16::try_from(w).unwrap_or(u16::MAX));
+        }
+        None => {
+            t.set_content_arrangement(ContentArrangement::Disabled);
+        }
+    }
     if !header.is_empty() {
         t.set_header(header.iter().copied());
     }
