@@ -102,14 +102,7 @@ fn integers_beyond_two_to_the_53_compare_exactly() {
     let two53 = 9007199254740992.0;
     let mut preds = Vec::new();
     for x in [two53, i64::MAX as f64, i64::MIN as f64, 30.5, 30.0] {
-        for op in [
-            CmpOp::Eq,
-            CmpOp::Ne,
-            CmpOp::Lt,
-            CmpOp::Le,
-            CmpOp::Gt,
-            CmpOp::Ge,
-        ] {
+        for op in CmpOp::ALL {
             preds.push(compare(0, op, x));
             preds.push(Predicate::Not(Box::new(compare(0, op, x))));
         }

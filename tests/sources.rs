@@ -278,14 +278,7 @@ fn literal(column: usize) -> BoxedStrategy<Value> {
 }
 
 fn op() -> impl Strategy<Value = CmpOp> {
-    proptest::sample::select(vec![
-        CmpOp::Eq,
-        CmpOp::Ne,
-        CmpOp::Lt,
-        CmpOp::Le,
-        CmpOp::Gt,
-        CmpOp::Ge,
-    ])
+    proptest::sample::select(CmpOp::ALL.to_vec())
 }
 
 fn leaf() -> impl Strategy<Value = Predicate> {

@@ -10,6 +10,7 @@
 use rayon::prelude::*;
 
 use super::bitmap;
+use super::lanes::{on_lanes, Lane};
 use super::predicate::Value;
 use super::table::{ColumnData, Segment, Table};
 
@@ -111,40 +112,129 @@ fn add_coords(
         Buckets::Cuts(cuts) => cuts.iter().map(|c| c.ceil() as i128).collect(),
         Buckets::Values(_) => Vec::new(),
     };
-    let valid = |r: usize| col.valid.as_ref().is_none_or(|v| bitmap::get(v, r));
-    let coord = |r: usize| -> usize {
-        if !valid(r) {
-            return missing;
+    let valid = col.valid.as_deref();
+    match (buckets, &col.data) {
+        (Buckets::Cuts(_), ColumnData::Integer(ints)) => {
+            // The same thresholds on the segment's lanes: `x >= t` exactly when
+            // `x - min >= t - min`, clamped to the lanes (0 below, one past the largest).
+            let min = i128::from(ints.min);
+            let top = i128::from(ints.max_off) + 1;
+            let lane_cuts: Vec<i128> = thresholds.iter().map(|t| (t - min).clamp(0, top)).collect();
+            on_lanes!(&ints.lanes, v => each(index, stride, missing, valid, |r| {
+                let x = i128::from(v[r].to_u64());
+                lane_cuts.partition_point(|t| *t <= x)
+            }))
         }
-        match (buckets, &col.data) {
-            (Buckets::Cuts(_), ColumnData::Integer(v)) => {
-                let x = i128::from(v[r]);
-                thresholds.partition_point(|t| *t <= x)
-            }
-            (Buckets::Cuts(cuts), ColumnData::Float(v)) => cuts.partition_point(|c| *c <= v[r]),
-            (Buckets::Values(values), ColumnData::Text(v)) => codes
-                .and_then(|cs| cs.iter().find(|(code, _)| *code == v[r]).map(|(_, i)| *i))
-                .unwrap_or(values.len()),
-            (Buckets::Values(values), ColumnData::Boolean(bits)) => {
+        (Buckets::Cuts(cuts), ColumnData::Float(v)) => each(index, stride, missing, valid, |r| {
+            cuts.partition_point(|c| *c <= v[r])
+        }),
+        (Buckets::Values(values), ColumnData::Text(lanes)) => {
+            let codes = codes.unwrap_or(&[]);
+            on_lanes!(lanes, v => each(index, stride, missing, valid, |r| {
+                let code = v[r].to_u64();
+                codes
+                    .iter()
+                    .find(|(c, _)| u64::from(*c) == code)
+                    .map_or(values.len(), |(_, i)| *i)
+            }))
+        }
+        (Buckets::Values(values), ColumnData::Boolean(bits)) => {
+            each(index, stride, missing, valid, |r| {
                 let b = bitmap::get(bits, r);
                 values
                     .iter()
                     .position(|v| *v == Value::Bool(b))
                     .unwrap_or(values.len())
-            }
-            (Buckets::Values(values), ColumnData::Integer(v)) => values
-                .iter()
-                .position(|x| *x == Value::Number(v[r] as f64))
-                .unwrap_or(values.len()),
-            (Buckets::Values(values), ColumnData::Float(v)) => values
-                .iter()
-                .position(|x| *x == Value::Number(v[r]))
-                .unwrap_or(values.len()),
-            // Cuts over a text or boolean column: never planned; every value is "missing".
-            (Buckets::Cuts(_), _) => missing,
+            })
         }
-    };
+        (Buckets::Values(values), ColumnData::Integer(ints)) => {
+            each(index, stride, missing, valid, |r| {
+                values
+                    .iter()
+                    .position(|x| *x == Value::Number(ints.get(r) as f64))
+                    .unwrap_or(values.len())
+            })
+        }
+        (Buckets::Values(values), ColumnData::Float(v)) => {
+            each(index, stride, missing, valid, |r| {
+                values
+                    .iter()
+                    .position(|x| *x == Value::Number(v[r]))
+                    .unwrap_or(values.len())
+            })
+        }
+        // Cuts over a text or boolean column: never planned; every value is "missing".
+        (Buckets::Cuts(_), _) => each(index, stride, missing, valid, |_| missing),
+    }
+}
+
+/// Adds `stride` times each row's coordinate to `index`: `coord(r)` for a row with a value,
+/// `missing` for one without (a loop of its own for each storage type, `coord` inlined).
+#[inline]
+fn each(
+    index: &mut [usize],
+    stride: usize,
+    missing: usize,
+    valid: Option<&[u64]>,
+    coord: impl Fn(usize) -> usize,
+) {
     for (r, i) in index.iter_mut().enumerate() {
-        *i += coord(r) * stride;
+        let present = valid.is_none_or(|v| bitmap::get(v, r));
+        *i += if present { coord(r) } else { missing } * stride;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::lanes::cmp_exact;
+    use super::super::load::{parse_table, LoadOptions};
+    use super::*;
+    use std::cmp::Ordering;
+
+    /// Integer cuts at and beyond the edges of segments of every width (the extremes of
+    /// `i64` included) put each row where an exact comparison puts it.
+    #[test]
+    fn integer_cuts_are_exact_on_narrow_segments() {
+        let mut text = String::from("x\n");
+        let mut values = Vec::new();
+        for i in 0..4000i64 {
+            let v = match i % 4000 / 1000 {
+                0 => Some(i % 256 - 100),
+                1 => Some(i * 70 - 80_000),
+                2 if i % 97 == 0 => Some(if i % 2 == 0 { i64::MAX } else { i64::MIN }),
+                2 => Some(i),
+                _ => (i % 5 != 0).then_some(i % 3 + (1 << 40)),
+            };
+            text.push_str(&v.map_or("NA".to_string(), |v| v.to_string()));
+            text.push('\n');
+            values.push(v);
+        }
+        let table =
+            parse_table(text.as_bytes(), "mem.csv", &LoadOptions::default(), 4).expect("valid CSV");
+        assert!(table.segments.len() >= 4);
+        let cuts = vec![
+            -1e19,
+            -(2f64.powi(63)),
+            -100.5,
+            -100.0,
+            0.0,
+            155.0,
+            155.5,
+            2999.0,
+            (1u64 << 40) as f64 + 1.0,
+            9_223_372_036_854_774_784.0,
+            2f64.powi(63),
+        ];
+        let counts = count_cells(&table, &[(0, Buckets::Cuts(cuts.clone()))]);
+        let mut want = vec![0u64; cuts.len() + 2];
+        for v in &values {
+            let coord = v.map_or(cuts.len() + 1, |x| {
+                cuts.iter()
+                    .filter(|c| cmp_exact(x, **c) != Some(Ordering::Less))
+                    .count()
+            });
+            want[coord] += 1;
+        }
+        assert_eq!(counts, want);
     }
 }

@@ -2,8 +2,11 @@
 //!
 //! A predicate is first compiled against the table once: every literal becomes a range or
 //! set over the column's storage (an integer range for integer columns, a code range or code
-//! set for text, whose dictionary is sorted, so text order is code order). Each block of
-//! [`BLOCK`] rows is then evaluated into two bitmasks, one word per 64 rows: `truth` (the
+//! set for text, whose dictionary is sorted, so text order is code order). A leaf on a narrow
+//! column translates its range once per block into the segment's lanes (an integer range
+//! less the segment's least value, clipped exactly to the lanes it can hold), so cells are
+//! compared at their stored width; a range that misses or covers a whole segment reads none
+//! of its cells. Each block of [`BLOCK`] rows is then evaluated into two bitmasks, one word per 64 rows: `truth` (the
 //! predicate is true) and `known` (it is not unknown), with `truth ⊆ known`. Leaves take
 //! `known` from the column's validity bitmap; `AND`, `OR` and `NOT` combine masks by Kleene's
 //! rules word by word. Blocks run in parallel on rayon's pool, unless the table is small.
@@ -11,6 +14,7 @@
 use rayon::prelude::*;
 
 use super::bitmap::low_mask;
+use super::lanes::{code_span, on_lanes, Lane, Lanes, Span};
 use super::predicate::{CmpOp, Predicate, Value};
 use super::table::{ColumnData, ColumnType, Dictionary, Segment, Table};
 
@@ -441,20 +445,15 @@ fn leaf(column: usize, test: &Test, b: &Rows<'_>, truth: &mut [u64], known: &mut
     match (test, &col.data) {
         (Test::Never, _) => truth.fill(0),
         (Test::Always, _) => truth.copy_from_slice(known),
-        (Test::IntRange { lo, span, negate }, ColumnData::Integer(v)) => {
-            let flip = if *negate { u64::MAX } else { 0 };
-            for ((t, k), xs) in truth.iter_mut().zip(known.iter()).zip(v[range].chunks(64)) {
-                *t = (int_range_word(xs, *lo, *span) ^ flip) & k;
-            }
+        (Test::IntRange { lo, span, negate }, ColumnData::Integer(ints)) => {
+            let hi = i128::from(*lo) + i128::from(*span);
+            let span = ints.span(i128::from(*lo), hi);
+            lanes_in_span(&ints.lanes, span, *negate, range, truth, known);
         }
-        (Test::IntSet(set), ColumnData::Integer(v)) => {
-            for ((t, k), xs) in truth.iter_mut().zip(known.iter()).zip(v[range].chunks(64)) {
-                let mut w = 0;
-                for &x in set {
-                    w |= int_range_word(xs, x, 0);
-                }
-                *t = w & k;
-            }
+        (Test::IntSet(set), ColumnData::Integer(ints)) => {
+            // The listed values this segment could hold, as lanes.
+            let lanes: Vec<u64> = set.iter().filter_map(|&x| ints.lane_of(x)).collect();
+            on_lanes!(&ints.lanes, v => lanes_in_set(&v[range], &lanes, truth, known));
         }
         (Test::FloatRange { lo, hi, negate }, ColumnData::Float(v)) => {
             let flip = if *negate { u64::MAX } else { 0 };
@@ -471,20 +470,13 @@ fn leaf(column: usize, test: &Test, b: &Rows<'_>, truth: &mut [u64], known: &mut
                 *t = w & k;
             }
         }
-        (Test::CodeRange { lo, span, negate }, ColumnData::Text(v)) => {
-            let flip = if *negate { u64::MAX } else { 0 };
-            for ((t, k), xs) in truth.iter_mut().zip(known.iter()).zip(v[range].chunks(64)) {
-                *t = (code_range_word(xs, *lo, *span) ^ flip) & k;
-            }
+        (Test::CodeRange { lo, span, negate }, ColumnData::Text(codes)) => {
+            let hi = u64::from(*lo) + u64::from(*span);
+            let span = code_span(codes, u64::from(*lo), hi);
+            lanes_in_span(codes, span, *negate, range, truth, known);
         }
-        (Test::CodeSet(member), ColumnData::Text(v)) => {
-            for ((t, k), xs) in truth.iter_mut().zip(known.iter()).zip(v[range].chunks(64)) {
-                let mut w = 0u64;
-                for (i, &c) in xs.iter().enumerate() {
-                    w |= (member.get(c as usize).copied().unwrap_or(false) as u64) << i;
-                }
-                *t = w & k;
-            }
+        (Test::CodeSet(member), ColumnData::Text(codes)) => {
+            on_lanes!(codes, v => codes_in_set(&v[range], member, truth, known));
         }
         (
             Test::Bools {
@@ -508,12 +500,90 @@ fn leaf(column: usize, test: &Test, b: &Rows<'_>, truth: &mut [u64], known: &mut
     }
 }
 
-/// Bit `i` set when `lo <= xs[i] <= lo + span` (wrapping: one unsigned compare per cell).
+/// Sets `truth` to the known rows of `range` whose lane is in `span`, or not in it when
+/// `negate`. A span that misses or covers the whole segment reads no lane.
+fn lanes_in_span(
+    lanes: &Lanes,
+    span: Span,
+    negate: bool,
+    range: std::ops::Range<usize>,
+    truth: &mut [u64],
+    known: &[u64],
+) {
+    match (span, negate) {
+        (Span::Empty, false) | (Span::Full, true) => truth.fill(0),
+        (Span::Empty, true) | (Span::Full, false) => truth.copy_from_slice(known),
+        (Span::Lanes { lo, span }, _) => {
+            let flip = if negate { u64::MAX } else { 0 };
+            on_lanes!(lanes, v => range_words(&v[range], lo, span, flip, truth, known));
+        }
+    }
+}
+
+/// `truth` word by word: bit `i` set when `lo <= xs[i] <= lo + span`, flipped by `flip`,
+/// and known. `lo` and `lo + span` are within the lane's width.
 #[inline]
-fn int_range_word(xs: &[i64], lo: i64, span: u64) -> u64 {
+fn range_words<T: Lane>(xs: &[T], lo: u64, span: u64, flip: u64, truth: &mut [u64], known: &[u64]) {
+    let (lo, span) = (T::from_u64(lo), T::from_u64(span));
+    for ((t, k), xs) in truth.iter_mut().zip(known).zip(xs.chunks(64)) {
+        *t = (range_word(xs, lo, span) ^ flip) & k;
+    }
+}
+
+/// `truth` word by word: bit `i` set when `xs[i]` is one of `set` (lanes within the
+/// width), and known.
+fn lanes_in_set<T: Lane>(xs: &[T], set: &[u64], truth: &mut [u64], known: &[u64]) {
+    let set: Vec<T> = set.iter().map(|&x| T::from_u64(x)).collect();
+    let zero = T::from_u64(0);
+    for ((t, k), xs) in truth.iter_mut().zip(known).zip(xs.chunks(64)) {
+        let mut w = 0;
+        for &x in &set {
+            w |= range_word(xs, x, zero);
+        }
+        *t = w & k;
+    }
+}
+
+/// `truth` word by word: bit `i` set when `member[xs[i]]`, and known.
+fn codes_in_set<T: Lane>(xs: &[T], member: &[bool], truth: &mut [u64], known: &[u64]) {
+    for ((t, k), xs) in truth.iter_mut().zip(known).zip(xs.chunks(64)) {
+        let mut hits = [0u8; 64];
+        for (h, &c) in hits.iter_mut().zip(xs) {
+            let hit = usize::try_from(c.to_u64())
+                .ok()
+                .and_then(|c| member.get(c).copied())
+                .unwrap_or(false);
+            *h = u8::from(hit);
+        }
+        *t = pack(&hits) & k;
+    }
+}
+
+/// Bit `i` set when `lo <= xs[i] <= lo + span` (wrapping: one unsigned compare per cell).
+/// The compares fill a byte per cell, which the compiler vectorises at the lanes' width
+/// (16 one-byte lanes per SSE2 compare); the bytes are then packed into bits.
+#[inline]
+fn range_word<T: Lane>(xs: &[T], lo: T, span: T) -> u64 {
+    let mut hits = [0u8; 64];
+    for (h, &x) in hits.iter_mut().zip(xs) {
+        *h = u8::from(x.wrapping_sub(lo) <= span);
+    }
+    pack(&hits)
+}
+
+/// The 64 bytes (each 0 or 1) as the bits of a word, byte `i` to bit `i`.
+#[inline]
+fn pack(bytes: &[u8; 64]) -> u64 {
+    // Eight bytes of 0 or 1 as a little-endian word `x`: `x * 0x0102_0408_1020_4080` adds
+    // byte `j` (bit `8j`) shifted by `7(7 - j) + 7`, to bit `56 + j`; every other product
+    // bit lands elsewhere and below, with no carries (all positions differ), so the top byte
+    // holds the eight bits in order.
     let mut w = 0u64;
-    for (i, &x) in xs.iter().enumerate() {
-        w |= ((x.wrapping_sub(lo) as u64 <= span) as u64) << i;
+    for (j, c) in bytes.chunks_exact(8).enumerate() {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(c);
+        let x = u64::from_le_bytes(b);
+        w |= (x.wrapping_mul(0x0102_0408_1020_4080) >> 56) << (8 * j);
     }
     w
 }
@@ -521,21 +591,11 @@ fn int_range_word(xs: &[i64], lo: i64, span: u64) -> u64 {
 /// Bit `i` set when `lo <= xs[i] <= hi`.
 #[inline]
 fn float_range_word(xs: &[f64], lo: f64, hi: f64) -> u64 {
-    let mut w = 0u64;
-    for (i, &x) in xs.iter().enumerate() {
-        w |= (((x >= lo) & (x <= hi)) as u64) << i;
+    let mut hits = [0u8; 64];
+    for (h, &x) in hits.iter_mut().zip(xs) {
+        *h = u8::from((x >= lo) & (x <= hi));
     }
-    w
-}
-
-/// Bit `i` set when `lo <= xs[i] <= lo + span` (wrapping).
-#[inline]
-fn code_range_word(xs: &[u32], lo: u32, span: u32) -> u64 {
-    let mut w = 0u64;
-    for (i, &x) in xs.iter().enumerate() {
-        w |= ((x.wrapping_sub(lo) <= span) as u64) << i;
-    }
-    w
+    pack(&hits)
 }
 
 /// How the values of a summed column are clamped and put on the noise's grid: a value `x`
@@ -627,14 +687,14 @@ fn sum_block(seg: &Segment, column: usize, base: usize, rows: &[u64], clamp: Cla
             bits &= bits - 1;
             let steps = match (&col.data, clamp) {
                 (ColumnData::Integer(v), Clamp::Int { lo, hi, k }) => {
-                    i128::from(v[r].clamp(lo, hi)) << k
+                    i128::from(v.get(r).clamp(lo, hi)) << k
                 }
                 (ColumnData::Float(v), Clamp::Float { lo, hi, k }) => {
                     // A power of two scales exactly; the rounded value stays in the bounds.
                     (v[r].clamp(lo, hi) * 2f64.powi(k as i32)).round() as i128
                 }
                 (ColumnData::Integer(v), Clamp::Float { lo, hi, k }) => {
-                    ((v[r] as f64).clamp(lo, hi) * 2f64.powi(k as i32)).round() as i128
+                    ((v.get(r) as f64).clamp(lo, hi) * 2f64.powi(k as i32)).round() as i128
                 }
                 _ => continue,
             };
@@ -643,4 +703,234 @@ fn sum_block(seg: &Segment, column: usize, base: usize, rows: &[u64], clamp: Cla
         }
     }
     (sum, n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::lanes::{cmp_exact as exact, IntBuilder};
+    use super::super::table::SegmentColumn;
+    use super::*;
+    use std::cmp::Ordering;
+
+    /// A one-column integer table of one segment per list of cells (`None` is missing),
+    /// each built as the loader builds it.
+    fn table(segments: &[Vec<Option<i64>>]) -> Table {
+        let segments = segments
+            .iter()
+            .map(|cells| {
+                let mut b = IntBuilder::default();
+                let mut valid = vec![0u64; cells.len().div_ceil(64)];
+                for (i, c) in cells.iter().enumerate() {
+                    match c {
+                        Some(x) => {
+                            b.push(*x);
+                            valid[i / 64] |= 1 << (i % 64);
+                        }
+                        None => b.push_missing(),
+                    }
+                }
+                let all = cells.iter().all(Option::is_some);
+                Segment {
+                    len: cells.len(),
+                    columns: vec![SegmentColumn {
+                        data: ColumnData::Integer(b.finish()),
+                        valid: (!all).then_some(valid),
+                    }],
+                }
+            })
+            .collect::<Vec<_>>();
+        Table {
+            names: vec!["x".to_string()],
+            types: vec![ColumnType::Integer],
+            dictionaries: vec![Dictionary::default()],
+            n_rows: segments.iter().map(|s| s.len as u64).sum(),
+            segments,
+        }
+    }
+
+    /// The rows where `holds` is true of the cell (missing cells are unknown: never counted).
+    fn reference(segments: &[Vec<Option<i64>>], holds: impl Fn(i64) -> bool) -> u64 {
+        segments
+            .iter()
+            .flatten()
+            .flatten()
+            .filter(|&&x| holds(x))
+            .count() as u64
+    }
+
+    /// Literals at, between and beyond the edges of a segment from `lo` to `hi`, and
+    /// beyond any integer.
+    fn literals(lo: i64, hi: i64) -> Vec<f64> {
+        let mut out = vec![
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1e19,
+            -1e19,
+            2f64.powi(63),
+            -(2f64.powi(63)),
+            9_223_372_036_854_774_784.0,
+            0.0,
+            -0.5,
+        ];
+        for e in [lo, hi] {
+            for d in [-257i64, -256, -1, 0, 1, 255, 256, 65_536] {
+                if let Some(v) = e.checked_add(d) {
+                    out.push(v as f64);
+                    out.push(v as f64 + 0.5);
+                    out.push(v as f64 - 0.25);
+                }
+            }
+        }
+        out
+    }
+
+    /// Every comparison, `NOT` of it, `BETWEEN` and `IN` with literals around each segment's
+    /// edges give the reference count: one segment per width, at its exact edges, with
+    /// missing cells, and one that spans all of `i64`.
+    #[test]
+    fn narrow_segments_compare_exactly_at_their_edges() {
+        let mut segments = Vec::new();
+        for (lo, span) in [
+            (-100i64, 255u64),
+            (1_000, 256),
+            (-40_000, 65_535),
+            (70_000, 65_536),
+            (-5, u64::from(u32::MAX)),
+            (i64::MIN, u64::from(u32::MAX) + 1),
+            (i64::MAX - 255, 255),
+        ] {
+            let hi = lo + span as i64;
+            let mid = lo + (span / 3) as i64;
+            segments.push(vec![
+                Some(lo),
+                None,
+                Some(hi),
+                Some(mid),
+                Some(hi),
+                None,
+                Some(lo + 1),
+            ]);
+        }
+        segments.push(vec![
+            Some(i64::MIN),
+            Some(0),
+            None,
+            Some(i64::MAX),
+            Some(-1),
+        ]);
+        segments.push(vec![None, None]);
+        let t = table(&segments);
+        let widths: Vec<u64> = t
+            .segments
+            .iter()
+            .map(|s| match &s.columns[0].data {
+                ColumnData::Integer(ints) => ints.lanes.max(),
+                _ => 0,
+            })
+            .collect();
+        let m8 = u64::from(u8::MAX);
+        let (m16, m32) = (u64::from(u16::MAX), u64::from(u32::MAX));
+        assert_eq!(widths, [m8, m16, m16, m32, m32, u64::MAX, m8, u64::MAX, m8]);
+        let mut lits: Vec<f64> = Vec::new();
+        for s in &segments {
+            let values: Vec<i64> = s.iter().flatten().copied().collect();
+            if let (Some(lo), Some(hi)) = (values.iter().min(), values.iter().max()) {
+                lits.extend(literals(*lo, *hi));
+            }
+        }
+        let n = Value::Number;
+        for &v in &lits {
+            for op in CmpOp::ALL {
+                let p = Predicate::Compare {
+                    column: 0,
+                    op,
+                    value: n(v),
+                };
+                let want = reference(&segments, |x| match exact(x, v) {
+                    None => op == CmpOp::Ne,
+                    Some(o) => op.holds(o),
+                });
+                assert_eq!(count(&t, &p), want, "x {op:?} {v}");
+                let not_want = reference(&segments, |x| match exact(x, v) {
+                    None => op != CmpOp::Ne,
+                    Some(o) => !op.holds(o),
+                });
+                assert_eq!(
+                    count(&t, &Predicate::Not(Box::new(p))),
+                    not_want,
+                    "NOT x {op:?} {v}"
+                );
+            }
+        }
+        for (i, &a) in lits.iter().enumerate().step_by(3) {
+            for &b in lits.iter().skip(i % 7).step_by(5) {
+                let p = Predicate::Between {
+                    column: 0,
+                    low: n(a),
+                    high: n(b),
+                };
+                let want = reference(&segments, |x| {
+                    matches!(exact(x, a), Some(Ordering::Greater | Ordering::Equal))
+                        && matches!(exact(x, b), Some(Ordering::Less | Ordering::Equal))
+                });
+                assert_eq!(count(&t, &p), want, "x BETWEEN {a} AND {b}");
+                let set = vec![n(a), n(b), n(a + 1.0)];
+                let p = Predicate::In {
+                    column: 0,
+                    values: set.clone(),
+                };
+                let want = reference(&segments, |x| {
+                    [a, b, a + 1.0]
+                        .iter()
+                        .any(|v| exact(x, *v) == Some(Ordering::Equal))
+                });
+                assert_eq!(count(&t, &p), want, "x IN {set:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn bytes_pack_into_bits_in_order() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..200 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mut bytes = [0u8; 64];
+            for (i, b) in bytes.iter_mut().enumerate() {
+                *b = u8::from(x >> i & 1 == 1);
+            }
+            assert_eq!(pack(&bytes), x);
+        }
+        assert_eq!(pack(&[1; 64]), u64::MAX);
+        assert_eq!(pack(&[0; 64]), 0);
+    }
+
+    /// A range that misses or covers a whole segment reads no cell, and still counts only
+    /// the cells with a value.
+    #[test]
+    fn whole_segments_are_decided_by_their_bounds() {
+        let segments = vec![
+            (0..300)
+                .map(|i| (i % 7 != 0).then_some(i))
+                .collect::<Vec<_>>(),
+            (1_000..1_100).map(Some).collect(),
+        ];
+        let t = table(&segments);
+        let le = |v: f64| Predicate::Compare {
+            column: 0,
+            op: CmpOp::Le,
+            value: Value::Number(v),
+        };
+        let with_values = 300 - 300usize.div_ceil(7) as u64;
+        assert_eq!(count(&t, &le(299.0)), with_values);
+        assert_eq!(count(&t, &le(999.5)), with_values);
+        assert_eq!(count(&t, &le(1_099.0)), with_values + 100);
+        assert_eq!(
+            count(&t, &Predicate::Not(Box::new(le(-1.0)))),
+            with_values + 100
+        );
+        assert_eq!(count(&t, &le(-1.0)), 0);
+    }
 }

@@ -21,6 +21,7 @@ use super::bitmap::BitBuilder;
 use super::content::ContentHash;
 use super::error::DataError;
 use super::intern::{InternError, Interner};
+use super::lanes::{CodeBuilder, IntBuilder, Ints, Lanes};
 use super::open::{open, Opened};
 use super::parse::{is_missing, looks_like_value, parse_bool, parse_f64, parse_i64};
 use super::schema::{self, Declared};
@@ -363,14 +364,15 @@ impl Kind {
     }
 }
 
-/// A column's values so far, in the narrowest type that holds them.
+/// A column's values so far, in the narrowest type that holds them (integers and codes at
+/// the narrowest width, too).
 enum Values {
     /// Only missing cells so far (the count is the validity length).
     Missing,
-    Integer(Vec<i64>),
+    Integer(IntBuilder),
     Float(Vec<f64>),
     Boolean(BitBuilder),
-    Text(Vec<u32>, Interner),
+    Text(CodeBuilder, Interner),
 }
 
 /// Why a cell could not be added to a column builder.
@@ -436,12 +438,12 @@ impl ColumnBuilder {
                     v.push(x);
                     self.valid.push(true);
                 } else if is_missing(t) {
-                    v.push(0);
+                    v.push_missing();
                     self.valid.push(false);
                 } else if let Some(x) = parse_f64(t) {
-                    // In-place: i64 and f64 have the same size. Every i64 that parses also
-                    // parses as the f64 nearest to it, which is what `as` gives.
-                    let mut f: Vec<f64> = std::mem::take(v).into_iter().map(|i| i as f64).collect();
+                    // Every i64 that parses also parses as the f64 nearest to it, which is
+                    // what `as` gives.
+                    let mut f: Vec<f64> = std::mem::take(v).into_f64();
                     f.push(x);
                     self.valid.push(true);
                     self.values = Values::Float(f);
@@ -487,13 +489,13 @@ impl ColumnBuilder {
                 }
                 let n = self.valid.len();
                 self.values = if parse_i64(t).is_some() {
-                    Values::Integer(vec![0; n])
+                    Values::Integer(IntBuilder::missing(n))
                 } else if parse_f64(t).is_some() {
                     Values::Float(vec![0.0; n])
                 } else if parse_bool(t).is_some() {
                     Values::Boolean(BitBuilder::filled(n, false))
                 } else {
-                    Values::Text(vec![0; n], Interner::default())
+                    Values::Text(CodeBuilder::missing(n, n), Interner::default())
                 };
                 return self.push(bytes, quoted);
             }
@@ -515,10 +517,10 @@ impl ColumnBuilder {
         ColumnBuilder {
             valid: BitBuilder::default(),
             values: match kind {
-                Kind::Integer => Values::Integer(Vec::new()),
+                Kind::Integer => Values::Integer(IntBuilder::default()),
                 Kind::Float => Values::Float(Vec::new()),
                 Kind::Boolean => Values::Boolean(BitBuilder::default()),
-                Kind::Text => Values::Text(Vec::new(), Interner::default()),
+                Kind::Text => Values::Text(CodeBuilder::missing(0, 0), Interner::default()),
                 Kind::Missing => Values::Missing,
             },
         }
@@ -532,7 +534,10 @@ impl ColumnBuilder {
         let valid = match &mut self.values {
             Values::Integer(v) => {
                 let x = parse_i64(t);
-                v.push(x.unwrap_or(0));
+                match x {
+                    Some(x) => v.push(x),
+                    None => v.push_missing(),
+                }
                 x.is_some()
             }
             Values::Float(v) => {
@@ -556,7 +561,7 @@ impl ColumnBuilder {
     fn text(capacity: usize) -> Self {
         ColumnBuilder {
             valid: BitBuilder::with_capacity(capacity),
-            values: Values::Text(Vec::with_capacity(capacity), Interner::default()),
+            values: Values::Text(CodeBuilder::missing(0, capacity), Interner::default()),
         }
     }
 }
@@ -828,7 +833,10 @@ fn assemble<S: ByteSource + ?Sized>(
                 .columns
                 .into_iter()
                 .enumerate()
-                .map(|(c, col)| finish_column(col, kinds[c], rows, remaps[c].get(i)))
+                .map(|(c, col)| {
+                    let max_code = dictionaries[c].len().saturating_sub(1) as u64;
+                    finish_column(col, kinds[c], rows, remaps[c].get(i), max_code)
+                })
                 .collect();
             Segment { len: rows, columns }
         })
@@ -910,34 +918,30 @@ fn merge_dictionaries(outs: &[ChunkOut], c: usize) -> (Dictionary, Vec<Vec<u32>>
     (dictionary, remaps)
 }
 
-/// Converts one chunk's column to the file's type for it.
+/// Converts one chunk's column to the file's type for it; `max_code` is the largest code of
+/// a text column's dictionary.
 fn finish_column(
     col: ColumnBuilder,
     kind: Kind,
     rows: usize,
     remap: Option<&Vec<u32>>,
+    max_code: u64,
 ) -> SegmentColumn {
     let valid = (col.valid.ones() < rows).then(|| col.valid.finish());
     let data = match (kind, col.values) {
-        (Kind::Integer, Values::Integer(v)) => ColumnData::Integer(v),
+        (Kind::Integer, Values::Integer(v)) => ColumnData::Integer(v.finish()),
         (Kind::Float, Values::Float(v)) => ColumnData::Float(v),
-        (Kind::Float, Values::Integer(v)) => {
-            ColumnData::Float(v.into_iter().map(|i| i as f64).collect())
-        }
+        (Kind::Float, Values::Integer(v)) => ColumnData::Float(v.into_f64()),
         (Kind::Boolean, Values::Boolean(b)) => ColumnData::Boolean(b.finish()),
-        (Kind::Text | Kind::Missing, Values::Text(mut codes, _)) => {
-            if let Some(map) = remap.filter(|m| !m.is_empty()) {
-                for code in &mut codes {
-                    *code = map.get(*code as usize).copied().unwrap_or(0);
-                }
-            }
-            ColumnData::Text(codes)
+        (Kind::Text | Kind::Missing, Values::Text(codes, _)) => {
+            let remap = remap.filter(|m| !m.is_empty()).map(Vec::as_slice);
+            ColumnData::Text(codes.finish(remap, max_code))
         }
         // Only missing cells in this chunk (any other pairing was converted before).
-        (Kind::Integer, _) => ColumnData::Integer(vec![0; rows]),
+        (Kind::Integer, _) => ColumnData::Integer(Ints::zeros(rows)),
         (Kind::Float, _) => ColumnData::Float(vec![0.0; rows]),
         (Kind::Boolean, _) => ColumnData::Boolean(vec![0; rows.div_ceil(64)]),
-        (Kind::Text | Kind::Missing, _) => ColumnData::Text(vec![0; rows]),
+        (Kind::Text | Kind::Missing, _) => ColumnData::Text(Lanes::zeros(rows)),
     };
     SegmentColumn { data, valid }
 }

@@ -6,9 +6,11 @@
 //! the true number of rows matching a [`Predicate`], which the evaluator only ever uses to add
 //! noise to. No error, `Debug` or `Display` output of this module contains a cell value.
 //!
-//! Storage is columnar and split into segments (one per parallel load chunk): integers and
-//! floats as `i64`/`f64` vectors, booleans as bitmaps, text as `u32` codes into one sorted
-//! dictionary per column, and a validity bitmap per column where cells are missing.
+//! Storage is columnar and split into segments (one per parallel load chunk): integers as
+//! offsets from the segment's least value in lanes of 8, 16, 32 or 64 bits (the narrowest
+//! that holds them), floats as `f64` vectors, booleans as bitmaps, text as codes into one
+//! sorted dictionary per column (lanes as narrow as the dictionary allows), and a validity
+//! bitmap per column where cells are missing.
 
 mod bitmap;
 mod cells;
@@ -16,6 +18,7 @@ mod content;
 mod count;
 mod error;
 mod intern;
+mod lanes;
 mod load;
 mod open;
 mod parquet;

@@ -25,6 +25,7 @@ use parquet::arrow::ProjectionMask;
 use rayon::prelude::*;
 
 use super::error::{escape_name, DataError};
+use super::lanes::{Ints, Lanes};
 use super::table::{ColumnData, ColumnType, Dictionary, Segment, SegmentColumn, Table};
 
 /// Rows per batch read from a row group.
@@ -385,7 +386,7 @@ impl ParquetTable {
         let mut dictionaries = vec![Dictionary::default(); n];
         let mut columns: Vec<SegmentColumn> = (0..n)
             .map(|_| SegmentColumn {
-                data: ColumnData::Integer(Vec::new()),
+                data: ColumnData::Integer(Ints::zeros(0)),
                 valid: None,
             })
             .collect();
@@ -450,7 +451,7 @@ fn convert(array: &ArrayRef, t: ColumnType) -> Result<(SegmentColumn, Dictionary
                 .map_err(|_| "the column does not read as 64-bit integers")?;
             let values = cast.as_primitive::<Int64Type>();
             let valid = validity(values, |_| true);
-            let data = ColumnData::Integer(values.values().to_vec());
+            let data = ColumnData::Integer(Ints::from_values(values.values(), valid.as_deref()));
             Ok((SegmentColumn { data, valid }, none))
         }
         ColumnType::Float => {
@@ -564,9 +565,10 @@ fn text_column(array: &ArrayRef) -> Result<(SegmentColumn, Dictionary), &'static
     }
     let dictionary = Dictionary::from_parts(bytes, ends).ok_or("a value is not UTF-8")?;
     let valid = validity(values, |_| true);
+    let max_code = dictionary.len().saturating_sub(1) as u64;
     Ok((
         SegmentColumn {
-            data: ColumnData::Text(codes),
+            data: ColumnData::Text(Lanes::from_codes(codes, max_code)),
             valid,
         },
         dictionary,

@@ -29,6 +29,16 @@ pub enum CmpOp {
 }
 
 impl CmpOp {
+    /// Every operator: `=`, `!=`, `<`, `<=`, `>`, `>=`.
+    pub const ALL: [CmpOp; 6] = [
+        CmpOp::Eq,
+        CmpOp::Ne,
+        CmpOp::Lt,
+        CmpOp::Le,
+        CmpOp::Gt,
+        CmpOp::Ge,
+    ];
+
     /// Applies the operator to an ordering of the cell against the literal.
     pub fn holds(self, ord: std::cmp::Ordering) -> bool {
         use std::cmp::Ordering::{Equal, Greater, Less};

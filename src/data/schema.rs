@@ -118,7 +118,7 @@ fn apply_domain(table: &mut Table, c: usize, domain: &Domain) {
         };
         let keep: Vec<bool> = match &col.data {
             ColumnData::Integer(v) => (0..len)
-                .map(|i| valid_at(i) && inside(v[i] as f64))
+                .map(|i| valid_at(i) && inside(v.get(i) as f64))
                 .collect(),
             ColumnData::Float(v) => (0..len).map(|i| valid_at(i) && inside(v[i])).collect(),
             ColumnData::Text(codes) => (0..len)
@@ -126,7 +126,7 @@ fn apply_domain(table: &mut Table, c: usize, domain: &Domain) {
                     valid_at(i)
                         && keep_code
                             .as_ref()
-                            .is_none_or(|k| k.get(codes[i] as usize).copied().unwrap_or(false))
+                            .is_none_or(|k| k.get(codes.get(i) as usize).copied().unwrap_or(false))
                 })
                 .collect(),
             ColumnData::Boolean(_) => (0..len).map(valid_at).collect(),

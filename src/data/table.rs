@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use super::lanes::{Ints, Lanes};
+
 /// The inferred type of a column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ColumnType {
@@ -92,15 +94,16 @@ impl Dictionary {
     }
 }
 
-/// The cells of one column within one segment.
+/// The cells of one column within one segment. What a missing cell holds is unspecified
+/// (within the storage's range); its validity bit says it is missing.
 pub(crate) enum ColumnData {
-    /// Integer values (0 where missing).
-    Integer(Vec<i64>),
-    /// Float values (0.0 where missing).
+    /// Integer values, as offsets from the segment's least value at the narrowest width.
+    Integer(Ints),
+    /// Float values.
     Float(Vec<f64>),
-    /// Codes into the column's sorted dictionary (0 where missing).
-    Text(Vec<u32>),
-    /// Boolean values as a bitmap (0 where missing).
+    /// Codes into the column's sorted dictionary, at the width that holds its largest code.
+    Text(Lanes),
+    /// Boolean values as a bitmap.
     Boolean(Vec<u64>),
 }
 
@@ -213,10 +216,10 @@ impl Table {
                 return None;
             }
             return Some(match &c.data {
-                ColumnData::Integer(v) => Cell::Integer(v[row]),
+                ColumnData::Integer(v) => Cell::Integer(v.get(row)),
                 ColumnData::Float(v) => Cell::Float(v[row]),
                 ColumnData::Text(v) => {
-                    Cell::Text(self.dictionaries[col].get(v[row] as usize).to_string())
+                    Cell::Text(self.dictionaries[col].get(v.get(row) as usize).to_string())
                 }
                 ColumnData::Boolean(v) => Cell::Boolean(get(v, row)),
             });

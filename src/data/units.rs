@@ -63,7 +63,7 @@ fn key(col: &SegmentColumn, i: usize) -> Key {
         return Key::Missing;
     }
     match &col.data {
-        ColumnData::Integer(v) => Key::Integer(v[i]),
+        ColumnData::Integer(v) => Key::Integer(v.get(i)),
         ColumnData::Float(v) => {
             let x = v[i];
             Key::Float(if x == 0.0 {
@@ -74,7 +74,7 @@ fn key(col: &SegmentColumn, i: usize) -> Key {
                 x.to_bits()
             })
         }
-        ColumnData::Text(v) => Key::Text(v[i]),
+        ColumnData::Text(v) => Key::Text(v.get(i) as u32),
         ColumnData::Boolean(v) => Key::Boolean(get(v, i)),
     }
 }
@@ -88,10 +88,10 @@ fn row_hash(table: &Table, seg: &Segment, i: usize) -> [u8; 32] {
             continue;
         }
         match &col.data {
-            ColumnData::Integer(v) => h.update(&[1]).update(&v[i].to_le_bytes()),
+            ColumnData::Integer(v) => h.update(&[1]).update(&v.get(i).to_le_bytes()),
             ColumnData::Float(v) => h.update(&[2]).update(&v[i].to_bits().to_le_bytes()),
             ColumnData::Text(v) => {
-                let s = table.dictionaries[c].get(v[i] as usize);
+                let s = table.dictionaries[c].get(v.get(i) as usize);
                 h.update(&[3])
                     .update(&(s.len() as u64).to_le_bytes())
                     .update(s.as_bytes())
@@ -122,11 +122,9 @@ fn select(table: &Table, keep: &[bool]) -> Table {
                     b.finish()
                 });
                 let data = match &col.data {
-                    ColumnData::Integer(v) => {
-                        ColumnData::Integer(rows.iter().map(|&i| v[i]).collect())
-                    }
+                    ColumnData::Integer(v) => ColumnData::Integer(v.select(&rows)),
                     ColumnData::Float(v) => ColumnData::Float(rows.iter().map(|&i| v[i]).collect()),
-                    ColumnData::Text(v) => ColumnData::Text(rows.iter().map(|&i| v[i]).collect()),
+                    ColumnData::Text(v) => ColumnData::Text(v.select(&rows)),
                     ColumnData::Boolean(v) => {
                         let mut b = BitBuilder::with_capacity(rows.len());
                         for &i in &rows {
