@@ -1,15 +1,18 @@
 //! `count`: the true number of rows matching a predicate, evaluated in blocks of rows as bitmasks.
 //!
 //! A predicate is first compiled against the table once: every literal becomes a range or
-//! set over the column's storage (an integer range for integer columns, a code range or code
-//! set for text, whose dictionary is sorted, so text order is code order). A leaf on a narrow
-//! column translates its range once per block into the segment's lanes (an integer range
-//! less the segment's least value, clipped exactly to the lanes it can hold), so cells are
-//! compared at their stored width; a range that misses or covers a whole segment reads none
-//! of its cells. Each block of [`BLOCK`] rows is then evaluated into two bitmasks, one word per 64 rows: `truth` (the
+//! set over the column's values (an integer range for integer columns, a code range or code
+//! set for text, whose dictionary is sorted, so text order is code order). Each block of
+//! [`BLOCK`] rows is then evaluated into two bitmasks, one word per 64 rows: `truth` (the
 //! predicate is true) and `known` (it is not unknown), with `truth ⊆ known`. Leaves take
 //! `known` from the column's validity bitmap; `AND`, `OR` and `NOT` combine masks by Kleene's
 //! rules word by word. Blocks run in parallel on rayon's pool, unless the table is small.
+//!
+//! Integers and codes are stored in narrow lanes (see [`lanes`](super::lanes)). A leaf
+//! translates its range into the block's segment's lanes (an integer range less the
+//! segment's least value, in `i128`, clipped to the offsets the segment holds), so cells are
+//! compared at their stored width; a range that misses or covers the whole segment reads none
+//! of its cells.
 
 use rayon::prelude::*;
 
