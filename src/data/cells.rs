@@ -119,7 +119,13 @@ fn add_coords(
             // `x - min >= t - min`, clamped to the lanes (0 below, one past the largest).
             let min = i128::from(ints.min);
             let top = i128::from(ints.max_off) + 1;
-            let lane_cuts: Vec<i128> = thresholds.iter().map(|t| (t - min).clamp(0, top)).collect();
+            // A cut beyond the range of an i64 acts as the range's end (every value is below
+            // `2^63`, none below `-2^63`), so `t - min` stays within an i128.
+            let (lo, hi) = (i128::from(i64::MIN), i128::from(i64::MAX) + 1);
+            let lane_cuts: Vec<i128> = thresholds
+                .iter()
+                .map(|t| (t.clamp(&lo, &hi) - min).clamp(0, top))
+                .collect();
             on_lanes!(&ints.lanes, v => each(index, stride, missing, valid, |r| {
                 let x = i128::from(v[r].to_u64());
                 lane_cuts.partition_point(|t| *t <= x)
