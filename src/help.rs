@@ -98,7 +98,7 @@ alone needs, S ln(1/(1-p))/w, which is shown beside it).",
     Topic {
         name: "SUM",
         synopsis: "SUM column CLAMP (lo, hi) [WHERE condition] WITH EPS e [MECHANISM laplace|geometric]; | MEAN column CLAMP (lo, hi) ...;",
-        about: "Releases the sum of a number column's values clamped to the public bounds [lo, hi] (never taken from the data), over the rows the condition selects; missing values count 0. Sensitivity max(|lo|, |hi|) under NEIGHBOURS add_remove, max(hi, 0) - min(lo, 0) under replace; exact noise of scale S/e on the value grid. MEAN spends half on the sum and half on the count of the rows that contributed, and gives their ratio with an interval holding the true mean with probability at least 0.95. Charged on every cell of a cube.",
+        about: "Releases the sum of a number column's values clamped to the public bounds [lo, hi] (never taken from the data), over the rows the condition selects; missing values count 0. Sensitivity max(|lo|, |hi|) under NEIGHBOURS add_remove, max(hi, 0) - min(lo, 0) under replace; exact noise of scale S/e on the value grid. MEAN spends half on the sum and half on the count of the rows that contributed, and gives their ratio with an interval holding the true mean with probability at least 0.95. Over a cube, a sum whose condition is a union of cells is charged on those cells only under NEIGHBOURS add_remove (on every cell and pair under replace), and enters the history of sums of its column and bounds: ESTIMATE SUM of a union of cells is then free.",
         example: "SUM income CLAMP (0, 200000) WHERE age >= 30 WITH EPS 0.5;",
     },
     Topic {
@@ -134,17 +134,18 @@ disjoint, so they compose in parallel). Refused before recording if a cell would
     },
     Topic {
         name: "ESTIMATE",
-        synopsis: "ESTIMATE (c1, ..., cn); | ESTIMATE [c*]COUNT WHERE ... [+|- ...];",
+        synopsis: "ESTIMATE (c1, ..., cn); | ESTIMATE [c*]COUNT WHERE ... [+|- ...]; | ESTIMATE SUM column CLAMP (lo, hi) [WHERE ...];",
         about: "The best linear unbiased estimate of a linear query from the recorded answers, its \
 variance, and the 95% credible interval from the exact distribution of its error (a weighted \
-sum of Laplace noises, by FFT). Spends nothing. An error names the cells that lack evidence.",
+sum of Laplace noises, by FFT). Spends nothing. An error names the cells that lack evidence. \
+ESTIMATE SUM uses the released sums (and means' sums) of the same column and bounds only.",
         example: "ESTIMATE (1, 0, 1, 0);",
     },
     Topic {
         name: "PROB",
         synopsis: "PROB query > x; | PROB query < x; | PROB query BETWEEN a AND b;",
         about: "The posterior probability of an event about a linear query, given the recorded \
-answers (flat prior). The query is a list of coefficients or counts, as for ESTIMATE. Spends \
+answers (flat prior). The query is a list of coefficients, counts or a sum, as for ESTIMATE. Spends \
 nothing. Accurate far into the tails, with a bound on its relative error and only the digits \
 it vouches for; where no accurate value is reached (or below 1e-300) a bound is printed \
 instead, such as P(...) < 1e-300.",
