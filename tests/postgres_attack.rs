@@ -14,21 +14,7 @@ use dpq::eval::{Randomness, Session};
 use dpq::privacy::Store;
 
 mod common;
-use common::{run_json, write};
-
-/// The connection string of the test server, if there is one.
-fn server() -> Option<String> {
-    match std::env::var("DPQ_TEST_POSTGRES") {
-        Ok(c) if !c.is_empty() => Some(c),
-        _ if std::env::var_os("DPQ_REQUIRE_POSTGRES").is_some() => {
-            panic!("DPQ_REQUIRE_POSTGRES is set but DPQ_TEST_POSTGRES names no server")
-        }
-        _ => {
-            eprintln!("note: DPQ_TEST_POSTGRES is not set: the PostgreSQL attacks are not run");
-            None
-        }
-    }
-}
+use common::{postgres_server, run_json, write};
 
 /// Runs `sql` on the server.
 fn execute(conninfo: &str, sql: &str) {
@@ -53,7 +39,7 @@ fn compare(column: usize, op: CmpOp, x: f64) -> Predicate {
 /// of the type too, in a condition, an `IN` list, a `BETWEEN` and a histogram's cuts.
 #[test]
 fn integers_beyond_two_to_the_53_compare_exactly() {
-    let Some(conninfo) = server() else {
+    let Some(conninfo) = postgres_server() else {
         return;
     };
     let ages = [
@@ -148,7 +134,7 @@ fn integers_beyond_two_to_the_53_compare_exactly() {
 /// `x` is huge).
 #[test]
 fn a_numeric_beyond_the_float_range_is_no_oracle() {
-    let Some(conninfo) = server() else {
+    let Some(conninfo) = postgres_server() else {
         return;
     };
     let table = format!("atk_numeric_{}", std::process::id());
@@ -217,7 +203,7 @@ fn a_numeric_beyond_the_float_range_is_no_oracle() {
 /// The password is in no file of the state directory.
 #[test]
 fn one_table_however_its_server_is_spelled_has_one_ledger() {
-    let Some(conninfo) = server() else {
+    let Some(conninfo) = postgres_server() else {
         return;
     };
     if !conninfo.contains("host=127.0.0.1") {
@@ -291,7 +277,7 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
 /// row and one that does not are not told apart by the failure.
 #[test]
 fn a_view_that_fails_for_some_rows_fails_for_every_condition() {
-    let Some(conninfo) = server() else {
+    let Some(conninfo) = postgres_server() else {
         return;
     };
     let (table, view) = (

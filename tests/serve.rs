@@ -602,15 +602,7 @@ fn parquet_and_postgres_datasets_are_served() {
     let mut policy = String::from(
         "[[dataset]]\nname = \"pq\"\nid = \"people-parquet\"\nsource = \"people.parquet\"\nbudget = 1\n",
     );
-    let conninfo = std::env::var("DPQ_TEST_POSTGRES")
-        .ok()
-        .filter(|c| !c.is_empty());
-    if std::env::var_os("DPQ_REQUIRE_POSTGRES").is_some() {
-        assert!(
-            conninfo.is_some(),
-            "DPQ_REQUIRE_POSTGRES is set but DPQ_TEST_POSTGRES is not"
-        );
-    }
+    let conninfo = common::postgres_server();
     if let Some(c) = &conninfo {
         let table = format!("served_{}", std::process::id());
         let mut client = postgres::Client::connect(c, postgres::NoTls).expect("the server");

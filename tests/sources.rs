@@ -27,7 +27,7 @@ use rand::{Rng, SeedableRng};
 
 mod common;
 use common::shards::{shard_server, SHARD_PORTS};
-use common::{run_json, write};
+use common::{postgres_server, run_json, write};
 
 /// Names that sort differently by byte and by any human collation, with a comma and a quote.
 const NAMES: [&str; 9] = [
@@ -108,20 +108,6 @@ fn parquet(rows: &[Row], dir: &Path, files: usize, group: usize) {
         let mut writer = ArrowWriter::try_new(file, batch.schema(), Some(props)).expect("a writer");
         writer.write(&batch).expect("written");
         writer.close().expect("closed");
-    }
-}
-
-/// The connection string of the test server, if there is one.
-fn postgres_server() -> Option<String> {
-    match std::env::var("DPQ_TEST_POSTGRES") {
-        Ok(c) if !c.is_empty() => Some(c),
-        _ if std::env::var_os("DPQ_REQUIRE_POSTGRES").is_some() => {
-            panic!("DPQ_REQUIRE_POSTGRES is set but DPQ_TEST_POSTGRES names no server")
-        }
-        _ => {
-            eprintln!("note: DPQ_TEST_POSTGRES is not set: the PostgreSQL source is not tested");
-            None
-        }
     }
 }
 

@@ -15,21 +15,8 @@ use dpq::data::{open_postgres, CmpOp, Predicate, Value};
 use parquet::arrow::ArrowWriter;
 
 mod common;
+use common::postgres_server;
 use common::serve::{token, Server};
-
-/// The connection string of the test server, if there is one.
-fn server() -> Option<String> {
-    match std::env::var("DPQ_TEST_POSTGRES") {
-        Ok(c) if !c.is_empty() => Some(c),
-        _ if std::env::var_os("DPQ_REQUIRE_POSTGRES").is_some() => {
-            panic!("DPQ_REQUIRE_POSTGRES is set but DPQ_TEST_POSTGRES names no server")
-        }
-        _ => {
-            eprintln!("note: DPQ_TEST_POSTGRES is not set: the PostgreSQL attacks are not run");
-            None
-        }
-    }
-}
 
 /// Runs `sql` on the server.
 fn execute(conninfo: &str, sql: &str) {
@@ -74,7 +61,7 @@ fn compare(column: usize, op: CmpOp, value: Value) -> Predicate {
 /// whole (as before the change), the table has 50 rows for this role.
 #[test]
 fn row_security_of_a_partitioned_table_is_not_bypassed() {
-    let Some(conninfo) = server() else {
+    let Some(conninfo) = postgres_server() else {
         return;
     };
     let pid = std::process::id();
@@ -131,7 +118,7 @@ fn row_security_of_a_partitioned_table_is_not_bypassed() {
 /// Broke (fixed since) after 0ce398e: `COUNT WHERE salary > 50000` is answered.
 #[test]
 fn column_privileges_of_a_partitioned_table_are_not_bypassed() {
-    let Some(conninfo) = server() else {
+    let Some(conninfo) = postgres_server() else {
         return;
     };
     let pid = std::process::id();
@@ -172,7 +159,7 @@ fn column_privileges_of_a_partitioned_table_are_not_bypassed() {
 /// (SQLSTATE 42501)"), though `SELECT count(*) FROM t` works for the role.
 #[test]
 fn a_partition_in_a_schema_the_role_cannot_use_does_not_stop_load() {
-    let Some(conninfo) = server() else {
+    let Some(conninfo) = postgres_server() else {
         return;
     };
     let pid = std::process::id();
@@ -212,7 +199,7 @@ fn a_partition_in_a_schema_the_role_cannot_use_does_not_stop_load() {
 /// counted nor noticed, and the answer is given as if the table had not changed.
 #[test]
 fn a_partition_attached_after_load_is_a_changed_table() {
-    let Some(conninfo) = server() else {
+    let Some(conninfo) = postgres_server() else {
         return;
     };
     let table = format!("atk_grow_{}", std::process::id());

@@ -67,3 +67,20 @@ pub fn rewrite_ledger(ledger: &Path, mut edit: impl FnMut(&mut serde_json::Map<S
     let mark = serde_json::json!({"ledger": name, "lines": lines, "sum": sum}).to_string();
     std::fs::write(ledger.with_extension("hwm"), format!("{mark:<128}")).expect("the mark");
 }
+
+/// The connection string of the test PostgreSQL server (`DPQ_TEST_POSTGRES`; `bash
+/// .ci/postgres.sh` starts one and prints it), if there is one. Without it the PostgreSQL
+/// side of a test is left out with a note, unless `DPQ_REQUIRE_POSTGRES` is set, as in CI,
+/// where its absence fails the test.
+pub fn postgres_server() -> Option<String> {
+    match std::env::var("DPQ_TEST_POSTGRES") {
+        Ok(c) if !c.is_empty() => Some(c),
+        _ if std::env::var_os("DPQ_REQUIRE_POSTGRES").is_some() => {
+            panic!("DPQ_REQUIRE_POSTGRES is set but DPQ_TEST_POSTGRES names no server")
+        }
+        _ => {
+            eprintln!("note: DPQ_TEST_POSTGRES is not set: the PostgreSQL tests are not run");
+            None
+        }
+    }
+}
