@@ -3,7 +3,7 @@
 //! `DPQ_TEST_POSTGRES` naming a server, in a PostgreSQL table, pushed down as one SQL
 //! statement against pulling the column out of the database and counting in the client;
 //! and in a table sharded over two more PostgreSQL servers on loopback (started with
-//! `.ci/postgres.sh` on ports 54341 and 54342), asked partition by partition as dpq asks it,
+//! `.ci/postgres.sh` on ports 25441 and 25442), asked partition by partition as dpq asks it,
 //! against asking the partitioned table as a whole (PostgreSQL's own plan, which pulls the
 //! rows' columns from the shards).
 //!

@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 /// Ports of the two shard servers.
-pub const SHARD_PORTS: [u16; 2] = [54341, 54342];
+pub const SHARD_PORTS: [u16; 2] = [25441, 25442];
 
 /// Starts (or finds running) a PostgreSQL server of its own on loopback port `port`, with
 /// `.ci/postgres.sh` (run from the project's root), and returns its connection string.
