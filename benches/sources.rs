@@ -13,7 +13,7 @@ mod common;
 #[path = "../tests/common/shards.rs"]
 mod shards;
 
-use common::{bench_rows, write_people, write_people_parquet};
+use common::{bench_rows, people, write_parquet, write_people, write_people_parquet};
 use shards::{shard_server, SHARD_PORTS};
 
 use std::io::Read;
@@ -161,6 +161,26 @@ fn sources(c: &mut Criterion) {
             b.iter(|| source.count_cells(&dims).expect("cells"))
         });
     }
+    // The same people sorted by age: the row groups' statistics rule most of them out of
+    // `age > 85` once each has been read whole (the first question on `age` reads them all).
+    let sorted_pq = dir.path().join("sorted.parquet");
+    let mut sorted: Vec<_> = people(rows).collect();
+    sorted.sort_by_key(|p| p.age);
+    write_parquet(&sorted_pq, sorted.into_iter()).expect("the sorted file is written");
+    let sorted = Source::Parquet(open_parquet(&sorted_pq).expect("the sorted file opens"));
+    let old = Predicate::Compare {
+        column: memory.column_index("age").expect("age"),
+        op: CmpOp::Gt,
+        value: Value::Number(85.0),
+    };
+    assert_eq!(memory.count(&old).ok(), sorted.count(&old).ok());
+    group.bench_function(
+        "parquet sorted by age, count age > 85, groups skipped",
+        |b| b.iter(|| sorted.count(&old).expect("a count")),
+    );
+    group.bench_function("parquet unsorted, count age > 85", |b| {
+        b.iter(|| parquet.count(&old).expect("a count"))
+    });
     if let Ok(conninfo) = std::env::var("DPQ_TEST_POSTGRES") {
         let table = postgres_people(&conninfo, rows);
         let (p, dims) = (age_le_30(&table), by_region(&table));

@@ -34,6 +34,7 @@ const NAMES: [&str; 9] = [
     "alice", "Bob", "bob", "Émile", "zoë", "Zed", "a b", "x,y", "O'Neil",
 ];
 
+#[derive(Clone)]
 struct Row {
     age: Option<i64>,
     score: Option<f64>,
@@ -181,8 +182,25 @@ fn sharded_table(conninfo: &str, table: &str, rows: &[Row]) {
 }
 
 /// The sources: the column store, Parquet files, and with a server a PostgreSQL table and a
-/// table sharded over two more servers.
-type Sources = (Source, Source, Option<Source>, Option<Source>);
+/// table sharded over two more servers; then the rows as Parquet sorted by each column in
+/// small row groups, whose statistics let most questions skip most groups.
+type Sources = (Source, Source, Option<Source>, Option<Source>, Vec<Source>);
+
+/// The rows sorted by column `column` (missing values first), as the Parquet file `name` in
+/// `dir` of row groups of 40 rows, opened.
+fn sorted_parquet(rows: &[Row], column: usize, dir: &Path, name: &str) -> Source {
+    let mut sorted = rows.to_vec();
+    match column {
+        0 => sorted.sort_by_key(|r| r.age),
+        1 => sorted.sort_by(|a, b| a.score.partial_cmp(&b.score).expect("no NaN")),
+        2 => sorted.sort_by_key(|r| r.name),
+        _ => sorted.sort_by_key(|r| r.flag),
+    }
+    let at = dir.join(name);
+    std::fs::create_dir(&at).expect("a directory");
+    parquet(&sorted, &at, 1, 40);
+    Source::Parquet(open_parquet(&at).expect("the sorted Parquet file opens"))
+}
 
 /// The same 3,000 rows as a CSV file, as three Parquet files of row groups of 250 rows, and
 /// (with a server) as a PostgreSQL table and a table sharded over two more servers.
@@ -217,16 +235,20 @@ fn sources() -> &'static Sources {
             assert_eq!(opened.partitions, 2, "asked shard by shard");
             Source::Postgres(Box::new(opened.table))
         });
-        (memory, streamed, database, sharded)
+        let sorted = (0..4)
+            .map(|c| sorted_parquet(&rows, c, &dir, &format!("sorted-{c}")))
+            .collect();
+        (memory, streamed, database, sharded, sorted)
     })
 }
 
 /// Every source but the column store, which the others are compared with.
 fn others() -> Vec<&'static Source> {
-    let (_, streamed, database, sharded) = sources();
+    let (_, streamed, database, sharded, sorted) = sources();
     std::iter::once(streamed)
         .chain(database.as_ref())
         .chain(sharded.as_ref())
+        .chain(sorted)
         .collect()
 }
 
@@ -352,6 +374,128 @@ proptest! {
             }
         }
     }
+}
+
+fn age(op: CmpOp, x: f64) -> Predicate {
+    Predicate::Compare {
+        column: 0,
+        op,
+        value: Value::Number(x),
+    }
+}
+
+/// Row groups whose statistics rule a condition out are skipped once their columns have been
+/// read whole, and the answers stay those of the column store, `NOT` and missing ages
+/// included.
+#[test]
+fn statistics_skip_row_groups_and_change_no_answer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rows = rows(3000, 7);
+    let source = sorted_parquet(&rows, 0, dir.path(), "by-age");
+    let Source::Parquet(table) = &source else {
+        unreachable!("a Parquet source")
+    };
+    let memory = &sources().0;
+    let groups = 3000u64.div_ceil(40);
+    let read = |pred: &Predicate| {
+        let before = table.groups_read();
+        let n = source.count(pred).expect("a count");
+        assert_eq!(n, memory.count(pred).expect("memory"), "{pred:?}");
+        table.groups_read() - before
+    };
+    // The first question on Age reads every group; later ones only the groups the
+    // statistics leave (ages run from -5 to 89, sorted, about 34 rows an age).
+    assert_eq!(read(&age(CmpOp::Gt, 80.0)), groups);
+    let old = read(&age(CmpOp::Gt, 80.0));
+    assert!((1..=10).contains(&old), "{old} of {groups} groups read");
+    let not_young = read(&Predicate::Not(Box::new(age(CmpOp::Le, 80.0))));
+    assert_eq!(not_young, old, "NOT (Age <= 80) rules out the same groups");
+    // Missing ages sort first: the groups holding them (and ages up to 9) are read, the
+    // others skipped, and `NOT` never counts a missing age.
+    let young = read(&Predicate::Not(Box::new(age(CmpOp::Ge, 10.0))));
+    assert!(young < groups / 2, "{young} of {groups} groups read");
+    // A condition the statistics cannot rule out reads every group but those of missing
+    // ages only, on which it is unknown.
+    let missing = rows.iter().filter(|r| r.age.is_none()).count() as u64;
+    assert!(missing >= 80, "{missing} missing ages fill some groups");
+    assert_eq!(read(&age(CmpOp::Ne, 40.0)), groups - missing / 40);
+    // A sum with a condition skips alike, and answers the same.
+    let clamp = Clamp::Int {
+        lo: 0,
+        hi: 100,
+        k: 0,
+    };
+    let before = table.groups_read();
+    let sum = source.sum_clamped(0, Some(&age(CmpOp::Gt, 80.0)), clamp);
+    assert_eq!(
+        sum.expect("a sum"),
+        memory
+            .sum_clamped(0, Some(&age(CmpOp::Gt, 80.0)), clamp)
+            .expect("memory")
+    );
+    assert_eq!(table.groups_read() - before, old);
+}
+
+/// The byte range of column `column`'s chunk in row group `group` of the Parquet file `file`.
+fn chunk_range(file: &Path, group: usize, column: usize) -> (u64, u64) {
+    let reader = parquet::file::reader::SerializedFileReader::new(
+        std::fs::File::open(file).expect("the file"),
+    )
+    .expect("a Parquet file");
+    use parquet::file::reader::FileReader;
+    reader
+        .metadata()
+        .row_group(group)
+        .column(column)
+        .byte_range()
+}
+
+/// A row group that cannot be read fails every question on its column, whatever the
+/// condition: one its statistics rule out included, and again after a question that read
+/// the other groups. Were it skipped by its statistics, whether a question fails would tell
+/// whether its condition meets the group's least and greatest ages.
+#[test]
+fn a_group_that_cannot_be_read_fails_every_question_on_its_column() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Written once to find where group 0's Age chunk lies, then damaged there: its page
+    // header no longer decodes, its statistics (ages below 0) are intact.
+    let sorted = rows(3000, 7);
+    let at = dir.path().join("by-age");
+    drop(sorted_parquet(&sorted, 0, dir.path(), "by-age"));
+    let file = at.join("part-0.parquet");
+    let (start, len) = chunk_range(&file, 0, 0);
+    let mut bytes = std::fs::read(&file).expect("the file");
+    let damaged = start as usize..(start + len.min(24)) as usize;
+    bytes[damaged].fill(0xff);
+    std::fs::write(&file, &bytes).expect("written");
+    let source = Source::Parquet(open_parquet(&at).expect("the footer is intact"));
+
+    let mut messages = Vec::new();
+    for pred in [
+        age(CmpOp::Gt, 80.0),
+        age(CmpOp::Gt, 80.0),
+        age(CmpOp::Lt, 0.0),
+        Predicate::Not(Box::new(age(CmpOp::Le, 80.0))),
+    ] {
+        let error = source.count(&pred).expect_err("group 0 cannot be read");
+        messages.push(error.to_string());
+    }
+    messages.dedup();
+    assert_eq!(
+        messages.len(),
+        1,
+        "one message whatever the condition: {messages:?}"
+    );
+    // The other columns of that group read.
+    let name = Predicate::Compare {
+        column: 2,
+        op: CmpOp::Eq,
+        value: Value::Text("alice".into()),
+    };
+    assert_eq!(
+        source.count(&name).expect("the Name chunk is intact"),
+        sources().0.count(&name).expect("memory")
+    );
 }
 
 /// A missing value is unknown: `NOT (Age <= 30)` leaves out the rows with no age, in both.

@@ -72,10 +72,15 @@ pub fn write_people(path: &Path, rows: usize) -> std::io::Result<()> {
 
 /// Writes the same people as one Parquet file of row groups of a million rows.
 pub fn write_people_parquet(path: &Path, rows: usize) -> std::io::Result<()> {
+    write_parquet(path, people(rows))
+}
+
+/// Writes `people`, in their order, as one Parquet file of row groups of a million rows.
+pub fn write_parquet(path: &Path, people: impl Iterator<Item = Person>) -> std::io::Result<()> {
     let file = File::create(path)?;
     let mut writer: Option<parquet::arrow::ArrowWriter<File>> = None;
     let mut file = Some(file);
-    let mut all = people(rows).peekable();
+    let mut all = people.peekable();
     while all.peek().is_some() {
         let chunk: Vec<Person> = all.by_ref().take(1 << 20).collect();
         let columns: Vec<(&str, ArrayRef)> = vec![

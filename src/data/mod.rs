@@ -25,6 +25,7 @@ mod parquet;
 mod parse;
 mod postgres;
 mod predicate;
+mod prune;
 mod schema;
 mod source;
 mod sources;

@@ -9,10 +9,14 @@
 //! strings, dates and times (as ISO text) are `text`. A float that is not finite is a missing
 //! value. Nested and binary columns are refused at `LOAD`. Several files (a directory, or a
 //! glob such as `events/*.parquet`) are one table when their schemas agree.
+//!
+//! A row group whose footer statistics rule a question's condition out is skipped (see
+//! `prune`), once the columns the question reads have been read whole from it before.
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -22,10 +26,13 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
+use parquet::file::statistics::Statistics;
 use rayon::prelude::*;
 
 use super::error::{escape_name, DataError};
 use super::lanes::{Ints, Lanes};
+use super::predicate::Predicate;
+use super::prune::{never_true, Bounds};
 use super::table::{ColumnData, ColumnType, Dictionary, Segment, SegmentColumn, Table};
 
 /// Rows per batch read from a row group.
@@ -44,7 +51,7 @@ pub fn is_parquet_path(path: &Path) -> bool {
 }
 
 /// One file of a Parquet table, as it was when the table was loaded.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct Part {
     path: PathBuf,
     len: u64,
@@ -53,6 +60,27 @@ struct Part {
     /// The footer, parsed once at `LOAD`: parsing it again for every row group made a
     /// question on a file of many row groups quadratic in their number.
     metadata: ArrowReaderMetadata,
+    /// Per column, which of its statistics may skip a row group (files of one table may
+    /// store a column in different types that read alike).
+    ordered: Vec<Ordered>,
+    /// Per row group and column, whether that column of the group has been read whole
+    /// without an error (see [`ParquetTable::scan`]).
+    read_whole: Vec<AtomicBool>,
+}
+
+/// Which of a column's statistics are in the order dpq compares in (see `prune`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ordered {
+    /// None are used.
+    No,
+    /// Signed integers.
+    Signed,
+    /// Floating point.
+    Floating,
+    /// Booleans.
+    Boolean,
+    /// UTF-8 strings.
+    Utf8,
 }
 
 /// A table of one or more Parquet files, read again at every question.
@@ -60,6 +88,8 @@ pub struct ParquetTable {
     /// The schema and row count, with no rows.
     shell: Table,
     parts: Vec<Part>,
+    /// Row groups read by questions so far (for tests and benchmarks of the skipping).
+    groups_read: AtomicU64,
 }
 
 impl std::fmt::Debug for ParquetTable {
@@ -168,6 +198,83 @@ fn text_form(t: &DataType) -> &'static str {
     }
 }
 
+/// Which statistics of a column of Arrow type `t` are in dpq's order: signed integers and
+/// floats, booleans, and strings (whose statistics order is UTF-8's byte order). Unsigned
+/// integers (ordered as unsigned but stored signed), decimals, half floats and the types read
+/// as text (dates, times) never skip a row group.
+fn ordered(t: &DataType) -> Ordered {
+    use DataType as D;
+    match t {
+        D::Int8 | D::Int16 | D::Int32 | D::Int64 => Ordered::Signed,
+        D::Float32 | D::Float64 => Ordered::Floating,
+        D::Boolean => Ordered::Boolean,
+        D::Utf8 | D::LargeUtf8 | D::Utf8View => Ordered::Utf8,
+        D::Dictionary(_, v) if matches!(**v, D::Utf8 | D::LargeUtf8 | D::Utf8View) => Ordered::Utf8,
+        _ => Ordered::No,
+    }
+}
+
+/// What statistics `stats` of a column ordered as `ordered`, in a group of `rows` rows, say of
+/// its values.
+fn bounds(ordered: Ordered, stats: Option<&Statistics>, rows: i64) -> Bounds {
+    let Some(stats) = stats else {
+        return Bounds::Unknown;
+    };
+    if stats
+        .null_count_opt()
+        .is_some_and(|n| i64::try_from(n) == Ok(rows))
+    {
+        return Bounds::AllMissing;
+    }
+    // Integers beyond 2^53 would not compare exactly as doubles.
+    const EXACT: i64 = 1 << 53;
+    let int = |lo: i64, hi: i64| {
+        if (-EXACT..=EXACT).contains(&lo) && (-EXACT..=EXACT).contains(&hi) {
+            Bounds::Number(lo as f64, hi as f64)
+        } else {
+            Bounds::Unknown
+        }
+    };
+    let float = |lo: f64, hi: f64| {
+        if lo.is_nan() || hi.is_nan() {
+            Bounds::Unknown
+        } else {
+            Bounds::Number(lo, hi)
+        }
+    };
+    match (ordered, stats) {
+        (Ordered::Signed, Statistics::Int32(s)) => match (s.min_opt(), s.max_opt()) {
+            (Some(lo), Some(hi)) => int(i64::from(*lo), i64::from(*hi)),
+            _ => Bounds::Unknown,
+        },
+        (Ordered::Signed, Statistics::Int64(s)) => match (s.min_opt(), s.max_opt()) {
+            (Some(lo), Some(hi)) => int(*lo, *hi),
+            _ => Bounds::Unknown,
+        },
+        (Ordered::Floating, Statistics::Float(s)) => match (s.min_opt(), s.max_opt()) {
+            (Some(lo), Some(hi)) => float(f64::from(*lo), f64::from(*hi)),
+            _ => Bounds::Unknown,
+        },
+        (Ordered::Floating, Statistics::Double(s)) => match (s.min_opt(), s.max_opt()) {
+            (Some(lo), Some(hi)) => float(*lo, *hi),
+            _ => Bounds::Unknown,
+        },
+        (Ordered::Boolean, Statistics::Boolean(s)) => match (s.min_opt(), s.max_opt()) {
+            (Some(lo), Some(hi)) => {
+                Bounds::Number(f64::from(u8::from(*lo)), f64::from(u8::from(*hi)))
+            }
+            _ => Bounds::Unknown,
+        },
+        (Ordered::Utf8, Statistics::ByteArray(s)) if !stats.is_min_max_deprecated() => {
+            match (s.min_opt(), s.max_opt()) {
+                (Some(lo), Some(hi)) => Bounds::Text(lo.data().to_vec(), hi.data().to_vec()),
+                _ => Bounds::Unknown,
+            }
+        }
+        _ => Bounds::Unknown,
+    }
+}
+
 /// Refuses the column names a CSV header may not have: empty, repeated, or holding a control
 /// or format character (a right-to-left override would reorder what a terminal shows).
 fn check_names(names: &[String], shown: &str, file: &Path) -> Result<(), DataError> {
@@ -210,7 +317,9 @@ pub fn open_parquet(path: &Path) -> Result<ParquetTable, DataError> {
         let mut names = Vec::new();
         let mut types = Vec::new();
         let mut forms = Vec::new();
+        let mut order = Vec::new();
         for field in builder.schema().fields() {
+            order.push(ordered(field.data_type()));
             let t = column_type(field.data_type()).map_err(|why| DataError::Io {
                 path: shown.clone(),
                 message: format!(
@@ -251,6 +360,10 @@ pub fn open_parquet(path: &Path) -> Result<ParquetTable, DataError> {
             len: meta.len(),
             modified: meta.modified().ok(),
             row_groups: md.num_row_groups(),
+            read_whole: (0..md.num_row_groups() * order.len())
+                .map(|_| AtomicBool::new(false))
+                .collect(),
+            ordered: order,
             metadata,
         });
     }
@@ -268,6 +381,7 @@ pub fn open_parquet(path: &Path) -> Result<ParquetTable, DataError> {
             n_rows,
         },
         parts,
+        groups_read: AtomicU64::new(0),
     })
 }
 
@@ -325,11 +439,24 @@ impl ParquetTable {
         Ok(())
     }
 
+    /// Row groups read by questions so far: those the statistics let a question skip are not
+    /// counted.
+    pub fn groups_read(&self) -> u64 {
+        self.groups_read.load(Ordering::Relaxed)
+    }
+
     /// Asks every row group, in parallel, through a one-segment table holding the columns in
     /// `needed`, and adds the answers up with `add`.
+    ///
+    /// A row group on which `rows` (the condition the answer is about) can be true on no row,
+    /// by the footer's statistics, adds nothing and is skipped, but only once each column in
+    /// `needed` has been read whole from that group before: a group that fails to read then
+    /// fails every question on those columns alike, whatever the condition, so whether a
+    /// question fails never tells what the statistics hold.
     pub(crate) fn scan<T: Send>(
         &self,
         needed: &[usize],
+        rows: Option<&Predicate>,
         zero: impl Fn() -> T + Sync + Send,
         ask: impl Fn(&Table) -> T + Sync + Send,
         add: impl Fn(T, T) -> T + Sync + Send,
@@ -345,17 +472,40 @@ impl ParquetTable {
             .par_iter()
             .map(|&(f, g)| {
                 let part = &self.parts[f];
+                let columns = part.ordered.len();
+                let whole = |c: usize| part.read_whole[g * columns + c].load(Ordering::Acquire);
+                if let Some(pred) = rows {
+                    if needed.iter().all(|&c| whole(c)) && self.rules_out(part, g, pred) {
+                        return Ok(zero());
+                    }
+                }
+                self.groups_read.fetch_add(1, Ordering::Relaxed);
                 let mut total = zero();
                 for batch in self.read_group(part, g, needed)? {
                     let batch = batch.map_err(|_| not_parquet(&part.path))?;
                     let chunk = self.chunk(&batch, needed)?;
                     total = add(total, ask(&chunk));
                 }
+                for &c in needed {
+                    part.read_whole[g * columns + c].store(true, Ordering::Release);
+                }
                 Ok(total)
             })
             .try_reduce(&zero, |a, b| Ok(add(a, b)))?;
         self.check_unchanged()?;
         Ok(answer)
+    }
+
+    /// Whether row group `g` of `part` holds no row on which `pred` is true, by its statistics.
+    fn rules_out(&self, part: &Part, g: usize, pred: &Predicate) -> bool {
+        let group = part.metadata.metadata().row_group(g);
+        let rows = group.num_rows();
+        never_true(pred, &|c: usize| {
+            if c >= part.ordered.len() || c >= group.num_columns() {
+                return Bounds::Unknown;
+            }
+            bounds(part.ordered[c], group.column(c).statistics(), rows)
+        })
     }
 
     /// A reader of row group `g` of `part`, projected on `needed`.

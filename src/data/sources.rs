@@ -95,7 +95,13 @@ impl Source {
     pub fn count(&self, pred: &Predicate) -> Result<u64, DataError> {
         match self {
             Source::Memory(t) => Ok(count(t, pred)),
-            Source::Parquet(p) => p.scan(&pred.columns(), || 0, |t| count(t, pred), |a, b| a + b),
+            Source::Parquet(p) => p.scan(
+                &pred.columns(),
+                Some(pred),
+                || 0,
+                |t| count(t, pred),
+                |a, b| a + b,
+            ),
             Source::Postgres(p) => p.count(pred),
         }
     }
@@ -111,6 +117,7 @@ impl Source {
                 let cells: usize = dims.iter().map(|(_, b)| b.len()).product();
                 p.scan(
                     &needed,
+                    None,
                     || vec![0; cells],
                     |t| count_cells(t, dims),
                     |a, b| a.iter().zip(&b).map(|(x, y)| x + y).collect(),
@@ -137,6 +144,7 @@ impl Source {
                 needed.push(column);
                 p.scan(
                     &needed,
+                    pred,
                     || (0, 0),
                     |t| sum_clamped(t, column, pred, clamp),
                     |a, b| (a.0.saturating_add(b.0), a.1 + b.1),
