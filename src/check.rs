@@ -913,7 +913,7 @@ fn check_count(q: &CountQuery, catalog: &dyn Catalog, span: Span) -> Result<Coun
             if mech == Mechanism::Staircase {
                 if q.prior.is_some() {
                     return Err(CheckError::NotApplicable {
-                        message: "PRIOR assumes Laplace noise (paper 1, eq. 8); release with MECHANISM laplace for a Bayes estimate",
+                        message: "PRIOR assumes Laplace noise (Naldi and D'Acquisto 2014, eq. 8); release with MECHANISM laplace for a Bayes estimate",
                         span: m.span,
                     });
                 }

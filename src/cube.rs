@@ -1,5 +1,5 @@
 //! Data cubes: public cells over a table's columns, and predicates compiled to rows of
-//! coefficients over them (Xiao and Xiong, section 2: every query is a row of `H`).
+//! coefficients over them (Xiao and Xiong 2012, section 2: every query is a row of `H`).
 //!
 //! `CUBE BY age (30, 65), sex ('F', 'M')` cuts `age` into the half-open intervals `age < 30`,
 //! `30 <= age < 65`, `age >= 65` and splits `sex` into `'F'`, `'M'` and every other value;

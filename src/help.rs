@@ -154,7 +154,7 @@ instead, such as P(...) < 1e-300.",
     Topic {
         name: "SIMULATE",
         synopsis: "SIMULATE N n|(n, ...) P p|(p, ...) EPS e|(e, ...) [RUNS r] [PLOT [ERROR|IMPROVEMENT] 'file.svg']; (STD s|(s, ...) instead of EPS)",
-        about: "The Monte Carlo comparison of Naldi and D'Acquisto, section 4: each run draws a true \
+        about: "The Monte Carlo comparison of Naldi and D'Acquisto 2014, section 4: each run draws a true \
 count k ~ Binomial(n, p) and a noisy answer y = k + Laplace(1/eps), and compares the naive \
 estimate y with the Bayes estimate (eq. 11). For each point it reports the average absolute error \
 of both (and the naive one's exact value 1/eps) and the probability that Bayes is closer, with \
@@ -169,7 +169,7 @@ spends nothing; with SET SEED the results are reproducible.",
         name: "OUT",
         synopsis: "OUT OF RANGE N n EPS e [AT a];",
         about: "The probability that Laplace noise of scale 1/e puts a count of n rows outside [0, n]: \
-at the true count a (Naldi and D'Acquisto, eq. 2), its largest value, at 0 and n (Theorem 1: \
+at the true count a (Naldi and D'Acquisto 2014, eq. 2), its largest value, at 0 and n (Theorem 1: \
 (1 + e^(-e n))/2), and its least, at n/2 (exact over whole counts, and eq. 6 as the paper writes \
 it). Spends nothing.",
         example: "OUT OF RANGE N 100 EPS 0.1 AT 30;",
@@ -178,7 +178,7 @@ it). Spends nothing.",
         name: "COMPARE",
         synopsis: "COMPARE NOISE EPS e|(e, ...) [SENSITIVITY d];",
         about: "Laplace noise against the optimal data-independent noise, the staircase (Soria-Comas \
-and Domingo-Ferrer; Geng and Viswanath): for each epsilon, the variances 2 d^2/e^2 and the least \
+and Domingo-Ferrer 2011; Geng and Viswanath): for each epsilon, the variances 2 d^2/e^2 and the least \
 staircase variance, the staircase's inner width gamma, and the 95% interval half-widths of both. \
 Spends nothing.",
         example: "COMPARE NOISE EPS (0.1, 1, 10);",

@@ -248,7 +248,7 @@ pub enum Spend {
     /// `WITH EPS e`.
     Eps(Eps),
     /// `WITHIN w AT conf`: from the history if it is precise enough, else the least epsilon
-    /// that meets the requirement (Xiao and Xiong, Theorem 5.3).
+    /// that meets the requirement (Xiao and Xiong 2012, Theorem 5.3).
     Within {
         /// The half-width `w`.
         half_width: Positive,

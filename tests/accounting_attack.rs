@@ -50,7 +50,7 @@ fn last<'a>(results: &'a [Value], kind: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {kind} result in {results:?}"))
 }
 
-/// PROMISE (SPEC 1, README "Two neighbour models"): under `replace` a linear query's
+/// PROMISE (SPEC 1, the guide "Two neighbour models"): under `replace` a linear query's
 /// sensitivity is `max_{j,k} |h_j - h_k|` and a history costs
 /// `max_{j,k} sum_i (eps_i/S_i) |H_ij - H_ik|`, with `S_i` the sensitivity its noise was drawn
 /// with; "two terminals" are among the accidents the ledger protects against.
@@ -117,7 +117,7 @@ fn a_neighbour_model_changed_by_another_session_is_not_used_for_the_noise() {
     );
 }
 
-/// PROMISE (README, "What the history can estimate"): a query outside what the history can
+/// PROMISE (the guide, "What the history can estimate"): a query outside what the history can
 /// separate is an error naming the cells that lack evidence; `ESTIMATE` gives the BLUE and a
 /// 95% interval from the exact distribution of its error; `COUNT ... WITHIN w AT p` answered
 /// from the history is within `±w` with probability `p`.
@@ -216,7 +216,7 @@ fn a_cell_never_separated_is_not_estimated_through_an_ill_conditioned_design() {
     );
 }
 
-/// PROMISE (README "Checked for leaks, fuzzed"; tests/properties.rs): no input panics the
+/// PROMISE (the guide "Checked for leaks, fuzzed"; tests/properties.rs): no input panics the
 /// interpreter; numbers out of range are refused with an error.
 ///
 /// BROKEN: whole coefficients up to `Decimal::MAX` are accepted, and the replace sensitivity
@@ -264,7 +264,7 @@ fn a_huge_charge_is_refused_not_a_panic() {
     assert_eq!(panics(&source), None, "{source}");
 }
 
-/// PROMISE (README "Exact sums"; "Epsilons are added exactly as decimals of at most 28 decimal
+/// PROMISE (the guide "Exact sums"; "Epsilons are added exactly as decimals of at most 28 decimal
 /// places"; SPEC 1: a query that would overspend is refused).
 ///
 /// BROKEN: `Decimal` addition rounds to 28-29 significant digits. With a budget of
@@ -297,7 +297,7 @@ fn sequential_sums_are_exact_and_an_overspend_by_the_last_place_is_refused() {
     );
 }
 
-/// PROMISE (README "Per-cell budgets"): each cell's share `eps |h_j| / S` is kept as an exact
+/// PROMISE (the guide "Per-cell budgets"): each cell's share `eps |h_j| / S` is kept as an exact
 /// decimal, "a share that does not divide exactly is rounded up", never under-counted.
 ///
 /// BROKEN: `privacy::history::charge` rounds the quotient, then checks `q * S >= num` with a
@@ -368,7 +368,7 @@ fn as_format_2(ledger: &Path) {
     });
 }
 
-/// PROMISE (README "The ledger"): "ledgers of format 2, cell by cell, are still read"; "a
+/// PROMISE (the guide "The ledger"): "ledgers of format 2, cell by cell, are still read"; "a
 /// ledger ... written before tables had a neighbour model (its header names none) is read as
 /// `replace`: it was written while `n` was shown"; under `replace` a history costs
 /// `max_{j,k} sum_i (eps_i/S_i) |H_ij - H_ik|` with `S_i` the sensitivity its noise had.
@@ -424,7 +424,7 @@ fn a_format_2_ledger_charges_the_noise_it_had() {
     );
 }
 
-/// PROMISE (README "Serving datasets"): "a slow, heavy or flooding client never holds up
+/// PROMISE (the guide "Serving datasets"): "a slow, heavy or flooding client never holds up
 /// another analyst; the quotas above bound what one analyst can make the server compute or
 /// store"; the BLUE of a 4000 x 2000 history takes tens of milliseconds; a cube may have
 /// 10,000 cells.

@@ -408,7 +408,7 @@ impl Canary {
     }
 
     /// Every operator, IN, BETWEEN, NOT, AND, OR, PRIOR, MECHANISM; three-valued logic as the
-    /// README states it (a comparison on a missing value is unknown, and counts nowhere).
+    /// the guide states it (a comparison on a missing value is unknown, and counts nowhere).
     fn make_queries(&self) -> Vec<Query> {
         let (code, city, note, amount) = (
             self.typed_code.clone(),

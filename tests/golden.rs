@@ -6,14 +6,10 @@
 //! transcript may be wider. Transcripts of
 //! `examples/NAME.dpq` live in `tests/golden/examples/NAME.out`.
 
-use dpq::driver::{run_source, Emitted};
-use dpq::eval::{Randomness, Session};
+mod common;
+use common::transcript::{normalise, run, session};
 use dpq::output::Format;
-use dpq::privacy::Store;
 use std::path::{Path, PathBuf};
-
-/// The seed of every golden run: transcripts are reproducible, and say they are not private.
-const SEED: u64 = 2;
 
 fn scripts(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -39,46 +35,12 @@ fn transcript(path: &Path) -> String {
     };
     dpq::output::set_width(width_of(&source));
     let state = tempfile::tempdir().expect("a state directory");
-    let mut session = Session::with_store(
-        Randomness::Seeded(SEED),
-        Store::dir(state.path().to_path_buf()),
-    );
-    session.set_clock(|| 0);
-    let mut out = String::new();
+    let mut session = session(state.path());
     let origin = path.to_string_lossy().replace('\\', "/");
-    let ok = run_source(&mut session, &origin, &source, format, &mut |e| {
-        if format == Format::Table && !out.is_empty() {
-            out.push('\n');
-        }
-        match e {
-            Emitted::Result(text) => out.push_str(&text),
-            Emitted::Error(text) => {
-                out.push_str("[stderr] ");
-                out.push_str(&text);
-            }
-        }
-        out.push('\n');
-    });
+    let (mut out, ok) = run(&mut session, &origin, &source, format);
     dpq::output::set_width(None);
     out.push_str(&format!("[exit {}]\n", if ok { 0 } else { 1 }));
-    // The state directory is a fresh temporary one: name it the same in every transcript.
-    let state_path = state.path().to_string_lossy().replace('\\', "/");
-    let out = out.replace(&state_path, "$STATE");
-    // A ledger is named by a hash of its data file's absolute path, which differs between
-    // checkouts.
-    let marker = "$STATE/ledgers/";
-    let mut named = String::with_capacity(out.len());
-    let mut rest = out.as_str();
-    while let Some(i) = rest.find(marker) {
-        let after = &rest[i + marker.len()..];
-        let hash_len = after.bytes().take_while(u8::is_ascii_hexdigit).count();
-        named.push_str(&rest[..i]);
-        named.push_str(marker);
-        named.push_str("FILE");
-        rest = &after[hash_len..];
-    }
-    named.push_str(rest);
-    named
+    normalise(&out, state.path())
 }
 
 /// The terminal width a script's first line asks for (`-- width: 80`), if any.

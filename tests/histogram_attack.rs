@@ -19,7 +19,7 @@ fn first<'a>(out: &'a [Value], kind: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {kind} result in {out:?}"))
 }
 
-/// Promise (README, "Histograms: every cell at once"; `src/data/cells.rs`): a histogram's
+/// Promise (the guide, "Histograms: every cell at once"; `src/data/cells.rs`): a histogram's
 /// part is the count of the rows in its cell, the cell `COUNT WHERE` would count. On an
 /// integer column the cell `v >= 1152921504606846976` (2^60) holds the integers at or above
 /// 2^60.

@@ -115,7 +115,7 @@ impl Session {
     }
 
     /// The answer of a `WITHIN` release combined with the history: the BLUE of the query from
-    /// every answer now recorded, this release included (Xiao and Xiong, section 5: the release
+    /// every answer now recorded, this release included (Xiao and Xiong 2012, section 5: the release
     /// joins the history), with its certified central interval at the confidence asked.
     fn combined_answer(
         &self,
@@ -332,7 +332,7 @@ impl Session {
 }
 
 /// `COUNT ... WITHIN w AT c`: from the history when its certified central interval at `c` is
-/// within `±w` (Xiao and Xiong, section 5); else released with the least epsilon whose release,
+/// within `±w` (Xiao and Xiong 2012, section 5); else released with the least epsilon whose release,
 /// combined with the history by the BLUE, meets it (`stats::combine`), never more than the
 /// epsilon a release alone needs (Theorem 5.3), which is shown for comparison.
 ///
@@ -359,7 +359,7 @@ fn within(
     let raw = accuracy::eps_for_half_width(s, half_width, confidence);
     let alone = round_up_eps(raw).ok_or(EvalError::UnusableEpsilon { eps: raw, span })?;
     let alone_text = format!(
-        "eps = S ln(1/delta) / w = {} ln(1/{}) / {} = {} (Xiao and Xiong, Theorem 5.3)",
+        "eps = S ln(1/delta) / w = {} ln(1/{}) / {} = {} (Xiao and Xiong 2012, Theorem 5.3)",
         short_number(sensitivity),
         short_number(1.0 - c),
         short_number(w),
@@ -470,7 +470,7 @@ fn met(
     let hs = short_number(h);
     let h95 = combine::half_width(scales, ninety_five());
     Met {
-        reason: format!("its {percent}% credible interval from the history has half-width {hs} <= {w}: answered from the history (Xiao and Xiong, section 5)"),
+        reason: format!("its {percent}% credible interval from the history has half-width {hs} <= {w}: answered from the history (Xiao and Xiong 2012, section 5)"),
         answer: AnsweredResult {
             table: plan.table.clone(),
             statement: plan.statement.clone(),
@@ -479,7 +479,7 @@ fn met(
             confidence: c,
             interval: (estimate.value - h, estimate.value + h),
             credible95: (estimate.value - h95, estimate.value + h95),
-            explain: format!("answered from the history: its {percent}% credible interval has half-width {hs} <= {w}, so nothing was spent (Xiao and Xiong, section 5)"),
+            explain: format!("answered from the history: its {percent}% credible interval has half-width {hs} <= {w}, so nothing was spent (Xiao and Xiong 2012, section 5)"),
             budget_spent: history.spent(),
             budget_remaining: history.remaining(),
         },

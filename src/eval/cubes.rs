@@ -513,7 +513,7 @@ pub(super) fn table_error(
     Ok((estimate, scales))
 }
 
-/// The BLUE of `query` from `history` over `cells` cells (Xiao and Xiong, section 3), or why
+/// The BLUE of `query` from `history` over `cells` cells (Xiao and Xiong 2012, section 3), or why
 /// the history cannot give it.
 /// A BLUE: its value and variance.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -582,7 +582,7 @@ fn blue_of(
 }
 
 /// The BLUE of `query` from `history` over `cells` cells and the exact distribution of its
-/// error (Xiao and Xiong, sections 3-4). Post-processing: nothing is spent. A Monte Carlo,
+/// error (Xiao and Xiong 2012, sections 3-4). Post-processing: nothing is spent. A Monte Carlo,
 /// when chosen, uses a fixed-seed generator of its own: it is computation, not privacy noise.
 fn posterior(
     cells: usize,

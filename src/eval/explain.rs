@@ -134,7 +134,7 @@ impl Session {
             )],
             Plan::ChooseEps(_) => vec![step(
                 "does",
-                format!("computes the epsilon meeting the requirement from its numbers alone (Naldi and D'Acquisto, eq. 10), touching no data; {free}"),
+                format!("computes the epsilon meeting the requirement from its numbers alone (Naldi and D'Acquisto 2015, eq. 10), touching no data; {free}"),
             )],
             Plan::Cube { cells, neighbours } => vec![step(
                 "does",
@@ -169,12 +169,12 @@ impl Session {
             }
             Plan::Estimate { text, .. } | Plan::Prob { text, .. } => vec![step(
                 "does",
-                format!("answers {text} from the released answers alone (BLUE and its exact distribution, Xiao and Xiong, section 4); {free}"),
+                format!("answers {text} from the released answers alone (BLUE and its exact distribution, Xiao and Xiong 2012, section 4); {free}"),
             )],
             Plan::Simulate(sim) => self.describe_simulate(&sim),
             Plan::OutOfRange { .. } => vec![step(
                 "does",
-                format!("evaluates paper 1's eq. 2, Theorem 1 and eq. 4-6 from its numbers alone; {free}"),
+                format!("evaluates eq. 2, Theorem 1 and eq. 4-6 of Naldi and D'Acquisto 2014 from its numbers alone; {free}"),
             )],
             Plan::CompareNoise { .. } => vec![step(
                 "does",
@@ -194,7 +194,7 @@ impl Session {
             step(
                 "does",
                 format!(
-                    "runs {} runs at each of {points} point{} on synthetic counts k ~ Binomial(n, p) with y = k + Laplace(1/eps) (paper 1, section 4); touches no table; {free}",
+                    "runs {} runs at each of {points} point{} on synthetic counts k ~ Binomial(n, p) with y = k + Laplace(1/eps) (Naldi and D'Acquisto 2014, section 4); touches no table; {free}",
                     sim.runs,
                     if points == 1 { "" } else { "s" }
                 ),
@@ -407,7 +407,7 @@ impl Session {
             steps.push(step(
                 "estimate",
                 format!(
-                    "the Bayes estimate with a Binomial({}, {}) prior and its 95% credible interval (Naldi and D'Acquisto, eq. 11)",
+                    "the Bayes estimate with a Binomial({}, {}) prior and its 95% credible interval (Naldi and D'Acquisto 2014, eq. 11)",
                     p.n.map_or_else(|| "n".to_string(), |n| n.to_string()),
                     p.p.get()
                 ),

@@ -84,7 +84,7 @@ pub enum Output {
 }
 
 /// A count answered from the history because its credible interval already meets the
-/// requirement (Xiao and Xiong, section 5: utility-driven answering).
+/// requirement (Xiao and Xiong 2012, section 5: utility-driven answering).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AnsweredResult {
     /// The table.
@@ -138,7 +138,7 @@ pub struct CubeReport {
     pub cells: usize,
     /// Number of measurements recorded.
     pub measurements: usize,
-    /// Each cell's spent budget, `B = (alpha ./ S)' |H|` (Xiao and Xiong, section 5.4).
+    /// Each cell's spent budget, `B = (alpha ./ S)' |H|` (Xiao and Xiong 2012, section 5.4).
     pub budgets: Vec<f64>,
     /// The cube's cost, `max(B)` (Theorem 5.5: disjoint cells compose in parallel).
     pub spent: f64,
@@ -515,7 +515,7 @@ pub struct CountResult {
     pub coverage95: f64,
     /// The prior fraction, when `PRIOR p=` was given.
     pub prior: Option<f64>,
-    /// The Bayes posterior mean of the true count (paper 1, eq. 11).
+    /// The Bayes posterior mean of the true count (Naldi and D'Acquisto 2014, eq. 11).
     pub bayes: Option<f64>,
     /// The 95% equal-tailed posterior credible interval.
     pub credible95: Option<(u64, u64)>,
@@ -536,7 +536,7 @@ pub struct CountResult {
     pub plain: bool,
     /// Which path was taken and why, for `WITHIN` requirements.
     pub explain: Option<String>,
-    /// For `WITHIN`: the epsilon a release alone would need (Xiao and Xiong, Theorem 5.3).
+    /// For `WITHIN`: the epsilon a release alone would need (Xiao and Xiong 2012, Theorem 5.3).
     pub eps_alone: Option<Decimal>,
     /// For `WITHIN` with a history that estimates the query: the answer, the BLUE of this
     /// release and the history.

@@ -213,11 +213,11 @@ fn budget(b: &BudgetReport) -> String {
                 pair_cost(pair)
             ),
             (_, _) if b.unit.is_some() => format!(
-                "\nNEIGHBOURS add_remove with {u}: a unit's rows may lie in up to {k} cells, so each cell's line is {k} B_j = {k} (alpha ./ S)' |H| (Xiao and Xiong, Theorem 5.5, for a unit with all its rows in that cell; S is {k} times a row's sensitivity), and a unit loses at most the largest.",
+                "\nNEIGHBOURS add_remove with {u}: a unit's rows may lie in up to {k} cells, so each cell's line is {k} B_j = {k} (alpha ./ S)' |H| (Xiao and Xiong 2012, Theorem 5.5, for a unit with all its rows in that cell; S is {k} times a row's sensitivity), and a unit loses at most the largest.",
                 u = super::unit_text(b.unit.as_ref()),
                 k = b.unit.as_ref().map_or(1, |u| u.max_rows)
             ),
-            _ => "\nNEIGHBOURS add_remove: each cell spends B = (alpha ./ S)' |H| (Xiao and Xiong, Theorem 5.5): answers over disjoint cells compose in parallel, and spent is the largest cell's.".to_string(),
+            _ => "\nNEIGHBOURS add_remove: each cell spends B = (alpha ./ S)' |H| (Xiao and Xiong 2012, Theorem 5.5): answers over disjoint cells compose in parallel, and spent is the largest cell's.".to_string(),
         });
     }
     if let Some(d) = &b.dataset {
@@ -413,7 +413,7 @@ fn count(c: &CountResult) -> String {
     if let Some(a) = &c.combined {
         let _ = write!(
             out,
-            "\nThe combined estimate is the best linear unbiased estimate from this answer and the history; its {}% credible interval, from the exact distribution of its error, holds the true value with probability {} (Xiao and Xiong, section 5).",
+            "\nThe combined estimate is the best linear unbiased estimate from this answer and the history; its {}% credible interval, from the exact distribution of its error, holds the true value with probability {} (Xiao and Xiong 2012, section 5).",
             percent(a.confidence),
             sig(a.confidence, 12)
         );
@@ -665,7 +665,7 @@ fn simulate(r: &super::SimulateResult) -> String {
     }
     let runs = r.rows.first().map_or(0, |row| row.runs);
     let mut out = format!(
-        "SIMULATE: the naive estimate (the noisy answer) against the Bayes estimate (paper 1, eq. 11), {runs} runs per point\n{t}\nEach run draws k ~ Binomial(n, p) and y = k + Laplace(1/eps); errors are mean |estimate - k|, [..] a 95% Monte Carlo interval. No data is touched and nothing is spent."
+        "SIMULATE: the naive estimate (the noisy answer) against the Bayes estimate (Naldi and D'Acquisto 2014, eq. 11), {runs} runs per point\n{t}\nEach run draws k ~ Binomial(n, p) and y = k + Laplace(1/eps); errors are mean |estimate - k|, [..] a 95% Monte Carlo interval. No data is touched and nothing is spent."
     );
     plot_note(&mut out, r.plot.as_ref());
     out
@@ -700,7 +700,7 @@ fn out_of_range(r: &super::OutOfRangeResult) -> String {
         ),
     ]);
     format!(
-        "Probability that Laplace noise of scale 1/eps = {} puts a count of n = {} outside [0, {}] (paper 1, section 2)\n{t}",
+        "Probability that Laplace noise of scale 1/eps = {} puts a count of n = {} outside [0, {}] (Naldi and D'Acquisto 2014, section 2)\n{t}",
         num(1.0 / r.eps),
         r.n,
         r.n
@@ -729,7 +729,7 @@ fn compare_noise(r: &super::CompareNoiseResult) -> String {
         ]);
     }
     format!(
-        "Laplace noise against the optimal data-independent (staircase) noise\n{t}\nLaplace: variance 2 d^2/eps^2; staircase: the variance-optimal gamma (Geng and Viswanath), as in the Soria-Comas and Domingo-Ferrer table. The gain is small for eps <= 1 and large only where eps is large."
+        "Laplace noise against the optimal data-independent (staircase) noise\n{t}\nLaplace: variance 2 d^2/eps^2; staircase: the variance-optimal gamma (Geng and Viswanath), as in the table of Soria-Comas and Domingo-Ferrer 2011. The gain is small for eps <= 1 and large only where eps is large."
     )
 }
 
@@ -955,7 +955,7 @@ fn estimate(e: &super::EstimateResult) -> String {
         "0 (from the history)".to_string(),
     ]);
     format!(
-        "ESTIMATE {} -- best linear unbiased estimate (Xiao and Xiong, eq. 50-52)\n{t}",
+        "ESTIMATE {} -- best linear unbiased estimate (Xiao and Xiong 2012, eq. 50-52)\n{t}",
         shown_query(&e.text, &e.query)
     )
 }
@@ -1002,7 +1002,7 @@ fn choose_eps(c: &ChooseEpsResult) -> String {
     t.add_row(vec!["noise scale 1/eps".to_string(), sig(1.0 / c.eps, 4)]);
     t.add_row(vec!["requirement".to_string(), meaning]);
     format!(
-        "{t}\neps = -ln(1 - {}) / {} (Naldi and D'Acquisto, eq. 10). Smaller epsilon is more private; spending nothing.",
+        "{t}\neps = -ln(1 - {}) / {} (Naldi and D'Acquisto 2015, eq. 10). Smaller epsilon is more private; spending nothing.",
         num(conf),
         num(c.half_width)
     )

@@ -5,7 +5,7 @@ use super::{Epsilon, Probability};
 /// The posterior of a true count: its mean and an equal-tailed credible interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CountPosterior {
-    /// Posterior mean of the true count (paper 1, eq. 11): the Bayes estimate.
+    /// Posterior mean of the true count (Naldi and D'Acquisto 2014, eq. 11): the Bayes estimate.
     pub mean: f64,
     /// Lower end of the credible interval: the smallest `k` with posterior CDF(k) >= (1-level)/2.
     pub lower: u64,

@@ -1,5 +1,5 @@
 //! The best linear unbiased estimator (BLUE) of a linear query from a history of noisy linear
-//! answers (Xiao and Xiong, section 3).
+//! answers (Xiao and Xiong 2012, section 3).
 //!
 //! A history is a list of [`Measurement`]s: a coefficient row `h_i` over the cells, the epsilon
 //! `alpha_i` it was released with, its sensitivity `S_i` and the noisy answer `y_i`

@@ -1,4 +1,4 @@
-//! Utility-driven answering that uses the history when it must spend: the least epsilon whose release, combined with the history by the BLUE, meets a requirement `±w` at confidence `c` (Xiao and Xiong, section 5, with Theorem 5.3's release alone as the ceiling).
+//! Utility-driven answering that uses the history when it must spend: the least epsilon whose release, combined with the history by the BLUE, meets a requirement `±w` at confidence `c` (Xiao and Xiong 2012, section 5, with Theorem 5.3's release alone as the ceiling).
 //!
 //! The history's BLUE of a query `q` has error `Z_h = sum_i a_i N_i` (Lemma 4.1, eq. 55): a sum
 //! of Laplace variables of scales `c_i = |a_i| S_i / alpha_i`, variance `V_h = 2 sum c_i^2`

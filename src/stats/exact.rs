@@ -1,4 +1,4 @@
-//! The exact distribution of a BLUE's error `theta-hat - theta = A N = sum_i a_i N_i` (Xiao and Xiong, section 4), by FFT or Monte Carlo, and the posterior probabilities and credible intervals it gives (section 5.2).
+//! The exact distribution of a BLUE's error `theta-hat - theta = A N = sum_i a_i N_i` (Xiao and Xiong 2012, section 4), by FFT or Monte Carlo, and the posterior probabilities and credible intervals it gives (section 5.2).
 //!
 //! `N_i ~ Laplace(b_i)` independent with `b_i = S_i / alpha_i`, so `Z = A N` is a sum of
 //! Laplace variables of scales `c_i = |a_i| b_i`, symmetric about 0. Under the paper's flat

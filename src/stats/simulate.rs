@@ -2,7 +2,7 @@
 //!
 //! One run draws a true count `k ~ Binomial(n, p)` and a noisy answer
 //! `y = k + Laplace(1/eps)`, then scores the naive estimate `y` and the Bayes estimate
-//! `E[k | y]` (paper 1, eq. 11) by their absolute errors (eq. 12) and by which is closer
+//! `E[k | y]` (Naldi and D'Acquisto 2014, eq. 11) by their absolute errors (eq. 12) and by which is closer
 //! (eq. 13). [`simulate`] repeats this in parallel, reproducibly, and reports each metric
 //! with a 95% interval; [`BayesTable`] makes each Bayes estimate cost O(1).
 //!
@@ -148,7 +148,7 @@ struct Row {
     d: f64,
 }
 
-/// The Bayes estimate `E[k | y]` (paper 1, eq. 11) for one `(n, p, eps)`, precomputed so
+/// The Bayes estimate `E[k | y]` (Naldi and D'Acquisto 2014, eq. 11) for one `(n, p, eps)`, precomputed so
 /// that each noisy answer costs O(1): a floor, one `exp` and a division.
 ///
 /// # Method
@@ -433,7 +433,7 @@ impl BayesTable {
         Ok(table)
     }
 
-    /// `E[k | y]` (paper 1, eq. 11), equal to [`posterior`]`(n, p, eps, y, _).mean` to about
+    /// `E[k | y]` (Naldi and D'Acquisto 2014, eq. 11), equal to [`posterior`]`(n, p, eps, y, _).mean` to about
     /// 1e-13 relative. O(1) wherever [`answers_from_table`](Self::answers_from_table) holds
     /// (see the type's documentation: every `y` unless `eps sqrt(n p (1-p))` is above
     /// about 18 and `y` some 30 prior standard deviations out); elsewhere, [`posterior`]'s

@@ -4,6 +4,7 @@
 
 pub mod serve;
 pub mod shards;
+pub mod transcript;
 
 use dpq::driver::{run_source, Emitted};
 use dpq::eval::Session;

@@ -1,5 +1,5 @@
 //! The fast path of the BLUE: Cholesky of the equilibrated normal equations `M = H' W H`
-//! (Xiao and Xiong, eq. 50), taken only when a condition estimate certifies it.
+//! (Xiao and Xiong 2012, eq. 50), taken only when a condition estimate certifies it.
 //!
 //! `M` is formed from the sparse rows (lower triangle only) and factorised by faer's blocked
 //! Cholesky. Cholesky is invariant under symmetric diagonal scaling (van der Sluis), exactly
