@@ -1,7 +1,8 @@
 //! Golden transcripts: every `tests/golden/**/*.dpq` and `examples/*.dpq` run as `dpq run --seed 2`
 //! would run them, compared with the sibling `.out` file. `DPQ_BLESS=1 cargo test` rewrites them.
 //!
-//! A script whose first line is `-- format: json` is run with `--format json`; one whose first
+//! A script whose first line is `-- format: json` is run with `--format json`, one whose first
+//! line is `-- format: line` draws its tables as `.mode line` does; one whose first
 //! line is `-- width: 80` is rendered for a terminal of 80 columns, and no line of its
 //! transcript may be wider. Transcripts of
 //! `examples/NAME.dpq` live in `tests/golden/examples/NAME.out`.
@@ -34,11 +35,19 @@ fn transcript(path: &Path) -> String {
         Format::Table
     };
     dpq::output::set_width(width_of(&source));
+    // `-- format: line` draws tables as `.mode line` does.
+    let layout = if source.starts_with("-- format: line") {
+        dpq::output::Layout::Lines
+    } else {
+        dpq::output::Layout::Boxes
+    };
+    dpq::output::set_layout(layout);
     let state = tempfile::tempdir().expect("a state directory");
     let mut session = session(state.path());
     let origin = path.to_string_lossy().replace('\\', "/");
     let (mut out, ok) = run(&mut session, &origin, &source, format);
     dpq::output::set_width(None);
+    dpq::output::set_layout(dpq::output::Layout::Boxes);
     out.push_str(&format!("[exit {}]\n", if ok { 0 } else { 1 }));
     normalise(&out, state.path())
 }

@@ -3,7 +3,7 @@
 use super::{Backend, Printer};
 use dpq::data::{escape_controls, escape_name};
 use dpq::driver::Emitted;
-use dpq::output::Format;
+use dpq::output::{Format, Layout};
 use dpq::{help, syntax};
 use rustyline::completion::{Completer, Pair};
 use rustyline::error::ReadlineError;
@@ -261,7 +261,10 @@ pub fn run(session: &mut dyn Backend, format: Format) -> bool {
                                     &mut |e| printer.emit(e),
                                 );
                             }
-                            Command::Mode(f) => format = f,
+                            Command::Mode(f, layout) => {
+                                format = f;
+                                dpq::output::set_layout(layout);
+                            }
                             Command::Timer(on) => timer = on,
                             Command::Unknown(message) => {
                                 eprintln!("{message}");
@@ -363,7 +366,8 @@ enum Command {
     Quit,
     Help,
     Tables,
-    Mode(Format),
+    /// `.mode table|json|line`: the format, and for tables how they are drawn.
+    Mode(Format, Layout),
     Timer(bool),
     /// A line that looks like a command and is none: its message.
     Unknown(String),
@@ -383,11 +387,12 @@ impl Command {
             (".quit" | ".exit" | "\\q", None, false) => Command::Quit,
             (".help" | "\\?" | "\\h", _, _) => Command::Help,
             (".tables" | "\\dt" | "\\d", None, false) => Command::Tables,
-            (".mode", Some("table"), false) => Command::Mode(Format::Table),
-            (".mode", Some("json"), false) => Command::Mode(Format::Json),
-            (".mode", _, _) => {
-                Command::Unknown("`.mode table` or `.mode json`: how results are shown".to_string())
-            }
+            (".mode", Some("table" | "box"), false) => Command::Mode(Format::Table, Layout::Boxes),
+            (".mode", Some("line" | "lines"), false) => Command::Mode(Format::Table, Layout::Lines),
+            (".mode", Some("json"), false) => Command::Mode(Format::Json, Layout::Boxes),
+            (".mode", _, _) => Command::Unknown(
+                "`.mode table`, `.mode line` or `.mode json`: how results are shown".to_string(),
+            ),
             (".timer", Some("on"), false) => Command::Timer(true),
             (".timer", Some("off"), false) => Command::Timer(false),
             (".timer", _, _) => Command::Unknown(
@@ -415,7 +420,7 @@ fn commands_help() -> String {
     "The prompt's commands, each on a line of its own:\n  \
      .help  \\?        this list (`help` lists the statements, `help COUNT` explains one)\n  \
      .tables \\dt      the tables loaded (SHOW TABLES)\n  \
-     .mode table|json  how results are shown\n  \
+     .mode table|line|json  results in boxes, as `column = value` lines, or as JSON\n  \
      .timer on|off     show each statement's time\n  \
      .quit  \\q        leave (as Ctrl-D or `quit`)\n\
      At start the prompt runs the statements of ~/.dpqrc, if there is one."
@@ -449,11 +454,15 @@ mod tests {
         assert_eq!(Command::read(".tables"), Some(Command::Tables));
         assert_eq!(
             Command::read(".mode json"),
-            Some(Command::Mode(Format::Json))
+            Some(Command::Mode(Format::Json, Layout::Boxes))
+        );
+        assert_eq!(
+            Command::read(".mode line"),
+            Some(Command::Mode(Format::Table, Layout::Lines))
         );
         assert_eq!(Command::read(".timer on"), Some(Command::Timer(true)));
         assert!(matches!(
-            Command::read(".mode line"),
+            Command::read(".mode csv"),
             Some(Command::Unknown(_))
         ));
         assert!(matches!(

@@ -7,7 +7,7 @@ mod width;
 
 pub use json::{error_json, render_json};
 pub use table::{num as short_number, percent, render_table, sensitivity_rule};
-pub use width::{fit, set_width, width};
+pub use width::{fit, layout, set_layout, set_width, width, Layout};
 
 use crate::data::ColumnType;
 use crate::plan::ChoosePlan;

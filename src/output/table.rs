@@ -46,6 +46,10 @@ pub fn render_table(response: &Response) -> String {
             );
         }
     }
+    if super::layout() == super::Layout::Lines {
+        // A table's records end with a blank line, which the last one does not need.
+        out.truncate(out.trim_end_matches('\n').len());
+    }
     if let Some(w) = super::width() {
         out = super::width::wrap(&out, w);
     }
@@ -53,23 +57,105 @@ pub fn render_table(response: &Response) -> String {
     crate::data::escape_controls(&out).into_owned()
 }
 
-fn new_table(header: &[&str]) -> Table {
-    let mut t = Table::new();
-    t.load_preset(presets::UTF8_FULL_CONDENSED);
-    // At a terminal's width cells wrap so that the table fits; elsewhere lines are whole.
-    match super::width() {
-        Some(w) => {
-            t.set_content_arrangement(ContentArrangement::Dynamic)
-                .set_width(u16::try_from(w).unwrap_or(u16::MAX));
+/// A table of a result: drawn in boxes, or as records of `column = value` lines (see
+/// [`super::Layout`]), whichever this thread draws in when it is shown.
+struct Grid {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+fn new_table(header: &[&str]) -> Grid {
+    Grid {
+        header: header.iter().map(|h| (*h).to_string()).collect(),
+        rows: Vec::new(),
+    }
+}
+
+impl Grid {
+    fn add_row<S: ToString>(&mut self, cells: impl IntoIterator<Item = S>) -> &mut Self {
+        self.rows
+            .push(cells.into_iter().map(|c| c.to_string()).collect());
+        self
+    }
+
+    fn boxes(&self) -> Table {
+        let mut t = Table::new();
+        t.load_preset(presets::UTF8_FULL_CONDENSED);
+        // At a terminal's width cells wrap so that the table fits; elsewhere lines are whole.
+        match super::width() {
+            Some(w) => {
+                t.set_content_arrangement(ContentArrangement::Dynamic)
+                    .set_width(u16::try_from(w).unwrap_or(u16::MAX));
+            }
+            None => {
+                t.set_content_arrangement(ContentArrangement::Disabled);
+            }
         }
-        None => {
-            t.set_content_arrangement(ContentArrangement::Disabled);
+        if !self.header.is_empty() {
+            t.set_header(self.header.iter());
+        }
+        for row in &self.rows {
+            t.add_row(row.iter());
+        }
+        t
+    }
+
+    /// A record per row: `name = value` lines, names padded to one width. A table without a
+    /// header is a list of names and values already (its first cell names the row), so it is
+    /// one record.
+    fn lines(&self) -> String {
+        use unicode_width::UnicodeWidthStr;
+        let records: Vec<Vec<(&str, String)>> = if self.header.is_empty() {
+            vec![self
+                .rows
+                .iter()
+                .map(|r| {
+                    let name = r.first().map_or("", String::as_str);
+                    (name, r.get(1..).map(|v| v.join(" ")).unwrap_or_default())
+                })
+                .collect()]
+        } else {
+            self.rows
+                .iter()
+                .map(|r| {
+                    self.header
+                        .iter()
+                        .zip(r)
+                        .map(|(h, v)| (h.as_str(), v.clone()))
+                        .collect()
+                })
+                .collect()
+        };
+        let pad = records
+            .iter()
+            .flatten()
+            .map(|(n, _)| n.width())
+            .max()
+            .unwrap_or(0);
+        // Records are apart by a blank line, and so is the table from what follows it.
+        let mut out = String::new();
+        for (i, record) in records.iter().enumerate() {
+            if i > 0 {
+                out.push('\n');
+            }
+            for (name, value) in record {
+                let gap = " ".repeat(pad - name.width());
+                // A value of several lines continues under its first.
+                let value = value.replace('\n', &format!("\n{}   ", " ".repeat(pad)));
+                out.push_str(&format!("{name}{gap} = {value}\n"));
+            }
+        }
+        out
+    }
+}
+
+impl std::fmt::Display for Grid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match super::layout() {
+            super::Layout::Boxes => write!(f, "{}", self.boxes()),
+            super::Layout::Lines => f.write_str(&self.lines()),
         }
     }
-    if !header.is_empty() {
-        t.set_header(header.iter().copied());
-    }
-    t
 }
 
 fn table_info(info: &TableInfo) -> String {
@@ -859,7 +945,7 @@ fn answered(a: &super::AnsweredResult) -> String {
 fn cube(c: &super::CubeReport) -> String {
     let named = c.table.is_some();
     let mut t = new_table(if named {
-        &["cell", "", "budget spent"]
+        &["cell", "condition", "budget spent"]
     } else {
         &["cell", "budget spent"]
     });

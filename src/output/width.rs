@@ -7,6 +7,30 @@ use unicode_width::UnicodeWidthStr;
 thread_local! {
     /// The width in columns results are rendered for on this thread, if any.
     static WIDTH: Cell<Option<usize>> = const { Cell::new(None) };
+    /// How tables are drawn on this thread.
+    static LAYOUT: Cell<Layout> = const { Cell::new(Layout::Boxes) };
+}
+
+/// How a result's tables are drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Layout {
+    /// In boxes, a row per line (cells wrap within their boxes at a terminal's width).
+    #[default]
+    Boxes,
+    /// A record per row, one `column = value` line per cell and a blank line between
+    /// records, as psql's `\x` and the DuckDB shell's `.mode line` show them: the layout for
+    /// a narrow terminal or for reading values one at a time.
+    Lines,
+}
+
+/// Draws tables on this thread in `layout`.
+pub fn set_layout(layout: Layout) {
+    LAYOUT.with(|l| l.set(layout));
+}
+
+/// How tables are drawn on this thread.
+pub fn layout() -> Layout {
+    LAYOUT.with(Cell::get)
 }
 
 /// The narrowest width honoured: below it, tables could not show a word per cell.
