@@ -27,7 +27,7 @@ use rand::{Rng, SeedableRng};
 
 mod common;
 use common::shards::{shard_server, SHARD_PORTS};
-use common::{postgres_server, run_json, write};
+use common::{parquet_chunk_range, postgres_server, run_json, write};
 
 /// Names that sort differently by byte and by any human collation, with a comma and a quote.
 const NAMES: [&str; 9] = [
@@ -436,20 +436,6 @@ fn statistics_skip_row_groups_and_change_no_answer() {
     assert_eq!(table.groups_read() - before, old);
 }
 
-/// The byte range of column `column`'s chunk in row group `group` of the Parquet file `file`.
-fn chunk_range(file: &Path, group: usize, column: usize) -> (u64, u64) {
-    let reader = parquet::file::reader::SerializedFileReader::new(
-        std::fs::File::open(file).expect("the file"),
-    )
-    .expect("a Parquet file");
-    use parquet::file::reader::FileReader;
-    reader
-        .metadata()
-        .row_group(group)
-        .column(column)
-        .byte_range()
-}
-
 /// A row group that cannot be read fails every question on its column, whatever the
 /// condition: one its statistics rule out included, and again after a question that read
 /// the other groups. Were it skipped by its statistics, whether a question fails would tell
@@ -463,7 +449,7 @@ fn a_group_that_cannot_be_read_fails_every_question_on_its_column() {
     let at = dir.path().join("by-age");
     drop(sorted_parquet(&sorted, 0, dir.path(), "by-age"));
     let file = at.join("part-0.parquet");
-    let (start, len) = chunk_range(&file, 0, 0);
+    let (start, len) = parquet_chunk_range(&file, 0, 0);
     let mut bytes = std::fs::read(&file).expect("the file");
     let damaged = start as usize..(start + len.min(24)) as usize;
     bytes[damaged].fill(0xff);

@@ -493,8 +493,8 @@ impl CodeBuilder {
 }
 
 /// An integer against a real, exactly (neither is rounded to the other's type); `None`
-/// for NaN. The reference that tests of narrow comparisons check against.
-#[cfg(test)]
+/// for NaN. The reference that tests of narrow comparisons check against, and how row-group
+/// bounds are compared with a literal.
 pub(crate) fn cmp_exact(i: i64, x: f64) -> Option<std::cmp::Ordering> {
     use std::cmp::Ordering;
     if x.is_nan() {

@@ -16,8 +16,8 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
 use arrow_array::cast::AsArray;
@@ -26,7 +26,6 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
-use parquet::file::statistics::Statistics;
 use rayon::prelude::*;
 
 use super::error::{escape_name, DataError};
@@ -60,27 +59,28 @@ struct Part {
     /// The footer, parsed once at `LOAD`: parsing it again for every row group made a
     /// question on a file of many row groups quadratic in their number.
     metadata: ArrowReaderMetadata,
-    /// Per column, which of its statistics may skip a row group (files of one table may
-    /// store a column in different types that read alike).
-    ordered: Vec<Ordered>,
-    /// Per row group and column, whether that column of the group has been read whole
-    /// without an error (see [`ParquetTable::scan`]).
-    read_whole: Vec<AtomicBool>,
+    /// What identifies the file's bytes besides its length and modification time: on Unix
+    /// its inode and change time, which no one can set back.
+    identity: (u64, i64, i64),
+    /// Columns in the file.
+    columns: usize,
+    /// Per row group, the sets of columns (sorted) read whole from it without an error.
+    read: Vec<Mutex<Vec<Vec<usize>>>>,
+    /// Per row group and column, the bounds dpq found on the column's values when it read
+    /// the group whole (see [`ParquetTable::scan`]).
+    bounds: Vec<Mutex<Bounds>>,
 }
 
-/// Which of a column's statistics are in the order dpq compares in (see `prune`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Ordered {
-    /// None are used.
-    No,
-    /// Signed integers.
-    Signed,
-    /// Floating point.
-    Floating,
-    /// Booleans.
-    Boolean,
-    /// UTF-8 strings.
-    Utf8,
+/// What identifies a file's bytes besides its length and modification time.
+#[cfg(unix)]
+fn identity(meta: &std::fs::Metadata) -> (u64, i64, i64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.ino(), meta.ctime(), meta.ctime_nsec())
+}
+
+#[cfg(not(unix))]
+fn identity(_: &std::fs::Metadata) -> (u64, i64, i64) {
+    (0, 0, 0)
 }
 
 /// A table of one or more Parquet files, read again at every question.
@@ -98,6 +98,44 @@ impl std::fmt::Debug for ParquetTable {
             .field("files", &self.parts.len())
             .field("shell", &self.shell)
             .finish()
+    }
+}
+
+impl Part {
+    /// Whether the columns `set` (sorted) have been read whole from row group `g`.
+    fn was_read(&self, g: usize, set: &[usize]) -> bool {
+        self.read[g]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .any(|s| s == set)
+    }
+
+    /// Records that the columns `set` were read whole from row group `g`, with the bounds
+    /// `found` on their values.
+    fn record_read(&self, g: usize, set: &[usize], found: Vec<Bounds>) {
+        for (&c, b) in set.iter().zip(found) {
+            if let Some(slot) = self.bounds.get(g * self.columns + c) {
+                *slot.lock().unwrap_or_else(PoisonError::into_inner) = b;
+            }
+        }
+        let mut read = self.read[g].lock().unwrap_or_else(PoisonError::into_inner);
+        if !read.iter().any(|s| s == set) {
+            read.push(set.to_vec());
+        }
+    }
+
+    /// Whether row group `g` holds no row on which `pred` is true, by the bounds dpq found.
+    fn rules_out(&self, g: usize, pred: &Predicate) -> bool {
+        never_true(pred, &|c: usize| {
+            if c >= self.columns {
+                return Bounds::Unknown;
+            }
+            self.bounds[g * self.columns + c]
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone()
+        })
     }
 }
 
@@ -198,83 +236,6 @@ fn text_form(t: &DataType) -> &'static str {
     }
 }
 
-/// Which statistics of a column of Arrow type `t` are in dpq's order: signed integers and
-/// floats, booleans, and strings (whose statistics order is UTF-8's byte order). Unsigned
-/// integers (ordered as unsigned but stored signed), decimals, half floats and the types read
-/// as text (dates, times) never skip a row group.
-fn ordered(t: &DataType) -> Ordered {
-    use DataType as D;
-    match t {
-        D::Int8 | D::Int16 | D::Int32 | D::Int64 => Ordered::Signed,
-        D::Float32 | D::Float64 => Ordered::Floating,
-        D::Boolean => Ordered::Boolean,
-        D::Utf8 | D::LargeUtf8 | D::Utf8View => Ordered::Utf8,
-        D::Dictionary(_, v) if matches!(**v, D::Utf8 | D::LargeUtf8 | D::Utf8View) => Ordered::Utf8,
-        _ => Ordered::No,
-    }
-}
-
-/// What statistics `stats` of a column ordered as `ordered`, in a group of `rows` rows, say of
-/// its values.
-fn bounds(ordered: Ordered, stats: Option<&Statistics>, rows: i64) -> Bounds {
-    let Some(stats) = stats else {
-        return Bounds::Unknown;
-    };
-    if stats
-        .null_count_opt()
-        .is_some_and(|n| i64::try_from(n) == Ok(rows))
-    {
-        return Bounds::AllMissing;
-    }
-    // Integers beyond 2^53 would not compare exactly as doubles.
-    const EXACT: i64 = 1 << 53;
-    let int = |lo: i64, hi: i64| {
-        if (-EXACT..=EXACT).contains(&lo) && (-EXACT..=EXACT).contains(&hi) {
-            Bounds::Number(lo as f64, hi as f64)
-        } else {
-            Bounds::Unknown
-        }
-    };
-    let float = |lo: f64, hi: f64| {
-        if lo.is_nan() || hi.is_nan() {
-            Bounds::Unknown
-        } else {
-            Bounds::Number(lo, hi)
-        }
-    };
-    match (ordered, stats) {
-        (Ordered::Signed, Statistics::Int32(s)) => match (s.min_opt(), s.max_opt()) {
-            (Some(lo), Some(hi)) => int(i64::from(*lo), i64::from(*hi)),
-            _ => Bounds::Unknown,
-        },
-        (Ordered::Signed, Statistics::Int64(s)) => match (s.min_opt(), s.max_opt()) {
-            (Some(lo), Some(hi)) => int(*lo, *hi),
-            _ => Bounds::Unknown,
-        },
-        (Ordered::Floating, Statistics::Float(s)) => match (s.min_opt(), s.max_opt()) {
-            (Some(lo), Some(hi)) => float(f64::from(*lo), f64::from(*hi)),
-            _ => Bounds::Unknown,
-        },
-        (Ordered::Floating, Statistics::Double(s)) => match (s.min_opt(), s.max_opt()) {
-            (Some(lo), Some(hi)) => float(*lo, *hi),
-            _ => Bounds::Unknown,
-        },
-        (Ordered::Boolean, Statistics::Boolean(s)) => match (s.min_opt(), s.max_opt()) {
-            (Some(lo), Some(hi)) => {
-                Bounds::Number(f64::from(u8::from(*lo)), f64::from(u8::from(*hi)))
-            }
-            _ => Bounds::Unknown,
-        },
-        (Ordered::Utf8, Statistics::ByteArray(s)) if !stats.is_min_max_deprecated() => {
-            match (s.min_opt(), s.max_opt()) {
-                (Some(lo), Some(hi)) => Bounds::Text(lo.data().to_vec(), hi.data().to_vec()),
-                _ => Bounds::Unknown,
-            }
-        }
-        _ => Bounds::Unknown,
-    }
-}
-
 /// Refuses the column names a CSV header may not have: empty, repeated, or holding a control
 /// or format character (a right-to-left override would reorder what a terminal shows).
 fn check_names(names: &[String], shown: &str, file: &Path) -> Result<(), DataError> {
@@ -317,9 +278,7 @@ pub fn open_parquet(path: &Path) -> Result<ParquetTable, DataError> {
         let mut names = Vec::new();
         let mut types = Vec::new();
         let mut forms = Vec::new();
-        let mut order = Vec::new();
         for field in builder.schema().fields() {
-            order.push(ordered(field.data_type()));
             let t = column_type(field.data_type()).map_err(|why| DataError::Io {
                 path: shown.clone(),
                 message: format!(
@@ -360,10 +319,14 @@ pub fn open_parquet(path: &Path) -> Result<ParquetTable, DataError> {
             len: meta.len(),
             modified: meta.modified().ok(),
             row_groups: md.num_row_groups(),
-            read_whole: (0..md.num_row_groups() * order.len())
-                .map(|_| AtomicBool::new(false))
+            identity: identity(&meta),
+            columns: md.file_metadata().schema_descr().num_columns(),
+            read: (0..md.num_row_groups())
+                .map(|_| Mutex::new(Vec::new()))
                 .collect(),
-            ordered: order,
+            bounds: (0..md.num_row_groups() * md.file_metadata().schema_descr().num_columns())
+                .map(|_| Mutex::new(Bounds::Unknown))
+                .collect(),
             metadata,
         });
     }
@@ -427,9 +390,11 @@ impl ParquetTable {
     fn check_unchanged(&self) -> Result<(), DataError> {
         for part in &self.parts {
             let meta = std::fs::metadata(&part.path).ok();
-            let same = meta
-                .as_ref()
-                .is_some_and(|m| m.len() == part.len && m.modified().ok() == part.modified);
+            let same = meta.as_ref().is_some_and(|m| {
+                m.len() == part.len
+                    && m.modified().ok() == part.modified
+                    && identity(m) == part.identity
+            });
             if !same {
                 return Err(DataError::Changed {
                     path: part.path.display().to_string(),
@@ -448,11 +413,13 @@ impl ParquetTable {
     /// Asks every row group, in parallel, through a one-segment table holding the columns in
     /// `needed`, and adds the answers up with `add`.
     ///
-    /// A row group on which `rows` (the condition the answer is about) can be true on no row,
-    /// by the footer's statistics, adds nothing and is skipped, but only once each column in
-    /// `needed` has been read whole from that group before: a group that fails to read then
-    /// fails every question on those columns alike, whatever the condition, so whether a
-    /// question fails never tells what the statistics hold.
+    /// A row group on which `rows` (the condition the answer is about) can be true on no row
+    /// is skipped: it adds nothing. Whether it can is decided on the bounds dpq itself found
+    /// on the group's values (never on the file's footer statistics), and only once this very
+    /// set of columns has been read whole from the group without an error: a group that
+    /// cannot be read with these columns then fails every question on them alike, whatever
+    /// the condition, so whether a question fails never tells what the group holds. The
+    /// error reported is the first group's in file order, whichever thread met it first.
     pub(crate) fn scan<T: Send>(
         &self,
         needed: &[usize],
@@ -462,50 +429,45 @@ impl ParquetTable {
         add: impl Fn(T, T) -> T + Sync + Send,
     ) -> Result<T, DataError> {
         self.check_unchanged()?;
+        let mut set = needed.to_vec();
+        set.sort_unstable();
+        set.dedup();
         let groups: Vec<(usize, usize)> = self
             .parts
             .iter()
             .enumerate()
             .flat_map(|(f, p)| (0..p.row_groups).map(move |g| (f, g)))
             .collect();
-        let answer = groups
+        let answers: Vec<Result<T, DataError>> = groups
             .par_iter()
             .map(|&(f, g)| {
                 let part = &self.parts[f];
-                let columns = part.ordered.len();
-                let whole = |c: usize| part.read_whole[g * columns + c].load(Ordering::Acquire);
                 if let Some(pred) = rows {
-                    if needed.iter().all(|&c| whole(c)) && self.rules_out(part, g, pred) {
+                    if part.was_read(g, &set) && part.rules_out(g, pred) {
                         return Ok(zero());
                     }
                 }
                 self.groups_read.fetch_add(1, Ordering::Relaxed);
                 let mut total = zero();
-                for batch in self.read_group(part, g, needed)? {
+                let mut found: Vec<Bounds> = vec![Bounds::AllMissing; set.len()];
+                for batch in self.read_group(part, g, &set)? {
                     let batch = batch.map_err(|_| not_parquet(&part.path))?;
-                    let chunk = self.chunk(&batch, needed)?;
+                    let chunk = self.chunk(&batch, &set)?;
+                    for (b, &c) in found.iter_mut().zip(&set) {
+                        *b = std::mem::replace(b, Bounds::Unknown).union(Bounds::of(&chunk, c));
+                    }
                     total = add(total, ask(&chunk));
                 }
-                for &c in needed {
-                    part.read_whole[g * columns + c].store(true, Ordering::Release);
-                }
+                part.record_read(g, &set, found);
                 Ok(total)
             })
-            .try_reduce(&zero, |a, b| Ok(add(a, b)))?;
+            .collect();
+        let mut total = zero();
+        for answer in answers {
+            total = add(total, answer?);
+        }
         self.check_unchanged()?;
-        Ok(answer)
-    }
-
-    /// Whether row group `g` of `part` holds no row on which `pred` is true, by its statistics.
-    fn rules_out(&self, part: &Part, g: usize, pred: &Predicate) -> bool {
-        let group = part.metadata.metadata().row_group(g);
-        let rows = group.num_rows();
-        never_true(pred, &|c: usize| {
-            if c >= part.ordered.len() || c >= group.num_columns() {
-                return Bounds::Unknown;
-            }
-            bounds(part.ordered[c], group.column(c).statistics(), rows)
-        })
+        Ok(total)
     }
 
     /// A reader of row group `g` of `part`, projected on `needed`.

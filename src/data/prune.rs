@@ -1,34 +1,118 @@
-//! Row groups a condition cannot be true on, from a Parquet footer's statistics alone.
+//! Row groups a condition cannot be true on, from bounds on their values.
 //!
-//! A row group's statistics give, per column, bounds on its present values and how many are
-//! missing. A condition is asked of those bounds under dpq's three-valued rule: whether some
-//! row *could* make it true, and whether some row could make it false (which `NOT` needs).
-//! The answer over-approximates: "could" whenever the bounds do not rule a row out, and
-//! always when a column has no usable statistics. A group where the condition can be true on
-//! no row adds nothing to a count or a sum, so skipping it leaves the answer exact.
-//!
-//! Only statistics whose order is the order dpq compares in are used: signed integers up to
-//! 2^53 in magnitude (compared exactly as doubles), doubles and floats whose bounds are not
-//! NaN (a NaN, like an infinity, is a missing value in dpq and lies outside any bound anyway),
-//! booleans, and strings in the unsigned byte order of their UTF-8 (bounds a writer has
-//! truncated are still bounds). Unsigned integers, decimals, dates and times, and the old
-//! signed-order statistics of strings are never used.
+//! A row group's bounds give, per column, the least and greatest of its present values as dpq
+//! reads them, or that every value is missing. They are dpq's own, taken when it read the
+//! group whole ([`Bounds::of`]), never a file's footer statistics: a writer may get those
+//! wrong, or describe values that read as something else (an `INT(8)` column storing 300
+//! reads as 44), and a count that skipped on them would be wrong, and by a number that one
+//! row could change. A condition is asked of the bounds under dpq's three-valued rule: whether
+//! some row *could* make it true, and whether some row could make it false (which `NOT`
+//! needs). The answer over-approximates: "could" whenever the bounds do not rule a row out,
+//! and always when a column's bounds are unknown or a literal is of another kind than the
+//! column. A group where the condition can be true on no row adds nothing to a count or a
+//! sum, so skipping it leaves the answer exact.
 
 use std::cmp::Ordering;
 
+use super::lanes::cmp_exact;
 use super::predicate::{CmpOp, Predicate, Value};
+use super::table::{ColumnData, Table};
 
-/// What a row group's statistics say of one column's values.
+/// What dpq knows of one column's values in a row group.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Bounds {
-    /// Nothing usable: any value may be there.
+    /// Nothing: any value may be there.
     Unknown,
     /// Every value is missing.
     AllMissing,
-    /// The present values lie in `[lo, hi]` (a boolean as 0 or 1).
-    Number(f64, f64),
-    /// The present values lie between these byte strings.
-    Text(Vec<u8>, Vec<u8>),
+    /// Integers in `[lo, hi]`, compared exactly with any number.
+    Int(i64, i64),
+    /// Floats in `[lo, hi]` (never NaN).
+    Float(f64, f64),
+    /// Booleans between these (`false < true`).
+    Bool(bool, bool),
+    /// Text between these, in UTF-8 byte order.
+    Text(String, String),
+}
+
+impl Bounds {
+    /// The bounds of column `c` of a table of one segment, as the column store holds it.
+    pub(crate) fn of(table: &Table, c: usize) -> Bounds {
+        let Some(segment) = table.segments.first() else {
+            return Bounds::AllMissing;
+        };
+        let column = &segment.columns[c];
+        let present = |i: usize| {
+            column
+                .valid
+                .as_ref()
+                .is_none_or(|v| super::bitmap::get(v, i))
+        };
+        let rows = (0..segment.len).filter(|&i| present(i));
+        let span = |it: &mut dyn Iterator<Item = usize>, key: &dyn Fn(usize) -> i128| {
+            it.fold(None, |acc: Option<(usize, usize)>, i| match acc {
+                None => Some((i, i)),
+                Some((lo, hi)) => Some((
+                    if key(i) < key(lo) { i } else { lo },
+                    if key(i) > key(hi) { i } else { hi },
+                )),
+            })
+        };
+        match &column.data {
+            ColumnData::Integer(v) => {
+                match span(&mut rows.into_iter(), &|i| i128::from(v.get(i))) {
+                    Some((lo, hi)) => Bounds::Int(v.get(lo), v.get(hi)),
+                    None => Bounds::AllMissing,
+                }
+            }
+            ColumnData::Float(v) => {
+                let mut found: Option<(f64, f64)> = None;
+                for i in rows {
+                    let x = v[i];
+                    if x.is_nan() {
+                        return Bounds::Unknown;
+                    }
+                    found = Some(found.map_or((x, x), |(lo, hi)| (lo.min(x), hi.max(x))));
+                }
+                found.map_or(Bounds::AllMissing, |(lo, hi)| Bounds::Float(lo, hi))
+            }
+            ColumnData::Boolean(bits) => {
+                let values = rows.map(|i| super::bitmap::get(bits, i));
+                let (mut any_false, mut any_true) = (false, false);
+                for b in values {
+                    any_false |= !b;
+                    any_true |= b;
+                }
+                match (any_false, any_true) {
+                    (false, false) => Bounds::AllMissing,
+                    (lo_false, _) => Bounds::Bool(!lo_false, any_true),
+                }
+            }
+            ColumnData::Text(codes) => {
+                let dictionary = &table.dictionaries[c];
+                match span(&mut rows.into_iter(), &|i| i128::from(codes.get(i))) {
+                    Some((lo, hi)) => Bounds::Text(
+                        dictionary.get(codes.get(lo) as usize).to_string(),
+                        dictionary.get(codes.get(hi) as usize).to_string(),
+                    ),
+                    None => Bounds::AllMissing,
+                }
+            }
+        }
+    }
+
+    /// Bounds holding the values of both.
+    pub(crate) fn union(self, other: Bounds) -> Bounds {
+        use Bounds as B;
+        match (self, other) {
+            (B::AllMissing, x) | (x, B::AllMissing) => x,
+            (B::Int(a, b), B::Int(c, d)) => B::Int(a.min(c), b.max(d)),
+            (B::Float(a, b), B::Float(c, d)) => B::Float(a.min(c), b.max(d)),
+            (B::Bool(a, b), B::Bool(c, d)) => B::Bool(a && c, b || d),
+            (B::Text(a, b), B::Text(c, d)) => B::Text(a.min(c), b.max(d)),
+            _ => B::Unknown,
+        }
+    }
 }
 
 /// Whether some row could make a condition true, and whether some row could make it false.
@@ -131,24 +215,22 @@ fn compare(bounds: &Bounds, op: CmpOp, value: &Value) -> Could {
                 falsity: false,
             }
         }
-        // Compared as dpq compares cells: -0 equals 0, and a NaN anywhere decides nothing.
-        (Bounds::Number(lo, hi), Value::Number(v)) => {
-            match (lo.partial_cmp(v), hi.partial_cmp(v)) {
-                (Some(l), Some(h)) => (l, h),
-                _ => return ANY,
-            }
-        }
-        (Bounds::Number(lo, hi), Value::Bool(b)) => {
-            let v = f64::from(u8::from(*b));
-            match (lo.partial_cmp(&v), hi.partial_cmp(&v)) {
-                (Some(l), Some(h)) => (l, h),
-                _ => return ANY,
-            }
-        }
+        // Compared as the column store compares cells: integers exactly with any number,
+        // floats with -0 equal to 0; a NaN literal decides nothing.
+        (Bounds::Int(lo, hi), Value::Number(v)) => match (cmp_exact(*lo, *v), cmp_exact(*hi, *v)) {
+            (Some(l), Some(h)) => (l, h),
+            _ => return ANY,
+        },
+        (Bounds::Float(lo, hi), Value::Number(v)) => match (lo.partial_cmp(v), hi.partial_cmp(v)) {
+            (Some(l), Some(h)) => (l, h),
+            _ => return ANY,
+        },
+        (Bounds::Bool(lo, hi), Value::Bool(v)) => (lo.cmp(v), hi.cmp(v)),
         (Bounds::Text(lo, hi), Value::Text(v)) => (
-            lo.as_slice().cmp(v.as_bytes()),
-            hi.as_slice().cmp(v.as_bytes()),
+            lo.as_bytes().cmp(v.as_bytes()),
+            hi.as_bytes().cmp(v.as_bytes()),
         ),
+        // A literal of another kind than the column is left to the scan.
         _ => return ANY,
     };
     Could {
@@ -167,20 +249,27 @@ mod tests {
 
     #[test]
     fn bounds_rule_out_what_no_value_in_them_meets() {
-        let b = |_: usize| Bounds::Number(10.0, 20.0);
+        let b = |_: usize| Bounds::Int(10, 20);
         let n = Value::Number;
         assert!(never_true(&cmp(0, CmpOp::Gt, n(20.0)), &b));
         assert!(!never_true(&cmp(0, CmpOp::Ge, n(20.0)), &b));
         assert!(never_true(&cmp(0, CmpOp::Lt, n(10.0)), &b));
         assert!(never_true(&cmp(0, CmpOp::Eq, n(9.5)), &b));
         assert!(!never_true(&cmp(0, CmpOp::Ne, n(15.0)), &b));
-        let one = |_: usize| Bounds::Number(7.0, 7.0);
+        let one = |_: usize| Bounds::Float(7.0, 7.0);
         assert!(never_true(&cmp(0, CmpOp::Ne, n(7.0)), &one));
         // NOT (x <= 20) is true on no row: every present x is <= 20, and a missing one is unknown.
         let not = Predicate::Not(Box::new(cmp(0, CmpOp::Le, n(20.0))));
         assert!(never_true(&not, &b));
-        // A NaN literal is left to the scan.
+        // A NaN literal, and a literal of another kind, are left to the scan.
         assert!(!never_true(&cmp(0, CmpOp::Gt, n(f64::NAN)), &b));
+        let not_true = Predicate::Not(Box::new(cmp(0, CmpOp::Gt, Value::Bool(true))));
+        assert!(!never_true(&not_true, &b));
+        // Integers compare exactly with fractions and beyond 2^53.
+        assert!(never_true(&cmp(0, CmpOp::Lt, n(9.5)), &b));
+        assert!(!never_true(&cmp(0, CmpOp::Lt, n(10.5)), &b));
+        let big = |_: usize| Bounds::Int((1 << 53) + 1, (1 << 53) + 1);
+        assert!(!never_true(&cmp(0, CmpOp::Gt, n(9007199254740992.0)), &big));
     }
 
     #[test]
@@ -201,7 +290,7 @@ mod tests {
 
     #[test]
     fn text_bounds_in_byte_order() {
-        let b = |_: usize| Bounds::Text(b"b".to_vec(), b"d".to_vec());
+        let b = |_: usize| Bounds::Text("b".into(), "d".into());
         let t = |s: &str| Value::Text(s.into());
         assert!(never_true(&cmp(0, CmpOp::Eq, t("a")), &b));
         assert!(!never_true(&cmp(0, CmpOp::Eq, t("c")), &b));
@@ -225,7 +314,7 @@ mod tests {
     fn and_or_not_combine_under_three_valued_logic() {
         let b = |c: usize| {
             if c == 0 {
-                Bounds::Number(0.0, 5.0)
+                Bounds::Int(0, 5)
             } else {
                 Bounds::Unknown
             }

@@ -85,3 +85,15 @@ pub fn postgres_server() -> Option<String> {
         }
     }
 }
+
+/// The byte range of column `column`'s chunk in row group `group` of the Parquet file `file`.
+pub fn parquet_chunk_range(file: &Path, group: usize, column: usize) -> (u64, u64) {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let reader = SerializedFileReader::new(std::fs::File::open(file).expect("the file"))
+        .expect("a Parquet file");
+    reader
+        .metadata()
+        .row_group(group)
+        .column(column)
+        .byte_range()
+}
