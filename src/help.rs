@@ -178,7 +178,7 @@ it). Spends nothing.",
         name: "COMPARE",
         synopsis: "COMPARE NOISE EPS e|(e, ...) [SENSITIVITY d];",
         about: "Laplace noise against the optimal data-independent noise, the staircase (Soria-Comas \
-and Domingo-Ferrer 2011; Geng and Viswanath): for each epsilon, the variances 2 d^2/e^2 and the least \
+and Domingo-Ferrer 2011; Geng and Viswanath 2012): for each epsilon, the variances 2 d^2/e^2 and the least \
 staircase variance, the staircase's inner width gamma, and the 95% interval half-widths of both. \
 Spends nothing.",
         example: "COMPARE NOISE EPS (0.1, 1, 10);",

@@ -197,7 +197,7 @@ fn table_info(info: &TableInfo) -> String {
 pub fn sensitivity_rule(neighbours: Neighbours) -> &'static str {
     match neighbours {
         Neighbours::AddRemove => {
-            "NEIGHBOURS add_remove: its largest absolute coefficient over cells, Lemma 2.1"
+            "NEIGHBOURS add_remove: its largest absolute coefficient over cells (Xiao and Xiong 2012, Lemma 2.1)"
         }
         Neighbours::Replace => {
             "NEIGHBOURS replace: a row moves between two cells, so the largest difference of two cells' coefficients, cells outside the query counting 0"
@@ -529,7 +529,7 @@ fn count(c: &CountResult) -> String {
             if g <= 1.0 / 1024.0 {
                 "the floor 2^-10: the variance-optimal width is narrower at this epsilon"
             } else {
-                "the variance-optimal one, Geng and Viswanath, on the grid"
+                "the variance-optimal one, Geng and Viswanath 2012, on the grid"
             }
         );
     }
@@ -815,7 +815,7 @@ fn compare_noise(r: &super::CompareNoiseResult) -> String {
         ]);
     }
     format!(
-        "Laplace noise against the optimal data-independent (staircase) noise\n{t}\nLaplace: variance 2 d^2/eps^2; staircase: the variance-optimal gamma (Geng and Viswanath), as in the table of Soria-Comas and Domingo-Ferrer 2011. The gain is small for eps <= 1 and large only where eps is large."
+        "Laplace noise against the optimal data-independent (staircase) noise\n{t}\nLaplace: variance 2 d^2/eps^2; staircase: the variance-optimal gamma (Geng and Viswanath 2012), as in the table of Soria-Comas and Domingo-Ferrer 2011. The gain is small for eps <= 1 and large only where eps is large."
     )
 }
 
