@@ -35,7 +35,11 @@ pub mod help;
 pub mod output;
 pub mod plan;
 pub mod privacy;
+#[cfg(feature = "native")]
 pub mod server;
 pub mod span;
 pub mod stats;
 pub mod syntax;
+pub mod sys;
+#[cfg(target_arch = "wasm32")]
+pub mod web;

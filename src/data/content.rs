@@ -1,4 +1,5 @@
 //! The content hash of a load: the BLAKE3 hash of exactly the bytes that were parsed, computed while they are read.
+#![cfg_attr(not(unix), allow(dead_code))]
 //!
 //! A regular file is read through [`VerifiedFile`], a [`ByteSource`] that cuts the file into
 //! fixed blocks of [`BLOCK`] bytes. Every read covers whole blocks and hashes each one as a
@@ -9,11 +10,11 @@
 //! describes the very bytes the table came from, without a second pass over the file and
 //! without holding the file in memory.
 
+use crate::sys::fs::FileExt;
 use std::cell::RefCell;
 use std::fmt;
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::sync::OnceLock;
 
 use blake3::hazmat::{

@@ -128,6 +128,7 @@ impl Lanes {
     }
 
     /// The lanes of `codes` (each at most `max`), at the width that holds `max`.
+    #[cfg_attr(not(feature = "native"), allow(dead_code))]
     pub(crate) fn from_codes(codes: Vec<u32>, max: u64) -> Lanes {
         convert(codes, max, |c| c)
     }
@@ -201,6 +202,7 @@ impl Ints {
     /// The cells `values`, at the narrowest width. The least and greatest values are taken
     /// over the cells whose bit is set in `valid` (every cell when `None`); the others are
     /// stored as some lane within them.
+    #[cfg_attr(not(feature = "native"), allow(dead_code))]
     pub(crate) fn from_values(values: &[i64], valid: Option<&[u64]>) -> Ints {
         let (mut min, mut max) = (i64::MAX, i64::MIN);
         let mut fold = |x: i64| {
@@ -495,6 +497,7 @@ impl CodeBuilder {
 /// An integer against a real, exactly (neither is rounded to the other's type); `None`
 /// for NaN. The reference that tests of narrow comparisons check against, and how row-group
 /// bounds are compared with a literal.
+#[cfg_attr(not(feature = "native"), allow(dead_code))]
 pub(crate) fn cmp_exact(i: i64, x: f64) -> Option<std::cmp::Ordering> {
     use std::cmp::Ordering;
     if x.is_nan() {

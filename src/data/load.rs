@@ -91,6 +91,7 @@ pub struct Loaded {
 pub fn load_csv(path: &Path, opts: &LoadOptions) -> Result<Loaded, DataError> {
     let shown = path.display().to_string();
     match open(path, &shown, opts)? {
+        #[cfg(unix)]
         Opened::File(src) => {
             let table = parse_table(&src, &shown, opts, default_chunks(src.len()))?;
             let content = src.finish().map_err(|e| read_error(record_io(e), &shown))?;

@@ -21,10 +21,13 @@ mod intern;
 mod lanes;
 mod load;
 mod open;
+#[cfg(feature = "native")]
 mod parquet;
 mod parse;
+#[cfg(feature = "native")]
 mod postgres;
 mod predicate;
+#[cfg(feature = "native")]
 mod prune;
 mod schema;
 mod source;
@@ -37,7 +40,10 @@ pub use content::ContentHash;
 pub use count::{count, sum_clamped, Clamp};
 pub use error::{escape_controls, escape_json_format, escape_name, DataError};
 pub use load::{load_csv, load_csv_bytes, LoadOptions, Loaded};
+pub use open::provide_file;
+#[cfg(feature = "native")]
 pub use parquet::{is_parquet_path, open_parquet, parquet_content, ParquetTable};
+#[cfg(feature = "native")]
 pub use postgres::{open_postgres, postgres_content, PgOpened, PgTable};
 pub use predicate::{CmpOp, Predicate, Value};
 pub use schema::{Declared, Domain};

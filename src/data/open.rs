@@ -5,25 +5,75 @@
 //! load hang nor be read as something else. Opening never blocks: a FIFO is opened with
 //! `O_NONBLOCK`, which succeeds at once whether or not a program writes to it.
 
+#[cfg(unix)]
 use std::fs::{File, FileType, OpenOptions};
+#[cfg(unix)]
 use std::io::{ErrorKind, Read};
+#[cfg(unix)]
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+#[cfg(unix)]
 use std::time::{Duration, Instant};
 
-use super::content::{ContentHash, VerifiedFile};
+use super::content::ContentHash;
+#[cfg(unix)]
+use super::content::VerifiedFile;
 use super::error::DataError;
 use super::load::LoadOptions;
+
+/// Files handed over by a program that embeds dpq where there are no files (a page in a
+/// browser): `LOAD` reads them by these paths, and only there.
+static PROVIDED: Mutex<Vec<(PathBuf, Arc<Vec<u8>>)>> = Mutex::new(Vec::new());
+
+/// Hands `bytes` over as the file at `path`, for `LOAD` where there is no file system (on
+/// wasm32; on Unix `LOAD` reads the file system only). A second file at one path replaces
+/// the first.
+pub fn provide_file(path: impl Into<PathBuf>, bytes: Vec<u8>) {
+    let path = path.into();
+    let mut files = PROVIDED.lock().unwrap_or_else(PoisonError::into_inner);
+    files.retain(|(p, _)| *p != path);
+    files.push((path, Arc::new(bytes)));
+}
+
+/// The bytes handed over as the file at `path`, if any.
+#[cfg_attr(unix, allow(dead_code))]
+fn provided(path: &Path) -> Option<Arc<Vec<u8>>> {
+    let files = PROVIDED.lock().unwrap_or_else(PoisonError::into_inner);
+    let clean = |p: &Path| p.components().collect::<PathBuf>();
+    files
+        .iter()
+        .find(|(p, _)| clean(p) == clean(path))
+        .map(|(_, b)| Arc::clone(b))
+}
 
 /// A source ready to parse.
 pub(crate) enum Opened {
     /// A regular file, read by blocks as it is parsed.
+    #[cfg(unix)]
     File(VerifiedFile),
     /// The whole content of a pipe, and its hash.
     Bytes(Vec<u8>, ContentHash),
 }
 
+/// Opens `path` (shown as `shown` in errors) for loading: where there is no Unix, a file
+/// handed over with [`provide_file`].
+#[cfg(not(unix))]
+pub(crate) fn open(path: &Path, shown: &str, opts: &LoadOptions) -> Result<Opened, DataError> {
+    let bytes = provided(path).ok_or_else(|| DataError::NotFound {
+        path: shown.to_string(),
+    })?;
+    if bytes.len() as u64 > opts.max_bytes {
+        return Err(DataError::TooLarge {
+            limit: opts.max_bytes,
+        });
+    }
+    let hash = ContentHash::of_bytes(&bytes);
+    Ok(Opened::Bytes(bytes.to_vec(), hash))
+}
+
 /// Opens `path` (shown as `shown` in errors) for loading.
+#[cfg(unix)]
 pub(crate) fn open(path: &Path, shown: &str, opts: &LoadOptions) -> Result<Opened, DataError> {
     let io = |e: std::io::Error| DataError::Io {
         path: shown.to_string(),
@@ -67,6 +117,7 @@ pub(crate) fn open(path: &Path, shown: &str, opts: &LoadOptions) -> Result<Opene
     Ok(Opened::Bytes(bytes, hash))
 }
 
+#[cfg(unix)]
 /// Refuses character and block devices and sockets: they never end, block, or are not data.
 fn refuse_special(kind: FileType, shown: &str) -> Result<(), DataError> {
     let what = if kind.is_char_device() {
@@ -84,9 +135,11 @@ fn refuse_special(kind: FileType, shown: &str) -> Result<(), DataError> {
     })
 }
 
+#[cfg(unix)]
 /// The longest nap between two reads of a pipe that had nothing to give.
 const MAX_NAP: Duration = Duration::from_millis(20);
 
+#[cfg(unix)]
 /// Reads a pipe opened with `O_NONBLOCK` to its end, up to `opts.max_bytes`.
 ///
 /// An end at once with nothing read means no program writes to the pipe (or one closed it

@@ -74,7 +74,7 @@ struct Part {
 /// What identifies a file's bytes besides its length and modification time.
 #[cfg(unix)]
 fn identity(meta: &std::fs::Metadata) -> (u64, i64, i64) {
-    use std::os::unix::fs::MetadataExt;
+    use crate::sys::fs::MetadataExt;
     (meta.ino(), meta.ctime(), meta.ctime_nsec())
 }
 

@@ -10,7 +10,9 @@
 use super::cells::{count_cells, Buckets};
 use super::count::{count, sum_clamped, Clamp};
 use super::error::DataError;
+#[cfg(feature = "native")]
 use super::parquet::ParquetTable;
+#[cfg(feature = "native")]
 use super::postgres::PgTable;
 use super::predicate::Predicate;
 use super::table::{ColumnType, Table};
@@ -21,8 +23,10 @@ pub enum Source {
     /// A CSV file read once into the column store.
     Memory(Table),
     /// Parquet files, read again at each question.
+    #[cfg(feature = "native")]
     Parquet(ParquetTable),
     /// A PostgreSQL table: each question is sent to the database as one SQL statement.
+    #[cfg(feature = "native")]
     Postgres(Box<PgTable>),
 }
 
@@ -37,7 +41,9 @@ impl Source {
     fn shell(&self) -> &Table {
         match self {
             Source::Memory(t) => t,
+            #[cfg(feature = "native")]
             Source::Parquet(p) => p.shell(),
+            #[cfg(feature = "native")]
             Source::Postgres(p) => p.shell(),
         }
     }
@@ -46,6 +52,7 @@ impl Source {
     pub fn in_memory(&self) -> Option<&Table> {
         match self {
             Source::Memory(t) => Some(t),
+            #[cfg(feature = "native")]
             Source::Parquet(_) | Source::Postgres(_) => None,
         }
     }
@@ -54,7 +61,9 @@ impl Source {
     pub fn kind(&self) -> &'static str {
         match self {
             Source::Memory(_) => "csv",
+            #[cfg(feature = "native")]
             Source::Parquet(_) => "parquet",
+            #[cfg(feature = "native")]
             Source::Postgres(_) => "postgres",
         }
     }
@@ -95,6 +104,7 @@ impl Source {
     pub fn count(&self, pred: &Predicate) -> Result<u64, DataError> {
         match self {
             Source::Memory(t) => Ok(count(t, pred)),
+            #[cfg(feature = "native")]
             Source::Parquet(p) => p.scan(
                 &pred.columns(),
                 Some(pred),
@@ -102,6 +112,7 @@ impl Source {
                 |t| count(t, pred),
                 |a, b| a + b,
             ),
+            #[cfg(feature = "native")]
             Source::Postgres(p) => p.count(pred),
         }
     }
@@ -112,6 +123,7 @@ impl Source {
     pub fn count_cells(&self, dims: &[(usize, Buckets)]) -> Result<Vec<u64>, DataError> {
         match self {
             Source::Memory(t) => Ok(count_cells(t, dims)),
+            #[cfg(feature = "native")]
             Source::Parquet(p) => {
                 let needed: Vec<usize> = dims.iter().map(|(c, _)| *c).collect();
                 let cells: usize = dims.iter().map(|(_, b)| b.len()).product();
@@ -123,6 +135,7 @@ impl Source {
                     |a, b| a.iter().zip(&b).map(|(x, y)| x + y).collect(),
                 )
             }
+            #[cfg(feature = "native")]
             Source::Postgres(p) => p.count_cells(dims),
         }
     }
@@ -139,6 +152,7 @@ impl Source {
     ) -> Result<(i128, u64), DataError> {
         match self {
             Source::Memory(t) => Ok(sum_clamped(t, column, pred, clamp)),
+            #[cfg(feature = "native")]
             Source::Parquet(p) => {
                 let mut needed = pred.map(Predicate::columns).unwrap_or_default();
                 needed.push(column);
@@ -150,6 +164,7 @@ impl Source {
                     |a, b| (a.0.saturating_add(b.0), a.1 + b.1),
                 )
             }
+            #[cfg(feature = "native")]
             Source::Postgres(p) => p.sum_clamped(column, pred, clamp),
         }
     }

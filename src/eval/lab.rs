@@ -206,6 +206,10 @@ impl Session {
         if path.as_os_str().is_empty() {
             return Err(refuse("the file name is empty".into()));
         }
+        // Without files (a page in a browser) a chart is kept in memory for the page.
+        if cfg!(not(unix)) {
+            return Ok(());
+        }
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
@@ -271,24 +275,35 @@ fn temporary(path: &Path) -> std::path::PathBuf {
 /// a chart; only over a regular file or nothing) and says how it went.
 pub(super) fn outcome_of(path: &Path, svg: Result<String, String>) -> PlotOutcome {
     let shown = path.display().to_string();
-    let written = svg.and_then(|svg| {
-        if std::fs::symlink_metadata(path).is_ok_and(|m| !m.file_type().is_file()) {
-            return Err("it exists and is not a regular file".to_string());
+    #[cfg(not(unix))]
+    return match svg {
+        Ok(svg) => {
+            crate::output::plot::keep_chart(&shown, svg);
+            PlotOutcome::Written(shown)
         }
-        if std::fs::symlink_metadata(path).is_ok() && !is_chart(path) {
-            return Err("it exists and is not a chart (an SVG file)".to_string());
-        }
-        let tmp = temporary(path);
-        std::fs::write(&tmp, svg)
-            .and_then(|()| std::fs::rename(&tmp, path))
-            .map_err(|e| {
-                let _ = std::fs::remove_file(&tmp);
-                e.to_string()
-            })
-    });
-    match written {
-        Ok(()) => PlotOutcome::Written(shown),
         Err(reason) => PlotOutcome::Failed(format!("{shown}: {reason}")),
+    };
+    #[cfg(unix)]
+    {
+        let written = svg.and_then(|svg| {
+            if std::fs::symlink_metadata(path).is_ok_and(|m| !m.file_type().is_file()) {
+                return Err("it exists and is not a regular file".to_string());
+            }
+            if std::fs::symlink_metadata(path).is_ok() && !is_chart(path) {
+                return Err("it exists and is not a chart (an SVG file)".to_string());
+            }
+            let tmp = temporary(path);
+            std::fs::write(&tmp, svg)
+                .and_then(|()| std::fs::rename(&tmp, path))
+                .map_err(|e| {
+                    let _ = std::fs::remove_file(&tmp);
+                    e.to_string()
+                })
+        });
+        match written {
+            Ok(()) => PlotOutcome::Written(shown),
+            Err(reason) => PlotOutcome::Failed(format!("{shown}: {reason}")),
+        }
     }
 }
 

@@ -44,6 +44,7 @@ use rand_chacha::ChaCha20Rng;
 use rust_decimal::Decimal;
 use std::collections::HashMap;
 use std::path::PathBuf;
+#[cfg(not(target_arch = "wasm32"))]
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The budget a table gets when loaded.
@@ -462,10 +463,17 @@ fn ninety_five() -> Probability {
     Probability::new(0.95).expect("0.95 lies in (0, 1)")
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
+}
+
+/// In a browser, whose clock the system's is not: the page's.
+#[cfg(target_arch = "wasm32")]
+fn now() -> u64 {
+    (js_sys::Date::now() / 1000.0) as u64
 }
 
 /// The error for a table whose rows could not be read at a question.

@@ -6,7 +6,7 @@ use crate::error::EvalError;
 use crate::output::{Budget, Output, TableInfo};
 use crate::privacy::{Fresh, History, LedgerId, Neighbours, OpenError, Unit};
 use crate::span::Span;
-use std::os::unix::fs::MetadataExt;
+use crate::sys::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// Where a table comes from, as `LOAD` says.
@@ -201,6 +201,7 @@ fn read_table(path: &Path, options: &LoadOptions) -> Result<Read, (String, DataE
     let shown = path.display().to_string();
     let data_file = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let fail = |e| (shown.clone(), e);
+    #[cfg(feature = "native")]
     if data::is_parquet_path(path) {
         if !options.header {
             return Err(fail(no_header("a Parquet file")));
@@ -220,6 +221,7 @@ fn read_table(path: &Path, options: &LoadOptions) -> Result<Read, (String, DataE
     ))
 }
 
+#[cfg_attr(not(feature = "native"), allow(dead_code))]
 fn no_header(what: &str) -> DataError {
     DataError::Io {
         path: String::new(),
@@ -231,6 +233,18 @@ fn no_header(what: &str) -> DataError {
 /// its server (by the server's own system identifier), database and schema-qualified name,
 /// never the connection string, which can hold a password and can spell one server many
 /// ways: a live table has no bytes to hash.
+#[cfg(not(feature = "native"))]
+fn read_postgres(_: &Path, relation: &str, _: bool) -> Result<Read, (String, DataError)> {
+    Err((
+        format!("PostgreSQL table {}", data::escape_name(relation)),
+        DataError::Io {
+            path: String::new(),
+            message: "this build of dpq reads CSV data only".to_string(),
+        },
+    ))
+}
+
+#[cfg(feature = "native")]
 fn read_postgres(
     conninfo: &Path,
     relation: &str,

@@ -1252,3 +1252,24 @@ pub fn histogram_svg(
     }
     Ok(svg)
 }
+
+/// Charts drawn where there are no files (a page in a browser), by name, oldest first.
+static KEPT: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// Keeps the chart `svg` drawn for `name` (replacing one of that name), for the page to show.
+pub fn keep_chart(name: &str, svg: String) {
+    let mut kept = KEPT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    kept.retain(|(n, _)| n != name);
+    kept.push((name.to_string(), svg));
+}
+
+/// The charts kept since the last call, oldest first.
+pub fn take_charts() -> Vec<(String, String)> {
+    std::mem::take(
+        &mut *KEPT
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    )
+}

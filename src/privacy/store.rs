@@ -11,16 +11,18 @@
 //! Nothing stored is an unkeyed function of the data: fingerprints and ledger names are
 //! BLAKE3 in keyed mode under a random secret made once per state directory (readable by its
 //! owner only, as is everything here), so a copy of the ledgers cannot confirm a guessed file.
+// Without files (wasm32) a `File` holds nothing to drop; the drops that end a lock here stay.
+#![cfg_attr(target_arch = "wasm32", allow(clippy::drop_non_drop))]
 
 use super::history::{History, Unit};
 use super::ledger::{sync_dir, Header, Ledger, LedgerError};
 use super::Neighbours;
+use crate::sys::fs::{DirBuilderExt, OpenOptionsExt};
 use rand::RngCore;
 use rust_decimal::Decimal;
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// Where a session keeps its ledgers.
@@ -719,7 +721,7 @@ fn resolved(path: &Path) -> Option<PathBuf> {
 /// file deleted or replaced while the lock was awaited is caught by looking again once it is
 /// held, so two processes never hold locks of two files under one name.
 fn lock_file(path: &Path) -> Result<File, LedgerError> {
-    use std::os::unix::fs::MetadataExt;
+    use crate::sys::fs::MetadataExt;
     let io = |e| io_error(path, e);
     for _ in 0..8 {
         let file = OpenOptions::new()
@@ -784,6 +786,7 @@ fn private_dir(dir: &Path) -> Result<(), LedgerError> {
 
 /// Makes an existing state directory readable by its owner only (another program may have
 /// made it first, with its own mode).
+#[cfg(unix)]
 fn tighten(dir: &Path) -> Result<(), LedgerError> {
     use std::os::unix::fs::PermissionsExt;
     let meta = std::fs::metadata(dir).map_err(|e| io_error(dir, e))?;
@@ -791,6 +794,13 @@ fn tighten(dir: &Path) -> Result<(), LedgerError> {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
             .map_err(|e| io_error(dir, e))?;
     }
+    Ok(())
+}
+
+/// Without Unix there are no modes to tighten (and no state directories: the ledger stays in
+/// memory).
+#[cfg(not(unix))]
+fn tighten(_dir: &Path) -> Result<(), LedgerError> {
     Ok(())
 }
 

@@ -1,0 +1,92 @@
+//! The Unix file calls dpq makes, and stand-ins where there is no Unix (wasm32 in a browser):
+//! there every file call fails before these are reached, since tables come from text the
+//! embedding page hands over (`data::provide_file`) and the ledger stays in memory.
+
+#[cfg(unix)]
+pub use std::os::unix::fs;
+
+/// Stand-ins for `std::os::unix::fs`: every call fails, or reads as zero.
+#[cfg(not(unix))]
+pub mod fs {
+    use std::io;
+
+    fn unsupported() -> io::Error {
+        io::Error::new(io::ErrorKind::Unsupported, "no files here")
+    }
+
+    /// Positioned reads and writes.
+    pub trait FileExt {
+        /// Fails: no files.
+        fn read_at(&self, _buf: &mut [u8], _offset: u64) -> io::Result<usize> {
+            Err(unsupported())
+        }
+        /// Fails: no files.
+        fn read_exact_at(&self, _buf: &mut [u8], _offset: u64) -> io::Result<()> {
+            Err(unsupported())
+        }
+        /// Fails: no files.
+        fn write_at(&self, _buf: &[u8], _offset: u64) -> io::Result<usize> {
+            Err(unsupported())
+        }
+        /// Fails: no files.
+        fn write_all_at(&self, _buf: &[u8], _offset: u64) -> io::Result<()> {
+            Err(unsupported())
+        }
+    }
+    impl FileExt for std::fs::File {}
+
+    /// A file's identity and times: zero.
+    pub trait MetadataExt {
+        /// Zero.
+        fn ino(&self) -> u64 {
+            0
+        }
+        /// Zero.
+        fn dev(&self) -> u64 {
+            0
+        }
+        /// Zero.
+        fn ctime(&self) -> i64 {
+            0
+        }
+        /// Zero.
+        fn ctime_nsec(&self) -> i64 {
+            0
+        }
+        /// Zero.
+        fn mode(&self) -> u32 {
+            0
+        }
+        /// Zero.
+        fn nlink(&self) -> u64 {
+            0
+        }
+        /// Zero.
+        fn uid(&self) -> u32 {
+            0
+        }
+    }
+    impl MetadataExt for std::fs::Metadata {}
+
+    /// Open flags and modes: ignored.
+    pub trait OpenOptionsExt {
+        /// Ignored.
+        fn mode(&mut self, _mode: u32) -> &mut Self {
+            self
+        }
+        /// Ignored.
+        fn custom_flags(&mut self, _flags: i32) -> &mut Self {
+            self
+        }
+    }
+    impl OpenOptionsExt for std::fs::OpenOptions {}
+
+    /// Directory modes: ignored.
+    pub trait DirBuilderExt {
+        /// Ignored.
+        fn mode(&mut self, _mode: u32) -> &mut Self {
+            self
+        }
+    }
+    impl DirBuilderExt for std::fs::DirBuilder {}
+}
