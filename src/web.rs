@@ -98,3 +98,9 @@ impl Playground {
         budget
     }
 }
+
+/// The words of the language, for the page's highlighting, as a JSON array.
+#[wasm_bindgen]
+pub fn keywords() -> String {
+    serde_json::to_string(crate::syntax::KEYWORDS).unwrap_or_else(|_| "[]".into())
+}

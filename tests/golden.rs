@@ -160,13 +160,15 @@ fn figure_scripts_write_their_charts() {
 fn golden_transcripts() {
     let mut all = Vec::new();
     scripts(Path::new("tests/golden"), &mut all);
-    if let Ok(entries) = std::fs::read_dir("examples") {
-        all.extend(
-            entries
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|e| e == "dpq")),
-        );
+    for dir in ["examples", "examples/attack"] {
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            all.extend(
+                entries
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|e| e == "dpq")),
+            );
+        }
     }
     all.sort();
     assert!(all.len() >= 10, "the golden scripts were not found");
