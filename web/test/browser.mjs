@@ -1,0 +1,183 @@
+// Tests of the dpq playground in a real browser: the distribution's Chromium, driven by
+// Playwright's core (no browser download), against web/dist served over loopback by a plain
+// static server started here. Run `bash web/build.sh` first, then `node web/test/browser.mjs`.
+// A screenshot of each page tested is kept in web/test/artifacts/.
+import { chromium } from "playwright-core";
+import http from "node:http";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import assert from "node:assert/strict";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const dist = path.resolve(here, "..", "dist");
+const root = path.resolve(here, "..", "..");
+const artifacts = path.join(here, "artifacts");
+fs.mkdirSync(artifacts, { recursive: true });
+
+const TYPES = {
+  ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".wasm": "application/wasm",
+  ".csv": "text/csv", ".dpq": "text/plain", ".svg": "image/svg+xml",
+};
+
+// A static server of web/dist, as any static server would serve it.
+function serve() {
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url, "http://localhost");
+    const file = path.join(dist, decodeURIComponent(url.pathname === "/" ? "/index.html" : url.pathname));
+    if (!file.startsWith(dist) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, { "content-type": TYPES[path.extname(file)] ?? "application/octet-stream" });
+    fs.createReadStream(file).pipe(res);
+  });
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
+}
+
+const results = (page) => page.$$eval("#results pre", (pres) => pres.map((p) => ({ text: p.textContent, error: p.classList.contains("error") })));
+
+async function waitForResults(page, count, timeout = 60000) {
+  await page.waitForFunction((n) => document.querySelectorAll("#results pre").length >= n, count, { timeout });
+  return results(page);
+}
+
+const tests = [];
+const test = (name, body) => tests.push({ name, body });
+
+// A link with #example=quickstart opens the page and runs the quickstart: its first results
+// within 2 s of opening (measured from the navigation, wasm download and start included).
+test("a link runs the quickstart, and its first result comes within 2 s", async (page, base) => {
+  const started = Date.now();
+  await page.goto(`${base}/#example=quickstart`);
+  await waitForResults(page, 1);
+  const first = Date.now() - started;
+  const out = await waitForResults(page, 4);
+  assert.ok(out.every((r) => !r.error), JSON.stringify(out));
+  assert.match(out[0].text, /Loaded table people/);
+  assert.match(out[1].text, /noisy count/);
+  assert.match(out[1].text, /Bayes estimate/);
+  const budget = await page.textContent("#budget");
+  assert.match(budget, /0\.1 of 1 spent/);
+  assert.match(budget, /replace/);
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.screenshot({ path: path.join(artifacts, "playground.png") });
+  console.log(`  first result ${first} ms after opening`);
+  assert.ok(first < 2000, `first result after ${first} ms`);
+  return { first_result_ms: first };
+});
+
+// With a seed, the page's dpq draws the noise the command line draws with that seed.
+test("a seeded run answers as the command line does", async (page, base) => {
+  await page.goto(base);
+  await page.waitForSelector("body[data-ready=true]");
+  await page.fill("#seed", "2");
+  await page.dispatchEvent("#seed", "change");
+  const script = fs.readFileSync(path.join(root, "examples/quickstart.dpq"), "utf8");
+  await page.fill("#source", script);
+  await page.click("#run");
+  const out = await waitForResults(page, 4);
+  const golden = fs.readFileSync(path.join(root, "tests/golden/examples/quickstart.out"), "utf8");
+  const noisy = golden.match(/noisy count\s+┆ ([0-9.]+)/)[1];
+  assert.ok(out[1].text.includes(noisy), `the page's count: ${out[1].text}`);
+  assert.match(out[1].text, /NOT private/);
+});
+
+// Explain says what the statement at the cursor would cost, and spends nothing.
+test("Explain explains the statement at the cursor", async (page, base) => {
+  await page.goto(`${base}/#run=${encodeURIComponent("LOAD 'examples/data/people.csv';\nCOUNT WHERE age < 30 WITH EPS 0.5;")}`);
+  await waitForResults(page, 2);
+  await page.click("#source");
+  await page.evaluate(() => { const s = document.getElementById("source"); s.selectionStart = s.selectionEnd = s.value.length - 5; });
+  await page.click("#explain");
+  const out = await waitForResults(page, 3);
+  assert.match(out[2].text, /EXPLAIN COUNT WHERE age < 30 WITH EPS 0\.5/);
+  assert.match(out[2].text, /Nothing was done/);
+  assert.match(await page.textContent("#budget"), /0\.5 of 1 spent/);
+});
+
+// The attack lab: under the budget no answer comes back; with it raised, every one does.
+test("the attack lab reconstructs the answers only when the budget allows", async (page, base) => {
+  await page.goto(`${base}/#example=attack`);
+  await page.waitForFunction(() => [...document.querySelectorAll("#results pre")].filter((p) => p.textContent.startsWith("ESTIMATE")).length >= 24, null, { timeout: 120000 });
+  const out = await results(page);
+  assert.ok(out.every((r) => !r.error), out.filter((r) => r.error).map((r) => r.text).join("\n"));
+  const estimates = out.filter((r) => r.text.startsWith("ESTIMATE")).map((r) => Number(r.text.match(/estimate\s+┆ (-?[0-9.]+)/)[1]));
+  const truth = fs.readFileSync(path.join(root, "examples/attack/class.csv"), "utf8").trim().split("\n").slice(1).map((l) => l.endsWith(",yes") ? 1 : 0);
+  const exposed = estimates.slice(12).map((x) => (Math.round(x) === 1 ? 1 : 0));
+  assert.deepEqual(exposed, truth);
+  const far = estimates.slice(0, 12).filter((x, i) => Math.abs(x - truth[i]) > 0.5).length;
+  console.log(`  under the budget, ${far} of 12 estimates are off by more than a half`);
+  assert.ok(far >= 6, `${far} of 12 off`);
+});
+
+// The paper's figures draw their charts inline.
+test("a figure's chart is drawn in the page", async (page, base) => {
+  await page.goto(`${base}/#example=fig1`);
+  await page.waitForSelector("#results figure img", { timeout: 120000 });
+  const src = await page.getAttribute("#results figure img", "src");
+  assert.ok(decodeURIComponent(src).includes("Noise standard deviation"));
+});
+
+// A user's own file is read in the page and loaded by its name.
+test("a file the user picks is loaded in the page", async (page, base) => {
+  await page.goto(base);
+  await page.waitForSelector("body[data-ready=true]");
+  await page.fill("#source", "");
+  await page.setInputFiles("#file", { name: "mine.csv", mimeType: "text/csv", buffer: Buffer.from("x,y\n1,a\n2,b\n3,a\n") });
+  await page.waitForFunction(() => document.getElementById("source").value.includes("LOAD 'mine.csv'"));
+  await page.click("#run");
+  const out = await waitForResults(page, 1);
+  assert.match(out[0].text, /n = 3 rows/);
+});
+
+// The lab's Monte Carlo in the browser against the native binary, 100,000 runs.
+test("a 100,000-run SIMULATE, timed against the native binary", async (page, base) => {
+  const statement = "SET SEED 7; SIMULATE N 100 P 0.3 EPS 0.1 RUNS 100000;";
+  await page.goto(`${base}/#run=${encodeURIComponent(statement)}`);
+  await waitForResults(page, 2, 120000);
+  const status = await page.textContent("#status");
+  const browser_ms = Number(status.match(/in (\d+) ms/)[1]);
+  const binary = path.join(process.env.CARGO_TARGET_DIR ?? path.join(root, "target"), "release/dpq");
+  let native_ms = null;
+  if (fs.existsSync(binary)) {
+    const { execFileSync } = await import("node:child_process");
+    const t0 = process.hrtime.bigint();
+    execFileSync(binary, ["--practice", "-c", statement], { stdio: "ignore" });
+    native_ms = Number((process.hrtime.bigint() - t0) / 1000000n);
+  }
+  console.log(`  SIMULATE 100,000 runs: browser ${browser_ms} ms, native ${native_ms ?? "(no release build)"} ms`);
+  return { simulate_browser_ms: browser_ms, simulate_native_ms: native_ms };
+});
+
+const server = await serve();
+const base = `http://127.0.0.1:${server.address().port}`;
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+let failed = 0;
+const measured = {};
+for (const { name, body } of tests) {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  try {
+    Object.assign(measured, (await body(page, base)) ?? {});
+    assert.deepEqual(errors, [], "no error in the page");
+    console.log(`ok   ${name}`);
+  } catch (e) {
+    failed++;
+    console.log(`FAIL ${name}\n${e.stack ?? e}`);
+  } finally {
+    const file = name.replace(/[^a-z0-9]+/gi, "-").replace(/^-|-$/g, "").toLowerCase();
+    await page.screenshot({ path: path.join(artifacts, `${file}.png`), fullPage: false });
+    await page.close();
+  }
+}
+await browser.close();
+server.close();
+fs.writeFileSync(path.join(artifacts, "measured.json"), JSON.stringify(measured, null, 2) + "\n");
+console.log(`${tests.length - failed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
