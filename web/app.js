@@ -21,6 +21,7 @@ const EXAMPLES = {
   income: "examples/income.dpq",
   lab: "examples/lab.dpq",
   "xiao-xiong": "examples/xiao-xiong.dpq",
+  visits: "examples/visits.dpq",
   attack: "examples/attack/attack.dpq",
 };
 for (let i = 1; i <= 8; i++) EXAMPLES[`fig${i}`] = `examples/figures/fig${i}.dpq`;
