@@ -155,6 +155,76 @@ function showBudget() {
   panel.innerHTML = html;
 }
 
+// --- the attack lab's curve: reconstruction against epsilon --------------------------------
+
+// Runs the attack lab's 24 group counts at several epsilons, each in fresh seeded sessions,
+// takes dpq's least-squares estimate of every student's answer (ESTIMATE), and plots the share
+// of students whose answer the estimate gives (above one half: yes) against the epsilon all
+// 24 answers spent together. The truth comes from the class's file, which the teacher has.
+async function attackCurve() {
+  const script = await fetchText(EXAMPLES.attack);
+  const lines = script.split("\n");
+  const setup = lines.filter((l) => /^(LOAD|CUBE)\b/.test(l)).join("\n");
+  const groups = lines.filter((l) => /^COUNT WHERE id IN/.test(l)).slice(0, 24)
+    .map((l) => l.replace(/WITH EPS [0-9.]+;$/, ""));
+  const students = lines.filter((l) => /^ESTIMATE\b/.test(l)).slice(0, 12);
+  const truth = (await fetchText("examples/attack/class.csv")).trim().split("\n").slice(1)
+    .map((l) => l.endsWith(",yes"));
+  const perQuestion = [0.01, 0.1, 0.3, 1, 3, 10];
+  const trials = 3;
+  const points = [];
+  for (const [k, eps] of perQuestion.entries()) {
+    let right = 0;
+    for (let t = 0; t < trials; t++) {
+      const lab = new Playground(1000 + 100 * k + t);
+      const run = [setup, "SET BUDGET 1000000;", ...groups.map((g) => `${g}WITH EPS ${eps};`), ...students].join("\n");
+      const found = JSON.parse(lab.run(run, true, undefined))
+        .filter((r) => r.ok).map((r) => JSON.parse(r.text)).filter((r) => r.kind === "estimate");
+      lab.free();
+      found.forEach((r, i) => { if ((r.estimate > 0.5) === truth[i]) right++; });
+    }
+    points.push([24 * eps, right / (trials * truth.length)]);
+    $("status").textContent = `attack curve: ${k + 1} of ${perQuestion.length} epsilons`;
+    await new Promise((resolve) => setTimeout(resolve));
+  }
+  showCurve(points, truth);
+  $("status").textContent = "attack curve: done";
+  window.attackCurvePoints = points;
+  return points;
+}
+
+function showCurve(points, truth) {
+  const W = 560, H = 320, L = 60, R = 20, T = 40, B = 50;
+  const lx = (x) => Math.log10(x);
+  const [x0, x1] = [lx(points[0][0]), lx(points[points.length - 1][0])];
+  const px = (x) => L + ((lx(x) - x0) / (x1 - x0)) * (W - L - R);
+  const py = (y) => H - B - y * (H - T - B);
+  const guess = Math.max(truth.filter((x) => x).length, truth.filter((x) => !x).length) / truth.length;
+  let svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="12">` +
+    `<rect width="${W}" height="${H}" fill="white"/>` +
+    `<text x="${W / 2}" y="20" text-anchor="middle" font-size="14">Students whose answer the attack recovers</text>` +
+    `<line x1="${L}" y1="${H - B}" x2="${W - R}" y2="${H - B}" stroke="black"/><line x1="${L}" y1="${T}" x2="${L}" y2="${H - B}" stroke="black"/>`;
+  for (const y of [0, 0.25, 0.5, 0.75, 1]) svg += `<text x="${L - 6}" y="${py(y) + 4}" text-anchor="end">${y * 100}%</text><line x1="${L}" y1="${py(y)}" x2="${W - R}" y2="${py(y)}" stroke="#eee"/>`;
+  for (const [x] of points) svg += `<text x="${px(x)}" y="${H - B + 16}" text-anchor="middle">${Number(x.toPrecision(2))}</text>`;
+  svg += `<text x="${W / 2}" y="${H - 12}" text-anchor="middle">epsilon spent by the 24 answers together (log scale)</text>`;
+  svg += `<line x1="${L}" y1="${py(guess)}" x2="${W - R}" y2="${py(guess)}" stroke="#999" stroke-dasharray="4,3"/>` +
+    `<text x="${W - R}" y="${py(guess) - 4}" text-anchor="end" fill="#666">guessing the commoner answer for all</text>`;
+  svg += `<polyline fill="none" stroke="#d62728" stroke-width="2" points="${points.map(([x, y]) => `${px(x)},${py(y)}`).join(" ")}"/>`;
+  for (const [x, y] of points) svg += `<circle cx="${px(x)}" cy="${py(y)}" r="3" fill="#d62728"/>`;
+  svg += "</svg>";
+  const figure = document.createElement("figure");
+  const img = document.createElement("img");
+  img.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(svg);
+  img.alt = "reconstruction rate against epsilon";
+  const caption = document.createElement("figcaption");
+  caption.textContent = "The attack lab against epsilon: 3 seeded runs per point, each student's answer " +
+    "taken as yes when dpq's estimate exceeds one half. Under a budget of 1 (left of 1) the attack does " +
+    "little better than a guess; with a budget in the tens it recovers every answer.";
+  figure.append(img, caption);
+  $("results").append(figure);
+  figure.scrollIntoView({ block: "nearest" });
+}
+
 // --- examples, links and the user's own file ----------------------------------------------
 
 async function fetchText(path) {
@@ -212,6 +282,7 @@ async function main() {
     if (statement) run(/^explain\b/i.test(statement) ? `${statement};` : `EXPLAIN ${statement};`);
   });
   $("reset").addEventListener("click", newSession);
+  $("curve").addEventListener("click", () => attackCurve());
   $("seed").addEventListener("change", newSession);
   $("example").addEventListener("change", (e) => openExample(e.target.value, false));
   $("file").addEventListener("change", async (e) => {

@@ -134,6 +134,19 @@ test("every bundled example runs in the page", async (page, base) => {
   console.log(`  ${names.length} examples: ${JSON.stringify(times)}`);
 });
 
+// The attack curve: the share of answers recovered rises from a guess to all of them as the
+// epsilon the 24 answers spend grows.
+test("the attack curve rises from a guess to every answer", async (page, base) => {
+  await page.goto(base);
+  await page.waitForSelector("body[data-ready=true]");
+  await page.click("#curve");
+  await page.waitForSelector("#results figure img[alt='reconstruction rate against epsilon']", { timeout: 300000 });
+  const points = await page.evaluate(() => window.attackCurvePoints);
+  console.log(`  recovered: ${points.map(([x, y]) => `${Number(x.toPrecision(2))}: ${Math.round(100 * y)}%`).join(", ")}`);
+  assert.ok(points[0][1] < 0.85, `at epsilon ${points[0][0]}: ${points[0][1]}`);
+  assert.equal(points[points.length - 1][1], 1);
+});
+
 // The paper's figures draw their charts inline.
 test("a figure's chart is drawn in the page", async (page, base) => {
   await page.goto(`${base}/#example=fig1`);
