@@ -16,8 +16,8 @@ use crate::privacy::Store;
 
 /// Hands `bytes` over as the file at `path`, for `LOAD` to read.
 #[wasm_bindgen(js_name = provideFile)]
-pub fn provide_file(path: &str, bytes: &[u8]) {
-    crate::data::provide_file(path, bytes.to_vec());
+pub fn provide_file(path: &str, bytes: Vec<u8>) {
+    crate::data::provide_file(path, bytes);
 }
 
 /// The charts drawn since the last call, as a JSON array of `[name, svg]`.
@@ -103,4 +103,39 @@ impl Playground {
 #[wasm_bindgen]
 pub fn keywords() -> String {
     serde_json::to_string(crate::syntax::KEYWORDS).unwrap_or_else(|_| "[]".into())
+}
+
+/// The statement of `source` at byte `offset` (the one holding it, else the last one before
+/// it), as `EXPLAIN` asks it: `EXPLAIN statement;`, or the statement itself when it is an
+/// `EXPLAIN` already. Empty when there is none. Split as dpq splits a script: a `;` in a
+/// comment or a string ends nothing.
+#[wasm_bindgen(js_name = explainAt)]
+pub fn explain_at(source: &str, offset: usize) -> String {
+    let (pieces, _) = crate::syntax::split::split(source);
+    let Some(piece) = pieces
+        .iter()
+        .rev()
+        .find(|p| p.span.start <= offset)
+        .or(pieces.first())
+    else {
+        return String::new();
+    };
+    let text = source.get(piece.span.start..piece.span.end).unwrap_or("");
+    // The statement without the comments and blank lines before it.
+    let statement = text
+        .lines()
+        .skip_while(|l| l.trim().is_empty() || l.trim_start().starts_with("--"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let statement = statement.trim();
+    if statement.is_empty() {
+        String::new()
+    } else if statement
+        .get(..7)
+        .is_some_and(|w| w.eq_ignore_ascii_case("explain"))
+    {
+        format!("{statement};")
+    } else {
+        format!("EXPLAIN {statement};")
+    }
 }

@@ -281,3 +281,19 @@ fn a_sum_named_in_another_case_is_evidence_about_its_column() {
     assert!(error(&out[2]).is_none(), "{}", out[2]);
     assert!(error(&out[3]).is_none(), "{}", out[3]);
 }
+
+/// PROMISE (SPEC: bad input gets one clear error, never a panic): a MEAN whose epsilon is the
+/// largest decimal there is. Halving it and adding the halves back overflowed a `Decimal`
+/// and panicked the process (in the browser, the whole page's module).
+#[test]
+fn a_mean_of_the_largest_epsilon_is_refused_not_a_panic() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut s = session(dir.path());
+    let out = run_json(
+        &mut s,
+        "LOAD 'examples/data/people.csv'; MEAN age CLAMP (0, 1) WITH EPS 79228162514264337593543950335;",
+    );
+    assert!(error(&out[1]).is_some(), "{}", out[1]);
+    let again = run_json(&mut s, "SHOW BUDGET;");
+    assert_eq!(again[0]["spent"], 0.0, "nothing was spent: {}", again[0]);
+}

@@ -1,7 +1,11 @@
 // The dpq playground: dpq itself, compiled to WebAssembly, run by this page. No server sees
 // a query or a row: the bundled tables are fetched from where the page is served, a table
 // the user picks is read in the browser, and budgets live in the page's memory.
-import init, { Playground, provideFile, takeCharts, keywords } from "./pkg/dpq.js";
+import init, { Playground, provideFile, takeCharts, keywords, explainAt } from "./pkg/dpq.js";
+
+// The largest file the page reads: a table is held in the page's memory (at most 4 GB for a
+// WebAssembly module), with room for its columns besides.
+const MAX_FILE = 256 * 1024 * 1024;
 
 // The bundled tables, by the paths scripts name them with (as in the repository).
 const DATA = [
@@ -32,9 +36,28 @@ const highlight = $("highlight");
 let session = null;
 let words = new Set();
 
+// The seed field's value: none, or a whole number from 0 to 2^32 - 1 (anything else is refused,
+// never wrapped round to another seed).
+function seedValue() {
+  const text = $("seed").value.trim();
+  if (text === "") return undefined;
+  const seed = Number(text);
+  if (!Number.isInteger(seed) || seed < 0 || seed > 4294967295) {
+    throw new Error(`the seed must be a whole number from 0 to 4294967295, not ${text}`);
+  }
+  return seed;
+}
+
 function newSession() {
-  const seed = $("seed").value.trim();
-  session = new Playground(seed === "" ? undefined : Number(seed));
+  let seed;
+  try {
+    seed = seedValue();
+  } catch (e) {
+    $("status").textContent = `${e.message}: the session goes on unseeded`;
+    $("seed").value = "";
+  }
+  try { session?.free(); } catch { /* a session broken by a trap cannot be freed */ }
+  session = new Playground(seed);
   $("results").replaceChildren();
   showBudget();
 }
@@ -105,7 +128,17 @@ function showCharts() {
 
 function run(text) {
   const started = performance.now();
-  const out = JSON.parse(session.run(text, false, width()));
+  let out;
+  try {
+    out = JSON.parse(session.run(text, false, width()));
+  } catch (e) {
+    // dpq stopped inside (a bug, or the page's memory is full): that session cannot go on.
+    newSession();
+    show(`dpq stopped on this script (${e}). The session was started afresh: every budget is ` +
+      "full again, and nothing before it is kept.", false);
+    $("status").textContent = "dpq stopped; a new session was started";
+    return [];
+  }
   for (const r of out) show(r.text, r.ok);
   showCharts();
   showBudget();
@@ -117,13 +150,12 @@ function run(text) {
   return out;
 }
 
-function statementAtCursor() {
+// `EXPLAIN` of the statement at the cursor, split as dpq splits a script (a `;` in a comment
+// or a string ends nothing).
+function explainAtCursor() {
   const text = source.value;
-  const at = source.selectionStart;
-  const start = text.lastIndexOf(";", at - 1) + 1;
-  let end = text.indexOf(";", at);
-  if (end < 0) end = text.length;
-  return text.slice(start, end).replace(/--[^\n]*/g, "").trim();
+  const offset = new TextEncoder().encode(text.slice(0, source.selectionStart)).length;
+  return explainAt(text, offset);
 }
 
 // --- the budget panel --------------------------------------------------------------------
@@ -234,8 +266,11 @@ async function fetchText(path) {
 }
 
 async function openExample(name, andRun) {
+  if (!Object.hasOwn(EXAMPLES, name)) {
+    $("status").textContent = `no example called ${name}`;
+    return;
+  }
   const path = EXAMPLES[name];
-  if (!path) return;
   source.value = await fetchText(path);
   repaint();
   if (andRun) {
@@ -254,7 +289,9 @@ function fromLink() {
   }
   if (hash.has("example")) {
     $("example").value = hash.get("example");
-    openExample(hash.get("example"), true);
+    openExample(hash.get("example"), true).catch((e) => {
+      $("status").textContent = `the example could not be opened: ${e}`;
+    });
     return true;
   }
   return false;
@@ -278,8 +315,8 @@ async function main() {
   });
   $("run").addEventListener("click", () => run(source.value));
   $("explain").addEventListener("click", () => {
-    const statement = statementAtCursor();
-    if (statement) run(/^explain\b/i.test(statement) ? `${statement};` : `EXPLAIN ${statement};`);
+    const statement = explainAtCursor();
+    if (statement) run(statement);
   });
   $("reset").addEventListener("click", newSession);
   $("curve").addEventListener("click", () => attackCurve());
@@ -288,17 +325,33 @@ async function main() {
   $("file").addEventListener("change", async (e) => {
     const file = e.target.files[0];
     if (!file) return;
-    provideFile(file.name, new Uint8Array(await file.arrayBuffer()));
+    if (file.size > MAX_FILE) {
+      $("status").textContent = `${file.name} is ${Math.round(file.size / 2 ** 20)} MB: the page reads files up to ${MAX_FILE / 2 ** 20} MB (dpq on the command line reads any size)`;
+      return;
+    }
+    try {
+      provideFile(file.name, new Uint8Array(await file.arrayBuffer()));
+    } catch (error) {
+      $("status").textContent = `${file.name} could not be read: ${error}`;
+      return;
+    }
     source.value += `${source.value.endsWith("\n") || source.value === "" ? "" : "\n"}LOAD '${file.name.replace(/'/g, "''")}';\n`;
     repaint();
     $("status").textContent = `${file.name} is ready to LOAD: it stays in this page.`;
   });
   $("link").addEventListener("click", async () => {
-    const link = `${location.origin}${location.pathname}#run=${encodeURIComponent(source.value)}`;
+    let link;
+    try {
+      link = `${location.origin}${location.pathname}#run=${encodeURIComponent(source.value)}`;
+    } catch (error) {
+      $("status").textContent = `no link for this script: ${error}`;
+      return;
+    }
     history.replaceState(null, "", link);
     try { await navigator.clipboard.writeText(link); $("status").textContent = "The link is copied."; }
     catch { $("status").textContent = "The link is in the address bar."; }
   });
+  window.addEventListener("hashchange", fromLink);
   if (!fromLink()) await openExample("quickstart", false);
   document.body.dataset.ready = "true";
 }

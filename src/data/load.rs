@@ -97,7 +97,13 @@ pub fn load_csv(path: &Path, opts: &LoadOptions) -> Result<Loaded, DataError> {
             let content = src.finish().map_err(|e| read_error(record_io(e), &shown))?;
             Ok(Loaded { table, content })
         }
+        #[cfg(unix)]
         Opened::Bytes(bytes, content) => {
+            let table = parse_table(&bytes[..], &shown, opts, default_chunks(bytes.len() as u64))?;
+            Ok(Loaded { table, content })
+        }
+        #[cfg(not(unix))]
+        Opened::Shared(bytes, content) => {
             let table = parse_table(&bytes[..], &shown, opts, default_chunks(bytes.len() as u64))?;
             Ok(Loaded { table, content })
         }

@@ -53,7 +53,11 @@ pub(crate) enum Opened {
     #[cfg(unix)]
     File(VerifiedFile),
     /// The whole content of a pipe, and its hash.
+    #[cfg(unix)]
     Bytes(Vec<u8>, ContentHash),
+    /// The content of a file handed over by the page, not copied, and its hash.
+    #[cfg(not(unix))]
+    Shared(Arc<Vec<u8>>, ContentHash),
 }
 
 /// Opens `path` (shown as `shown` in errors) for loading: where there is no Unix, a file
@@ -69,7 +73,7 @@ pub(crate) fn open(path: &Path, shown: &str, opts: &LoadOptions) -> Result<Opene
         });
     }
     let hash = ContentHash::of_bytes(&bytes);
-    Ok(Opened::Bytes(bytes.to_vec(), hash))
+    Ok(Opened::Shared(bytes, hash))
 }
 
 /// Opens `path` (shown as `shown` in errors) for loading.

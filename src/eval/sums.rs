@@ -321,7 +321,7 @@ fn parts(plan: &SumPlan) -> Option<Vec<(Eps, Decimal, &'static str)>> {
         exact: half,
         noise: ExactEpsilon::new(half).ok()?,
     };
-    if eps.exact + eps.exact != plan.eps.exact {
+    if eps.exact.checked_add(eps.exact) != Some(plan.eps.exact) {
         return None;
     }
     Some(vec![

@@ -96,6 +96,37 @@ test("Explain explains the statement at the cursor", async (page, base) => {
   assert.match(await page.textContent("#budget"), /0\.5 of 1 spent/);
 });
 
+// Explain splits the script as dpq does: a `;` in a comment or a string ends nothing.
+test("Explain finds the statement as dpq splits the script", async (page, base) => {
+  const script = "LOAD 'examples/data/people.csv';\n-- a comment; with a semicolon\nCOUNT WHERE sex = 'F;M' OR age < 20 WITH EPS 0.2;\n";
+  await page.goto(`${base}/#run=${encodeURIComponent(script)}`);
+  await waitForResults(page, 2);
+  await page.evaluate(() => { const s = document.getElementById("source"); s.focus(); s.selectionStart = s.selectionEnd = s.value.indexOf("OR age"); });
+  await page.click("#explain");
+  const out = await waitForResults(page, 3);
+  assert.match(out[2].text, /^EXPLAIN COUNT WHERE sex = 'F;M' OR age < 20 WITH EPS 0\.2/);
+  assert.ok(!out[2].error, out[2].text);
+});
+
+// Odd input meets an error, never a dead page: the largest epsilon there is for a mean, an
+// example that is no example, a seed out of range.
+test("odd input gets an error and the page goes on", async (page, base) => {
+  await page.goto(`${base}/#run=${encodeURIComponent("LOAD 'examples/data/people.csv'; MEAN age CLAMP (0, 1) WITH EPS 79228162514264337593543950335;")}`);
+  let out = await waitForResults(page, 2);
+  assert.ok(out[1].error, out[1].text);
+  await page.goto(`${base}/#example=__proto__`);
+  await page.waitForSelector("body[data-ready=true]");
+  assert.match(await page.textContent("#status"), /no example called __proto__/);
+  await page.fill("#seed", "4294967298");
+  await page.dispatchEvent("#seed", "change");
+  assert.match(await page.textContent("#status"), /seed must be a whole number/);
+  await page.fill("#source", "LOAD 'examples/data/people.csv'; COUNT WHERE age < 30 WITH EPS 0.1;");
+  await page.click("#run");
+  out = await waitForResults(page, 2);
+  assert.ok(out.every((r) => !r.error), JSON.stringify(out));
+  assert.ok(!/seed/.test(out[1].text), "unseeded");
+});
+
 // The attack lab: under the budget no answer comes back; with it raised, every one does.
 test("the attack lab reconstructs the answers only when the budget allows", async (page, base) => {
   await page.goto(`${base}/#example=attack`);
