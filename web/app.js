@@ -1,7 +1,8 @@
 // The dpq playground: dpq itself, compiled to WebAssembly, run by this page. No server sees
 // a query or a row: the bundled tables are fetched from where the page is served, a table
 // the user picks is read in the browser, and budgets live in the page's memory.
-import init, { Playground, provideFile, takeCharts, keywords, explainAt } from "./pkg/dpq.js";
+// dpq runs in a worker of its own (worker.js), so that the page stays responsive and a long
+// script can be stopped.
 
 // The largest file the page reads: a table is held in the page's memory (at most 4 GB for a
 // WebAssembly module), with room for its columns besides.
@@ -33,8 +34,58 @@ for (let i = 1; i <= 8; i++) EXAMPLES[`fig${i}`] = `examples/figures/fig${i}.dpq
 const $ = (id) => document.getElementById(id);
 const source = $("source");
 const highlight = $("highlight");
-let session = null;
 let words = new Set();
+
+// --- dpq's worker: every call is a message, answered with a result or an error ------------
+
+let worker = null;
+let nextId = 0;
+const pending = new Map();
+// Every file handed over, to hand over again to a new worker.
+const provided = new Map();
+
+function startWorker() {
+  worker?.terminate();
+  for (const { reject } of pending.values()) reject(new Error("stopped"));
+  pending.clear();
+  worker = new Worker("worker.js", { type: "module" });
+  worker.onmessage = ({ data }) => {
+    const call = pending.get(data.id);
+    pending.delete(data.id);
+    if (!call) return;
+    if ("error" in data) call.reject(new Error(data.error));
+    else call.resolve(data.result);
+  };
+  worker.onerror = (e) => {
+    for (const { reject } of pending.values()) reject(new Error(e.message ?? "the worker failed"));
+    pending.clear();
+  };
+}
+
+function call(op, args) {
+  return new Promise((resolve, reject) => {
+    const id = nextId++;
+    pending.set(id, { resolve, reject });
+    worker.postMessage({ id, op, args });
+  });
+}
+
+async function provide(path, bytes) {
+  provided.set(path, bytes);
+  await call("provide", { path, bytes });
+}
+
+// A new worker, every file handed over again, and a new session: after a trap or a Stop.
+async function restart() {
+  startWorker();
+  for (const [path, bytes] of provided) await call("provide", { path, bytes });
+  await newSession();
+}
+
+function busy(on) {
+  $("stop").disabled = !on;
+  for (const id of ["run", "explain", "curve", "reset"]) $(id).disabled = on;
+}
 
 // The seed field's value: none, or a whole number from 0 to 2^32 - 1 (anything else is refused,
 // never wrapped round to another seed).
@@ -48,7 +99,7 @@ function seedValue() {
   return seed;
 }
 
-function newSession() {
+async function newSession() {
   let seed;
   try {
     seed = seedValue();
@@ -56,10 +107,9 @@ function newSession() {
     $("status").textContent = `${e.message}: the session goes on unseeded`;
     $("seed").value = "";
   }
-  try { session?.free(); } catch { /* a session broken by a trap cannot be freed */ }
-  session = new Playground(seed);
+  await call("session", { seed });
   $("results").replaceChildren();
-  showBudget();
+  showBudget("null");
 }
 
 // --- the editor: keywords, strings, numbers and comments coloured under the text --------
@@ -112,8 +162,8 @@ function show(text, ok) {
   $("results").append(pre);
 }
 
-function showCharts() {
-  for (const [name, svg] of JSON.parse(takeCharts())) {
+function showCharts(charts) {
+  for (const [name, svg] of JSON.parse(charts)) {
     const figure = document.createElement("figure");
     const img = document.createElement("img");
     // As an image, a chart can run no script, whatever text it holds.
@@ -126,22 +176,29 @@ function showCharts() {
   }
 }
 
-function run(text) {
+let stopping = false;
+
+async function run(text) {
   const started = performance.now();
-  let out;
+  busy(true);
+  let answer;
   try {
-    out = JSON.parse(session.run(text, false, width()));
+    answer = await call("run", { text, width: width() });
   } catch (e) {
+    busy(false);
+    if (stopping) return [];
     // dpq stopped inside (a bug, or the page's memory is full): that session cannot go on.
-    newSession();
-    show(`dpq stopped on this script (${e}). The session was started afresh: every budget is ` +
-      "full again, and nothing before it is kept.", false);
+    await restart();
+    show(`dpq stopped on this script (${e.message}). The session was started afresh: every ` +
+      "budget is full again, and nothing before it is kept.", false);
     $("status").textContent = "dpq stopped; a new session was started";
     return [];
   }
+  busy(false);
+  const out = JSON.parse(answer.results);
   for (const r of out) show(r.text, r.ok);
-  showCharts();
-  showBudget();
+  showCharts(answer.charts);
+  showBudget(answer.budget);
   const ms = Math.round(performance.now() - started);
   const failed = out.filter((r) => !r.ok).length;
   $("status").textContent = `${out.length} result${out.length === 1 ? "" : "s"} in ${ms} ms` +
@@ -150,12 +207,22 @@ function run(text) {
   return out;
 }
 
+// Ends the worker, and with it the script it runs: the session is lost, and a new one starts.
+async function stop() {
+  stopping = true;
+  await restart();
+  stopping = false;
+  busy(false);
+  show("Stopped. The session was started afresh: every budget is full again.", false);
+  $("status").textContent = "stopped; a new session was started";
+}
+
 // `EXPLAIN` of the statement at the cursor, split as dpq splits a script (a `;` in a comment
 // or a string ends nothing).
 function explainAtCursor() {
   const text = source.value;
   const offset = new TextEncoder().encode(text.slice(0, source.selectionStart)).length;
-  return explainAt(text, offset);
+  return call("explain", { text, offset });
 }
 
 // --- the budget panel --------------------------------------------------------------------
@@ -164,8 +231,8 @@ function number(x) {
   return Number.isFinite(x) ? Number(x.toPrecision(6)).toString() : String(x);
 }
 
-function showBudget() {
-  const b = JSON.parse(session.budget());
+function showBudget(budget) {
+  const b = JSON.parse(budget);
   const panel = $("budget");
   if (!b || b.kind !== "budget") {
     panel.textContent = "No table loaded yet.";
@@ -205,20 +272,22 @@ async function attackCurve() {
   const perQuestion = [0.01, 0.1, 0.3, 1, 3, 10];
   const trials = 3;
   const points = [];
+  busy(true);
   for (const [k, eps] of perQuestion.entries()) {
-    let right = 0;
-    for (let t = 0; t < trials; t++) {
-      const lab = new Playground(1000 + 100 * k + t);
-      const run = [setup, "SET BUDGET 1000000;", ...groups.map((g) => `${g}WITH EPS ${eps};`), ...students].join("\n");
-      const found = JSON.parse(lab.run(run, true, undefined))
-        .filter((r) => r.ok).map((r) => JSON.parse(r.text)).filter((r) => r.kind === "estimate");
-      lab.free();
-      found.forEach((r, i) => { if ((r.estimate > 0.5) === truth[i]) right++; });
+    const script = [setup, "SET BUDGET 1000000;", ...groups.map((g) => `${g}WITH EPS ${eps};`), ...students].join("\n");
+    const seeds = Array.from({ length: trials }, (_, t) => 1000 + 100 * k + t);
+    let right;
+    try {
+      right = await call("attack", { script, seeds, truth });
+    } catch (e) {
+      busy(false);
+      if (!stopping) $("status").textContent = `the attack curve stopped: ${e.message}`;
+      return null;
     }
     points.push([24 * eps, right / (trials * truth.length)]);
     $("status").textContent = `attack curve: ${k + 1} of ${perQuestion.length} epsilons`;
-    await new Promise((resolve) => setTimeout(resolve));
   }
+  busy(false);
   showCurve(points, truth);
   $("status").textContent = "attack curve: done";
   window.attackCurvePoints = points;
@@ -274,8 +343,8 @@ async function openExample(name, andRun) {
   source.value = await fetchText(path);
   repaint();
   if (andRun) {
-    newSession();
-    run(source.value);
+    await newSession();
+    await run(source.value);
   }
 }
 
@@ -298,13 +367,13 @@ function fromLink() {
 }
 
 async function main() {
-  await init();
-  words = new Set(JSON.parse(keywords()));
+  startWorker();
+  words = new Set(JSON.parse(await call("keywords")));
   await Promise.all(DATA.map(async (path) => {
     const response = await fetch(path);
-    if (response.ok) provideFile(path, new Uint8Array(await response.arrayBuffer()));
+    if (response.ok) await provide(path, new Uint8Array(await response.arrayBuffer()));
   }));
-  newSession();
+  await newSession();
   source.addEventListener("input", repaint);
   source.addEventListener("scroll", () => { highlight.scrollTop = source.scrollTop; });
   source.addEventListener("keydown", (e) => {
@@ -314,11 +383,12 @@ async function main() {
     }
   });
   $("run").addEventListener("click", () => run(source.value));
-  $("explain").addEventListener("click", () => {
-    const statement = explainAtCursor();
-    if (statement) run(statement);
+  $("explain").addEventListener("click", async () => {
+    const statement = await explainAtCursor();
+    if (statement) await run(statement);
   });
   $("reset").addEventListener("click", newSession);
+  $("stop").addEventListener("click", stop);
   $("curve").addEventListener("click", () => attackCurve());
   $("seed").addEventListener("change", newSession);
   $("example").addEventListener("change", (e) => openExample(e.target.value, false));
@@ -330,7 +400,7 @@ async function main() {
       return;
     }
     try {
-      provideFile(file.name, new Uint8Array(await file.arrayBuffer()));
+      await provide(file.name, new Uint8Array(await file.arrayBuffer()));
     } catch (error) {
       $("status").textContent = `${file.name} could not be read: ${error}`;
       return;

@@ -24,7 +24,7 @@ rm -rf web/dist
 mkdir -p web/dist/pkg
 wasm-bindgen --target web --no-typescript --out-dir web/dist/pkg \
     "$target/wasm32-unknown-unknown/release/dpq.wasm"
-cp web/index.html web/app.js web/style.css web/dist/
+cp web/index.html web/app.js web/worker.js web/style.css web/dist/
 mkdir -p web/dist/examples/data web/dist/examples/figures web/dist/examples/attack
 cp examples/*.dpq web/dist/examples/
 cp examples/data/*.csv web/dist/examples/data/

@@ -127,6 +127,22 @@ test("odd input gets an error and the page goes on", async (page, base) => {
   assert.ok(!/seed/.test(out[1].text), "unseeded");
 });
 
+// A script that would run for minutes (dpq runs in a worker of its own) leaves the page
+// responsive and is stopped by Stop; a new session then answers.
+test("Stop ends a long script and the page goes on", async (page, base) => {
+  await page.goto(`${base}/#run=${encodeURIComponent("SIMULATE N 100 P 0.3 EPS (0.1, 0.2, 0.3) RUNS 100000000;")}`);
+  await page.waitForSelector("#stop:not([disabled])");
+  // The page answers while dpq works.
+  assert.equal(await page.evaluate(() => 1 + 1), 2);
+  await page.click("#stop");
+  await page.waitForFunction(() => /stopped; a new session/.test(document.getElementById("status").textContent), null, { timeout: 10000 });
+  await page.fill("#source", "LOAD 'examples/data/people.csv'; COUNT WHERE age < 30 WITH EPS 0.1;");
+  await page.click("#run");
+  const out = await waitForResults(page, 3);
+  assert.match(out[out.length - 1].text, /noisy count/);
+  assert.match(await page.textContent("#budget"), /0\.1 of 1 spent/);
+});
+
 // The attack lab: under the budget no answer comes back; with it raised, every one does.
 test("the attack lab reconstructs the answers only when the budget allows", async (page, base) => {
   await page.goto(`${base}/#example=attack`);
@@ -179,11 +195,21 @@ test("the attack curve rises from a guess to every answer", async (page, base) =
 });
 
 // The paper's figures draw their charts inline.
-test("a figure's chart is drawn in the page", async (page, base) => {
-  await page.goto(`${base}/#example=fig1`);
+// With seed 2, as the golden transcripts run it, the page draws the very chart the command
+// line draws (examples/figures/fig1.svg).
+test("a figure's chart is drawn in the page as on the command line", async (page, base) => {
+  await page.goto(base);
+  await page.waitForSelector("body[data-ready=true]");
+  await page.fill("#seed", "2");
+  await page.dispatchEvent("#seed", "change");
+  await page.fill("#source", fs.readFileSync(path.join(root, "examples/figures/fig1.dpq"), "utf8"));
+  await page.click("#run");
   await page.waitForSelector("#results figure img", { timeout: 120000 });
   const src = await page.getAttribute("#results figure img", "src");
-  assert.ok(decodeURIComponent(src).includes("Noise standard deviation"));
+  const svg = decodeURIComponent(src.slice(src.indexOf(",") + 1));
+  assert.ok(svg.includes("Noise standard deviation"));
+  const native = fs.readFileSync(path.join(root, "examples/figures/fig1.svg"), "utf8");
+  assert.equal(svg, native);
 });
 
 // A user's own file is read in the page and loaded by its name.
