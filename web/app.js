@@ -82,9 +82,36 @@ async function restart() {
   await newSession();
 }
 
+// One thing at a time: whatever the user starts (a run, an explanation, the attack curve, a
+// new session, a seed, a file, a link) waits for nothing and is refused while another runs;
+// only Stop interrupts. The controls say so by being disabled.
+let running = false;
+let stopping = false;
+
 function busy(on) {
   $("stop").disabled = !on;
-  for (const id of ["run", "explain", "curve", "reset"]) $(id).disabled = on;
+  for (const id of ["run", "explain", "curve", "reset", "seed", "file"]) $(id).disabled = on;
+}
+
+async function exclusive(work) {
+  if (running || stopping) {
+    $("status").textContent = "dpq is busy: wait for it, or Stop it";
+    return;
+  }
+  running = true;
+  busy(true);
+  try {
+    await work();
+  } catch (e) {
+    if (!stopping) $("status").textContent = e.message;
+  } finally {
+    // A Stop ends the work by ending its worker; Stop itself frees the page once the new
+    // worker is ready.
+    if (!stopping) {
+      running = false;
+      busy(false);
+    }
+  }
 }
 
 // The seed field's value: none, or a whole number from 0 to 2^32 - 1 (anything else is refused,
@@ -176,16 +203,12 @@ function showCharts(charts) {
   }
 }
 
-let stopping = false;
-
 async function run(text) {
   const started = performance.now();
-  busy(true);
   let answer;
   try {
     answer = await call("run", { text, width: width() });
   } catch (e) {
-    busy(false);
     if (stopping) return [];
     // dpq stopped inside (a bug, or the page's memory is full): that session cannot go on.
     await restart();
@@ -194,7 +217,6 @@ async function run(text) {
     $("status").textContent = "dpq stopped; a new session was started";
     return [];
   }
-  busy(false);
   const out = JSON.parse(answer.results);
   for (const r of out) show(r.text, r.ok);
   showCharts(answer.charts);
@@ -209,11 +231,17 @@ async function run(text) {
 
 // Ends the worker, and with it the script it runs: the session is lost, and a new one starts.
 async function stop() {
+  if (stopping) return;
   stopping = true;
-  await restart();
-  stopping = false;
-  busy(false);
-  show("Stopped. The session was started afresh: every budget is full again.", false);
+  try {
+    await restart();
+  } finally {
+    stopping = false;
+    running = false;
+    busy(false);
+  }
+  show("Stopped. The session was started afresh: every budget is full again, and tables " +
+    "must be loaded again.", false);
   $("status").textContent = "stopped; a new session was started";
 }
 
@@ -272,7 +300,6 @@ async function attackCurve() {
   const perQuestion = [0.01, 0.1, 0.3, 1, 3, 10];
   const trials = 3;
   const points = [];
-  busy(true);
   for (const [k, eps] of perQuestion.entries()) {
     const script = [setup, "SET BUDGET 1000000;", ...groups.map((g) => `${g}WITH EPS ${eps};`), ...students].join("\n");
     const seeds = Array.from({ length: trials }, (_, t) => 1000 + 100 * k + t);
@@ -280,14 +307,12 @@ async function attackCurve() {
     try {
       right = await call("attack", { script, seeds, truth });
     } catch (e) {
-      busy(false);
       if (!stopping) $("status").textContent = `the attack curve stopped: ${e.message}`;
       return null;
     }
     points.push([24 * eps, right / (trials * truth.length)]);
     $("status").textContent = `attack curve: ${k + 1} of ${perQuestion.length} epsilons`;
   }
-  busy(false);
   showCurve(points, truth);
   $("status").textContent = "attack curve: done";
   window.attackCurvePoints = points;
@@ -351,15 +376,17 @@ async function openExample(name, andRun) {
 function fromLink() {
   const hash = new URLSearchParams(location.hash.slice(1));
   if (hash.has("run")) {
-    source.value = hash.get("run");
-    repaint();
-    run(source.value);
+    exclusive(async () => {
+      source.value = hash.get("run");
+      repaint();
+      await run(source.value);
+    });
     return true;
   }
   if (hash.has("example")) {
-    $("example").value = hash.get("example");
-    openExample(hash.get("example"), true).catch((e) => {
-      $("status").textContent = `the example could not be opened: ${e}`;
+    exclusive(async () => {
+      $("example").value = hash.get("example");
+      await openExample(hash.get("example"), true);
     });
     return true;
   }
@@ -379,20 +406,20 @@ async function main() {
   source.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
       e.preventDefault();
-      run(source.value);
+      exclusive(() => run(source.value));
     }
   });
-  $("run").addEventListener("click", () => run(source.value));
-  $("explain").addEventListener("click", async () => {
+  $("run").addEventListener("click", () => exclusive(() => run(source.value)));
+  $("explain").addEventListener("click", () => exclusive(async () => {
     const statement = await explainAtCursor();
     if (statement) await run(statement);
-  });
-  $("reset").addEventListener("click", newSession);
+  }));
+  $("reset").addEventListener("click", () => exclusive(newSession));
   $("stop").addEventListener("click", stop);
-  $("curve").addEventListener("click", () => attackCurve());
-  $("seed").addEventListener("change", newSession);
+  $("curve").addEventListener("click", () => exclusive(attackCurve));
+  $("seed").addEventListener("change", () => exclusive(newSession));
   $("example").addEventListener("change", (e) => openExample(e.target.value, false));
-  $("file").addEventListener("change", async (e) => {
+  $("file").addEventListener("change", (e) => exclusive(async () => {
     const file = e.target.files[0];
     if (!file) return;
     if (file.size > MAX_FILE) {
@@ -408,7 +435,7 @@ async function main() {
     source.value += `${source.value.endsWith("\n") || source.value === "" ? "" : "\n"}LOAD '${file.name.replace(/'/g, "''")}';\n`;
     repaint();
     $("status").textContent = `${file.name} is ready to LOAD: it stays in this page.`;
-  });
+  }));
   $("link").addEventListener("click", async () => {
     let link;
     try {

@@ -132,11 +132,16 @@ test("odd input gets an error and the page goes on", async (page, base) => {
 test("Stop ends a long script and the page goes on", async (page, base) => {
   await page.goto(`${base}/#run=${encodeURIComponent("SIMULATE N 100 P 0.3 EPS (0.1, 0.2, 0.3) RUNS 100000000;")}`);
   await page.waitForSelector("#stop:not([disabled])");
-  // The page answers while dpq works.
+  // The page answers while dpq works, and refuses a second run (Ctrl+Enter bypasses no
+  // button): Stop stays the way out.
   assert.equal(await page.evaluate(() => 1 + 1), 2);
-  await page.click("#stop");
-  await page.waitForFunction(() => /stopped; a new session/.test(document.getElementById("status").textContent), null, { timeout: 10000 });
+  await page.focus("#source");
+  await page.keyboard.press("Control+Enter");
+  assert.match(await page.textContent("#status"), /busy/);
+  assert.equal(await page.isDisabled("#stop"), false);
   await page.fill("#source", "LOAD 'examples/data/people.csv'; COUNT WHERE age < 30 WITH EPS 0.1;");
+  // Run pressed at once after Stop waits for the new session, and is not lost.
+  await page.click("#stop");
   await page.click("#run");
   const out = await waitForResults(page, 3);
   assert.match(out[out.length - 1].text, /noisy count/);
