@@ -25,10 +25,6 @@ pub mod fs {
             Err(unsupported())
         }
         /// Fails: no files.
-        fn write_at(&self, _buf: &[u8], _offset: u64) -> io::Result<usize> {
-            Err(unsupported())
-        }
-        /// Fails: no files.
         fn write_all_at(&self, _buf: &[u8], _offset: u64) -> io::Result<()> {
             Err(unsupported())
         }
@@ -51,18 +47,6 @@ pub mod fs {
         }
         /// Zero.
         fn ctime_nsec(&self) -> i64 {
-            0
-        }
-        /// Zero.
-        fn mode(&self) -> u32 {
-            0
-        }
-        /// Zero.
-        fn nlink(&self) -> u64 {
-            0
-        }
-        /// Zero.
-        fn uid(&self) -> u32 {
             0
         }
     }

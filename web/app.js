@@ -189,18 +189,21 @@ function show(text, ok) {
   $("results").append(pre);
 }
 
+// A chart in the results: as an image, a chart can run no script, whatever text it holds.
+function showFigure(svg, alt, text) {
+  const figure = document.createElement("figure");
+  const img = document.createElement("img");
+  img.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(svg);
+  img.alt = alt;
+  const caption = document.createElement("figcaption");
+  caption.textContent = text;
+  figure.append(img, caption);
+  $("results").append(figure);
+  return figure;
+}
+
 function showCharts(charts) {
-  for (const [name, svg] of JSON.parse(charts)) {
-    const figure = document.createElement("figure");
-    const img = document.createElement("img");
-    // As an image, a chart can run no script, whatever text it holds.
-    img.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(svg);
-    img.alt = name;
-    const caption = document.createElement("figcaption");
-    caption.textContent = name;
-    figure.append(img, caption);
-    $("results").append(figure);
-  }
+  for (const [name, svg] of JSON.parse(charts)) showFigure(svg, name, name);
 }
 
 async function run(text) {
@@ -338,16 +341,10 @@ function showCurve(points, truth) {
   svg += `<polyline fill="none" stroke="#d62728" stroke-width="2" points="${points.map(([x, y]) => `${px(x)},${py(y)}`).join(" ")}"/>`;
   for (const [x, y] of points) svg += `<circle cx="${px(x)}" cy="${py(y)}" r="3" fill="#d62728"/>`;
   svg += "</svg>";
-  const figure = document.createElement("figure");
-  const img = document.createElement("img");
-  img.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(svg);
-  img.alt = "reconstruction rate against epsilon";
-  const caption = document.createElement("figcaption");
-  caption.textContent = "The attack lab against epsilon: 3 seeded runs per point, each student's answer " +
+  const figure = showFigure(svg, "reconstruction rate against epsilon",
+    "The attack lab against epsilon: 3 seeded runs per point, each student's answer " +
     "taken as yes when dpq's estimate exceeds one half. Under a budget of 1 (left of 1) the attack does " +
-    "little better than a guess; with a budget in the tens it recovers every answer.";
-  figure.append(img, caption);
-  $("results").append(figure);
+    "little better than a guess; with a budget in the tens it recovers every answer.");
   figure.scrollIntoView({ block: "nearest" });
 }
 
