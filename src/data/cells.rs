@@ -6,6 +6,10 @@
 //! is at or above (`k` cuts give the half-open intervals `0..=k`), a text or boolean value by
 //! the listed value it equals, or "other"; a missing value has the last coordinate. Each row's
 //! cell is built dimension by dimension, then counted.
+//!
+//! The work per row is the same whatever its value: a text code is looked up in a table over
+//! the whole dictionary, a number compared with every listed value, so that how long a
+//! histogram takes never tells which values a column holds or how often.
 
 use rayon::prelude::*;
 
@@ -44,7 +48,7 @@ pub fn count_cells(table: &Table, dims: &[(usize, Buckets)]) -> Vec<u64> {
     for d in (0..dims.len().saturating_sub(1)).rev() {
         strides[d] = strides[d + 1] * dims[d + 1].1.len();
     }
-    let codes: Vec<Option<Vec<(u32, usize)>>> =
+    let codes: Vec<Option<Vec<usize>>> =
         dims.iter().map(|(c, b)| text_codes(table, *c, b)).collect();
     table
         .segments
@@ -76,23 +80,25 @@ pub fn count_cells(table: &Table, dims: &[(usize, Buckets)]) -> Vec<u64> {
         )
 }
 
-/// For a text column bucketed by values: each listed value's dictionary code and its index
-/// (values not in the column have no code, and no row has them).
-fn text_codes(table: &Table, column: usize, buckets: &Buckets) -> Option<Vec<(u32, usize)>> {
+/// For a text column bucketed by values: the coordinate of every dictionary code, the
+/// listed value's index for the codes of listed values and "other" for the rest (a listed
+/// value not in the column has no code, and no row has it).
+fn text_codes(table: &Table, column: usize, buckets: &Buckets) -> Option<Vec<usize>> {
     let Buckets::Values(values) = buckets else {
         return None;
     };
     let dict = &table.dictionaries[column];
-    Some(
-        values
-            .iter()
-            .enumerate()
-            .filter_map(|(i, v)| match v {
-                Value::Text(t) => dict.find(t).map(|code| (code as u32, i)),
-                _ => None,
-            })
-            .collect(),
-    )
+    // Every code is "other" but those of the listed values.
+    let mut coord = vec![values.len(); dict.len()];
+    for (i, v) in values.iter().enumerate() {
+        if let Some(code) = match v {
+            Value::Text(t) => dict.find(t),
+            _ => None,
+        } {
+            coord[code] = i;
+        }
+    }
+    Some(coord)
 }
 
 /// Adds `stride` times each row's coordinate along one dimension to `index`.
@@ -100,7 +106,7 @@ fn add_coords(
     seg: &Segment,
     column: usize,
     buckets: &Buckets,
-    codes: Option<&[(u32, usize)]>,
+    codes: Option<&[usize]>,
     stride: usize,
     index: &mut [usize],
 ) {
@@ -128,50 +134,79 @@ fn add_coords(
                 .collect();
             on_lanes!(&ints.lanes, v => each(index, stride, missing, valid, |r| {
                 let x = i128::from(v[r].to_u64());
-                lane_cuts.partition_point(|t| *t <= x)
+                at_or_above(&lane_cuts, &x)
             }))
         }
-        (Buckets::Cuts(cuts), ColumnData::Float(v)) => each(index, stride, missing, valid, |r| {
-            cuts.partition_point(|c| *c <= v[r])
-        }),
+        (Buckets::Cuts(cuts), ColumnData::Float(v)) => {
+            each(index, stride, missing, valid, |r| at_or_above(cuts, &v[r]))
+        }
         (Buckets::Values(values), ColumnData::Text(lanes)) => {
             let codes = codes.unwrap_or(&[]);
             on_lanes!(lanes, v => each(index, stride, missing, valid, |r| {
-                let code = v[r].to_u64();
-                codes
-                    .iter()
-                    .find(|(c, _)| u64::from(*c) == code)
-                    .map_or(values.len(), |(_, i)| *i)
+                usize::try_from(v[r].to_u64())
+                    .ok()
+                    .and_then(|code| codes.get(code).copied())
+                    .unwrap_or(values.len())
             }))
         }
         (Buckets::Values(values), ColumnData::Boolean(bits)) => {
+            let bools: Vec<Option<bool>> = values
+                .iter()
+                .map(|v| match v {
+                    Value::Bool(b) => Some(*b),
+                    _ => None,
+                })
+                .collect();
             each(index, stride, missing, valid, |r| {
-                let b = bitmap::get(bits, r);
-                values
-                    .iter()
-                    .position(|v| *v == Value::Bool(b))
-                    .unwrap_or(values.len())
+                listed(&bools, &bitmap::get(bits, r))
             })
         }
         (Buckets::Values(values), ColumnData::Integer(ints)) => {
+            let numbers = numbers(values);
             each(index, stride, missing, valid, |r| {
-                values
-                    .iter()
-                    .position(|x| *x == Value::Number(ints.get(r) as f64))
-                    .unwrap_or(values.len())
+                listed(&numbers, &(ints.get(r) as f64))
             })
         }
         (Buckets::Values(values), ColumnData::Float(v)) => {
-            each(index, stride, missing, valid, |r| {
-                values
-                    .iter()
-                    .position(|x| *x == Value::Number(v[r]))
-                    .unwrap_or(values.len())
-            })
+            let numbers = numbers(values);
+            each(index, stride, missing, valid, |r| listed(&numbers, &v[r]))
         }
         // Cuts over a text or boolean column: never planned; every value is "missing".
         (Buckets::Cuts(_), _) => each(index, stride, missing, valid, |_| missing),
     }
+}
+
+/// The number of `cuts` at or below `x`: every cut is compared and the comparisons added,
+/// without a branch on the value (a binary search's branches would run faster on values
+/// alike or sorted than on values spread out, and tell which).
+#[inline]
+fn at_or_above<T: PartialOrd>(cuts: &[T], x: &T) -> usize {
+    cuts.iter().map(|t| usize::from(t <= x)).sum()
+}
+
+/// The listed numbers (a number column's values; anything else matches nothing).
+fn numbers(values: &[Value]) -> Vec<Option<f64>> {
+    values
+        .iter()
+        .map(|v| match v {
+            Value::Number(x) => Some(*x),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The index of the listed value equal to `x`, or `values.len()` ("other"). The listed
+/// values are distinct, so at most one is equal: every one is compared and the index found
+/// by arithmetic, so the work does not depend on which one matches, or whether any does.
+#[inline]
+fn listed<T: PartialEq>(values: &[Option<T>], x: &T) -> usize {
+    let n = values.len();
+    let mut found = n;
+    for (i, v) in values.iter().enumerate() {
+        let equal = usize::from(v.as_ref() == Some(x));
+        found -= equal * (n - i);
+    }
+    found
 }
 
 /// Adds `stride` times each row's coordinate to `index`: `coord(r)` for a row with a value,
@@ -185,8 +220,10 @@ fn each(
     coord: impl Fn(usize) -> usize,
 ) {
     for (r, i) in index.iter_mut().enumerate() {
-        let present = valid.is_none_or(|v| bitmap::get(v, r));
-        *i += if present { coord(r) } else { missing } * stride;
+        // The coordinate is found for every row, a missing one's too, and chosen by
+        // arithmetic: rows with and without values cost the same.
+        let present = usize::from(valid.is_none_or(|v| bitmap::get(v, r)));
+        *i += (coord(r) * present + missing * (1 - present)) * stride;
     }
 }
 

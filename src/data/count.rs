@@ -11,8 +11,18 @@
 //! Integers and codes are stored in narrow lanes (see [`lanes`](super::lanes)). A leaf
 //! translates its range into the block's segment's lanes (an integer range less the
 //! segment's least value, in `i128`, clipped to the offsets the segment holds), so cells are
-//! compared at their stored width; a range that misses or covers the whole segment reads none
-//! of its cells.
+//! compared at their stored width.
+//!
+//! The work is the same whatever the data holds (SPEC section 1: time is an output too). A
+//! leaf reads every cell of its column in every block, whether its literal is in the
+//! dictionary or not and wherever its range falls against a segment's least and greatest
+//! value: a test that is false or true on every cell still compares every lane, and a list of
+//! values compares every value listed, those a segment cannot hold included. Sums visit every
+//! row and the counts of a cube's cells look every cell up in tables of the same size.
+//! Shortcuts taken when a literal is absent, or a range misses a segment, made an absent
+//! value answer measurably faster than a present one, which told a served analyst which
+//! values a column holds and where its minimum and maximum are; they sped up only questions
+//! whose answer is 0 or every row.
 
 use rayon::prelude::*;
 
@@ -28,6 +38,15 @@ const BLOCK: usize = 8192;
 ///
 /// Internal: this number must only ever be used to add noise to.
 pub fn count(table: &Table, pred: &Predicate) -> u64 {
+    count_work(table, pred).0
+}
+
+/// The count of [`count`], and the cells its leaves read: the same for any two predicates of
+/// the same shape, whatever the data holds (tests and benchmarks check it).
+///
+/// Internal: the count must only ever be used to add noise to.
+#[doc(hidden)]
+pub fn count_work(table: &Table, pred: &Predicate) -> (u64, u64) {
     let node = compile(table, pred);
     let blocks = |seg: &Segment| seg.len.div_ceil(BLOCK);
     let one = |seg: &Segment, b: usize, scratch: &mut Scratch| {
@@ -39,6 +58,7 @@ pub fn count(table: &Table, pred: &Predicate) -> u64 {
             scratch,
         )
     };
+    let add = |a: (u64, u64), b: (u64, u64)| (a.0 + b.0, a.1 + b.1);
     // A small table is counted on this thread: waking the pool would cost more than the
     // count (tens of microseconds against a few per block).
     if table.segments.iter().map(blocks).sum::<usize>() <= SEQUENTIAL_BLOCKS {
@@ -46,12 +66,9 @@ pub fn count(table: &Table, pred: &Predicate) -> u64 {
         return table
             .segments
             .iter()
-            .map(|seg| {
-                (0..blocks(seg))
-                    .map(|b| one(seg, b, &mut scratch))
-                    .sum::<u64>()
-            })
-            .sum();
+            .flat_map(|seg| (0..blocks(seg)).map(move |b| (seg, b)))
+            .map(|(seg, b)| one(seg, b, &mut scratch))
+            .fold((0, 0), add);
     }
     table
         .segments
@@ -60,9 +77,9 @@ pub fn count(table: &Table, pred: &Predicate) -> u64 {
             (0..blocks(seg))
                 .into_par_iter()
                 .map_init(Scratch::default, |scratch, b| one(seg, b, scratch))
-                .sum::<u64>()
+                .reduce(|| (0, 0), add)
         })
-        .sum()
+        .reduce(|| (0, 0), add)
 }
 
 /// The most blocks counted without the thread pool (about 130,000 rows).
@@ -327,29 +344,21 @@ fn in_test(table: &Table, column: usize, values: &[Value]) -> Option<Test> {
         }
         ColumnType::Text => {
             let dict = &table.dictionaries[column];
-            let mut codes: Vec<usize> = lits
+            let codes: Vec<usize> = lits
                 .iter()
                 .filter_map(|l| match l {
                     Lit::Text(s) => dict.find(s),
                     _ => None,
                 })
                 .collect();
-            codes.sort_unstable();
-            codes.dedup();
-            match codes.as_slice() {
-                [] => Test::Never,
-                [first, .., last] if last - first + 1 == codes.len() => {
-                    code_range(*first, *last + 1, false)
-                }
-                [one] => code_range(*one, *one + 1, false),
-                _ => {
-                    let mut member = vec![false; dict.len()];
-                    for c in codes {
-                        member[c] = true;
-                    }
-                    Test::CodeSet(member)
-                }
+            // Always a lookup in a table over the dictionary, whichever of the values are
+            // in it (none, one, a run of codes or scattered ones): the test's work depends
+            // on the query, not on which values the column holds.
+            let mut member = vec![false; dict.len()];
+            for c in codes {
+                member[c] = true;
             }
+            Test::CodeSet(member)
         }
         ColumnType::Boolean => {
             let has = |b: bool| lits.iter().any(|l| matches!(l, Lit::Bool(x) if *x == b));
@@ -365,15 +374,33 @@ struct Scratch {
     known: Vec<u64>,
     /// Buffers for the right-hand sides of `AND` and `OR`, one pair per depth.
     pool: Vec<(Vec<u64>, Vec<u64>)>,
+    /// Cells the leaves have read.
+    work: u64,
 }
 
-fn count_block(seg: &Segment, node: &Node, base: usize, rows: usize, s: &mut Scratch) -> u64 {
+/// The rows of a block where `node` is true, and the cells its leaves read.
+fn count_block(
+    seg: &Segment,
+    node: &Node,
+    base: usize,
+    rows: usize,
+    s: &mut Scratch,
+) -> (u64, u64) {
     let words = rows.div_ceil(64);
     s.truth.resize(words, 0);
     s.known.resize(words, 0);
     let rows_here = Rows { seg, base, rows };
-    eval(node, &rows_here, &mut s.truth, &mut s.known, &mut s.pool);
-    s.truth.iter().map(|w| w.count_ones() as u64).sum()
+    let before = s.work;
+    eval(
+        node,
+        &rows_here,
+        &mut s.truth,
+        &mut s.known,
+        &mut s.pool,
+        &mut s.work,
+    );
+    let n = s.truth.iter().map(|w| w.count_ones() as u64).sum();
+    (n, s.work - before)
 }
 
 /// A block: `rows` rows of `seg` from `base` (a multiple of 64).
@@ -383,34 +410,40 @@ struct Rows<'a> {
     rows: usize,
 }
 
-/// Evaluates `node` on a block into `truth` and `known` (one word per 64 rows).
+/// Evaluates `node` on a block into `truth` and `known` (one word per 64 rows), adding the
+/// cells its leaves read to `work`.
 fn eval(
     node: &Node,
     b: &Rows<'_>,
     truth: &mut [u64],
     known: &mut [u64],
     pool: &mut Vec<(Vec<u64>, Vec<u64>)>,
+    work: &mut u64,
 ) {
     let words = truth.len();
     match node {
-        Node::Leaf { column, test } => leaf(*column, test, b, truth, known),
+        Node::Leaf { column, test } => {
+            if leaf(*column, test, b, truth, known) {
+                *work += b.rows as u64;
+            }
+        }
         Node::False => {
             truth.fill(0);
             known.fill(u64::MAX);
             known[words - 1] = low_mask(b.rows - (words - 1) * 64);
         }
         Node::Not(a) => {
-            eval(a, b, truth, known, pool);
+            eval(a, b, truth, known, pool, work);
             for (t, k) in truth.iter_mut().zip(known.iter()) {
                 *t = *k & !*t;
             }
         }
         Node::And(l, r) | Node::Or(l, r) => {
-            eval(l, b, truth, known, pool);
+            eval(l, b, truth, known, pool, work);
             let (mut t2, mut k2) = pool.pop().unwrap_or_default();
             t2.resize(words, 0);
             k2.resize(words, 0);
-            eval(r, b, &mut t2, &mut k2, pool);
+            eval(r, b, &mut t2, &mut k2, pool, work);
             let is_and = matches!(node, Node::And(..));
             for (((t, k), t2), k2) in truth.iter_mut().zip(known.iter_mut()).zip(&t2).zip(&k2) {
                 let f1 = *k & !*t;
@@ -430,13 +463,14 @@ fn eval(
     }
 }
 
-/// Evaluates one test on one column of a block.
-fn leaf(column: usize, test: &Test, b: &Rows<'_>, truth: &mut [u64], known: &mut [u64]) {
+/// Evaluates one test on one column of a block; true when it read the block's cells of the
+/// column (every test on a column that exists does, whatever its literal and the data).
+fn leaf(column: usize, test: &Test, b: &Rows<'_>, truth: &mut [u64], known: &mut [u64]) -> bool {
     let words = truth.len();
     let Some(col) = b.seg.columns.get(column) else {
         truth.fill(0);
         known.fill(0);
-        return;
+        return false;
     };
     let first = b.base / 64;
     match &col.valid {
@@ -446,16 +480,50 @@ fn leaf(column: usize, test: &Test, b: &Rows<'_>, truth: &mut [u64], known: &mut
     known[words - 1] &= low_mask(b.rows - (words - 1) * 64);
     let range = b.base..b.base + b.rows;
     match (test, &col.data) {
-        (Test::Never, _) => truth.fill(0),
-        (Test::Always, _) => truth.copy_from_slice(known),
+        // A test true or false on every value still compares every cell, as any other
+        // test of its column does: an absent literal costs what a present one does.
+        (Test::Never | Test::Always, ColumnData::Integer(ints)) => {
+            let negate = matches!(test, Test::Never);
+            lanes_in_span(&ints.lanes, Span::Full, negate, range, truth, known);
+        }
+        (Test::Never | Test::Always, ColumnData::Text(codes)) => {
+            let negate = matches!(test, Test::Never);
+            lanes_in_span(codes, Span::Full, negate, range, truth, known);
+        }
+        (Test::Never | Test::Always, ColumnData::Float(v)) => {
+            // Every stored float is finite (others are missing): all within the range.
+            let flip = if matches!(test, Test::Never) {
+                u64::MAX
+            } else {
+                0
+            };
+            for ((t, k), xs) in truth.iter_mut().zip(known.iter()).zip(v[range].chunks(64)) {
+                *t = (float_range_word(xs, f64::NEG_INFINITY, f64::INFINITY) ^ flip) & k;
+            }
+        }
+        (Test::Never | Test::Always, ColumnData::Boolean(v)) => {
+            let all = if matches!(test, Test::Always) {
+                u64::MAX
+            } else {
+                0
+            };
+            bool_words(&v[first..first + words], all, all, truth, known);
+        }
         (Test::IntRange { lo, span, negate }, ColumnData::Integer(ints)) => {
             let hi = i128::from(*lo) + i128::from(*span);
             let span = ints.span(i128::from(*lo), hi);
             lanes_in_span(&ints.lanes, span, *negate, range, truth, known);
         }
         (Test::IntSet(set), ColumnData::Integer(ints)) => {
-            // The listed values this segment could hold, as lanes.
-            let lanes: Vec<u64> = set.iter().filter_map(|&x| ints.lane_of(x)).collect();
+            // Every listed value, as a lane, with whether the segment could hold it at all:
+            // those it cannot are compared too, and their matches masked out.
+            let lanes: Vec<(u64, u64)> = set
+                .iter()
+                .map(|&x| match ints.lane_of(x) {
+                    Some(lane) => (lane, u64::MAX),
+                    None => (0, 0),
+                })
+                .collect();
             on_lanes!(&ints.lanes, v => lanes_in_set(&v[range], &lanes, truth, known));
         }
         (Test::FloatRange { lo, hi, negate }, ColumnData::Float(v)) => {
@@ -490,21 +558,29 @@ fn leaf(column: usize, test: &Test, b: &Rows<'_>, truth: &mut [u64], known: &mut
         ) => {
             let if_true = if *when_true { u64::MAX } else { 0 };
             let if_false = if *when_false { u64::MAX } else { 0 };
-            for ((t, k), &x) in truth
-                .iter_mut()
-                .zip(known.iter())
-                .zip(&v[first..first + words])
-            {
-                *t = ((x & if_true) | (!x & if_false)) & k;
-            }
+            bool_words(&v[first..first + words], if_true, if_false, truth, known);
         }
-        // A test compiled for another storage type: false, as for a type mismatch.
-        _ => truth.fill(0),
+        // A test compiled for another storage type (a literal of another type than its
+        // column, which the schema alone decides): false, as for a type mismatch.
+        _ => {
+            truth.fill(0);
+            return false;
+        }
+    }
+    true
+}
+
+/// `truth` word by word from a block's boolean words: `if_true` where the cell is true,
+/// `if_false` where it is false, and known.
+fn bool_words(bits: &[u64], if_true: u64, if_false: u64, truth: &mut [u64], known: &[u64]) {
+    for ((t, k), &x) in truth.iter_mut().zip(known.iter()).zip(bits) {
+        *t = ((x & if_true) | (!x & if_false)) & k;
     }
 }
 
 /// Sets `truth` to the known rows of `range` whose lane is in `span`, or not in it when
-/// `negate`. A span that misses or covers the whole segment reads no lane.
+/// `negate`. Every lane is compared, whatever the span: one that misses or covers the whole
+/// segment is compared as the lanes' whole width, and the result flipped as it says.
 fn lanes_in_span(
     lanes: &Lanes,
     span: Span,
@@ -513,14 +589,13 @@ fn lanes_in_span(
     truth: &mut [u64],
     known: &[u64],
 ) {
-    match (span, negate) {
-        (Span::Empty, false) | (Span::Full, true) => truth.fill(0),
-        (Span::Empty, true) | (Span::Full, false) => truth.copy_from_slice(known),
-        (Span::Lanes { lo, span }, _) => {
-            let flip = if negate { u64::MAX } else { 0 };
-            on_lanes!(lanes, v => range_words(&v[range], lo, span, flip, truth, known));
-        }
-    }
+    let (lo, span, negate) = match span {
+        Span::Lanes { lo, span } => (lo, span, negate),
+        Span::Full => (0, lanes.max(), negate),
+        Span::Empty => (0, lanes.max(), !negate),
+    };
+    let flip = if negate { u64::MAX } else { 0 };
+    on_lanes!(lanes, v => range_words(&v[range], lo, span, flip, truth, known));
 }
 
 /// `truth` word by word: bit `i` set when `lo <= xs[i] <= lo + span`, flipped by `flip`,
@@ -533,15 +608,16 @@ fn range_words<T: Lane>(xs: &[T], lo: u64, span: u64, flip: u64, truth: &mut [u6
     }
 }
 
-/// `truth` word by word: bit `i` set when `xs[i]` is one of `set` (lanes within the
-/// width), and known.
-fn lanes_in_set<T: Lane>(xs: &[T], set: &[u64], truth: &mut [u64], known: &[u64]) {
-    let set: Vec<T> = set.iter().map(|&x| T::from_u64(x)).collect();
+/// `truth` word by word: bit `i` set when `xs[i]` is the lane of one of `set` whose mask is
+/// set (each a lane within the width and a mask of all ones or zeros), and known. Every
+/// listed lane is compared, masked or not.
+fn lanes_in_set<T: Lane>(xs: &[T], set: &[(u64, u64)], truth: &mut [u64], known: &[u64]) {
+    let set: Vec<(T, u64)> = set.iter().map(|&(x, m)| (T::from_u64(x), m)).collect();
     let zero = T::from_u64(0);
     for ((t, k), xs) in truth.iter_mut().zip(known).zip(xs.chunks(64)) {
         let mut w = 0;
-        for &x in &set {
-            w |= range_word(xs, x, zero);
+        for &(x, mask) in &set {
+            w |= range_word(xs, x, zero) & mask;
         }
         *t = w & k;
     }
@@ -658,6 +734,7 @@ pub fn sum_clamped(
                             &mut scratch.truth,
                             &mut scratch.known,
                             &mut scratch.pool,
+                            &mut scratch.work,
                         );
                     }
                     None => {
@@ -675,34 +752,50 @@ pub fn sum_clamped(
 }
 
 /// The clamped sum over the rows of a block whose bit is set in `rows` and whose value is
-/// present.
+/// present. Every row of the block is visited and its value clamped, the rows left out
+/// adding zero: the work does not depend on how many rows the condition keeps.
 fn sum_block(seg: &Segment, column: usize, base: usize, rows: &[u64], clamp: Clamp) -> (i128, u64) {
     let Some(col) = seg.columns.get(column) else {
         return (0, 0);
     };
+    let scale = |k: u32| 2f64.powi(k as i32);
+    let valid = col.valid.as_deref();
+    let block = (base, rows, seg.len);
+    match (&col.data, clamp) {
+        (ColumnData::Integer(v), Clamp::Int { lo, hi, k }) => {
+            masked_sum(block, valid, |r| i128::from(v.get(r).clamp(lo, hi)) << k)
+        }
+        // A power of two scales exactly; the rounded value stays in the bounds. A missing
+        // float cell may hold anything: a NaN rounds to 0 here, and its row is masked out.
+        (ColumnData::Float(v), Clamp::Float { lo, hi, k }) => masked_sum(block, valid, |r| {
+            (v[r].clamp(lo, hi) * scale(k)).round() as i128
+        }),
+        (ColumnData::Integer(v), Clamp::Float { lo, hi, k }) => masked_sum(block, valid, |r| {
+            ((v.get(r) as f64).clamp(lo, hi) * scale(k)).round() as i128
+        }),
+        _ => (0, 0),
+    }
+}
+
+/// The sum of `steps(r)` over the rows `r` of a block (`base`, its words `rows`, and the
+/// segment's length) whose bit is set in `rows` and in `valid`, and their number. Every row
+/// is visited: a row left out adds `0 * steps(r)`, without a branch.
+#[inline]
+fn masked_sum(
+    (base, rows, len): (usize, &[u64], usize),
+    valid: Option<&[u64]>,
+    steps: impl Fn(usize) -> i128,
+) -> (i128, u64) {
+    let end = len.min(base + rows.len() * 64);
     let mut sum = 0i128;
     let mut n = 0u64;
     for (w, &word) in rows.iter().enumerate() {
-        let valid = col.valid.as_ref().map_or(u64::MAX, |v| v[base / 64 + w]);
-        let mut bits = word & valid;
-        while bits != 0 {
-            let r = base + w * 64 + bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            let steps = match (&col.data, clamp) {
-                (ColumnData::Integer(v), Clamp::Int { lo, hi, k }) => {
-                    i128::from(v.get(r).clamp(lo, hi)) << k
-                }
-                (ColumnData::Float(v), Clamp::Float { lo, hi, k }) => {
-                    // A power of two scales exactly; the rounded value stays in the bounds.
-                    (v[r].clamp(lo, hi) * 2f64.powi(k as i32)).round() as i128
-                }
-                (ColumnData::Integer(v), Clamp::Float { lo, hi, k }) => {
-                    ((v.get(r) as f64).clamp(lo, hi) * 2f64.powi(k as i32)).round() as i128
-                }
-                _ => continue,
-            };
-            sum = sum.saturating_add(steps);
-            n += 1;
+        let bits = word & valid.map_or(u64::MAX, |v| v[base / 64 + w]);
+        let start = base + w * 64;
+        for r in start..end.min(start + 64) {
+            let take = (bits >> (r - start)) & 1;
+            sum = sum.saturating_add(steps(r) * i128::from(take));
+            n += take;
         }
     }
     (sum, n)

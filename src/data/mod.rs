@@ -37,7 +37,7 @@ mod units;
 
 pub use cells::{count_cells, Buckets};
 pub use content::ContentHash;
-pub use count::{count, sum_clamped, Clamp};
+pub use count::{count, count_work, sum_clamped, Clamp};
 pub use error::{escape_controls, escape_json_format, escape_name, DataError};
 pub use load::{load_csv, load_csv_bytes, LoadOptions, Loaded};
 pub use open::provide_file;
@@ -47,6 +47,6 @@ pub use parquet::{is_parquet_path, open_parquet, parquet_content, ParquetTable};
 pub use postgres::{open_postgres, postgres_content, PgOpened, PgTable};
 pub use predicate::{CmpOp, Predicate, Value};
 pub use schema::{Declared, Domain};
-pub use sources::Source;
+pub use sources::{Source, Work};
 pub use table::{ColumnType, Table};
 pub use units::bound_units;

@@ -10,8 +10,10 @@
 //! value. Nested and binary columns are refused at `LOAD`. Several files (a directory, or a
 //! glob such as `events/*.parquet`) are one table when their schemas agree.
 //!
-//! A row group whose footer statistics rule a question's condition out is skipped (see
-//! `prune`), once the columns the question reads have been read whole from it before.
+//! In a local session, a row group whose values, as dpq found them when it read the columns
+//! a question names whole from it before, rule the question's condition out is skipped (see
+//! `prune`). A served dataset never skips ([`ParquetTable::constant_work`]): the bounds are
+//! the data's own least and greatest values, and the time a skip saves would tell them.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -90,6 +92,12 @@ pub struct ParquetTable {
     parts: Vec<Part>,
     /// Row groups read by questions so far (for tests and benchmarks of the skipping).
     groups_read: AtomicU64,
+    /// Rows read by questions so far, each row once per row group read (for the same).
+    rows_read: AtomicU64,
+    /// Whether row groups may be skipped on the bounds dpq found on their values. Off for a
+    /// served dataset: those bounds are the data's own least and greatest values, and the
+    /// time a skipped group saves would tell them to an analyst (see [`Self::constant_work`]).
+    skipping: bool,
 }
 
 impl std::fmt::Debug for ParquetTable {
@@ -345,6 +353,8 @@ pub fn open_parquet(path: &Path) -> Result<ParquetTable, DataError> {
         },
         parts,
         groups_read: AtomicU64::new(0),
+        rows_read: AtomicU64::new(0),
+        skipping: true,
     })
 }
 
@@ -410,6 +420,20 @@ impl ParquetTable {
         self.groups_read.load(Ordering::Relaxed)
     }
 
+    /// Rows read by questions so far (a row read from a group by two questions counts twice).
+    pub fn rows_read(&self) -> u64 {
+        self.rows_read.load(Ordering::Relaxed)
+    }
+
+    /// Makes every question read every row group whole: no group is skipped, and no bounds
+    /// on the values are kept. What a question then reads depends on the files' row groups
+    /// and the columns it names, never on the values; `dpq serve` asks this of every
+    /// Parquet dataset, whose analysts must not learn a column's least or greatest value
+    /// from how long an answer takes.
+    pub fn constant_work(&mut self) {
+        self.skipping = false;
+    }
+
     /// Asks every row group, in parallel, through a one-segment table holding the columns in
     /// `needed`, and adds the answers up with `add`.
     ///
@@ -442,7 +466,7 @@ impl ParquetTable {
             .par_iter()
             .map(|&(f, g)| {
                 let part = &self.parts[f];
-                if let Some(pred) = rows {
+                if let (true, Some(pred)) = (self.skipping, rows) {
                     if part.was_read(g, &set) && part.rules_out(g, pred) {
                         return Ok(zero());
                     }
@@ -453,12 +477,18 @@ impl ParquetTable {
                 for batch in self.read_group(part, g, &set)? {
                     let batch = batch.map_err(|_| not_parquet(&part.path))?;
                     let chunk = self.chunk(&batch, &set)?;
-                    for (b, &c) in found.iter_mut().zip(&set) {
-                        *b = std::mem::replace(b, Bounds::Unknown).union(Bounds::of(&chunk, c));
+                    self.rows_read
+                        .fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
+                    if self.skipping {
+                        for (b, &c) in found.iter_mut().zip(&set) {
+                            *b = std::mem::replace(b, Bounds::Unknown).union(Bounds::of(&chunk, c));
+                        }
                     }
                     total = add(total, ask(&chunk));
                 }
-                part.record_read(g, &set, found);
+                if self.skipping {
+                    part.record_read(g, &set, found);
+                }
                 Ok(total)
             })
             .collect();

@@ -8,7 +8,7 @@
 //! fail then; the evaluator asks it before anything is spent, so a failure changes nothing.
 
 use super::cells::{count_cells, Buckets};
-use super::count::{count, sum_clamped, Clamp};
+use super::count::{count, count_work, sum_clamped, Clamp};
 use super::error::DataError;
 #[cfg(feature = "native")]
 use super::parquet::ParquetTable;
@@ -16,6 +16,18 @@ use super::parquet::ParquetTable;
 use super::postgres::PgTable;
 use super::predicate::Predicate;
 use super::table::{ColumnType, Table};
+
+/// The work a question took (see [`Source::count_work`]).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Work {
+    /// Cells read by the condition's tests (a cell read by two tests counts twice).
+    pub cells: u64,
+    /// Segments of the column store, or Parquet row groups read.
+    pub groups: u64,
+    /// Rows read.
+    pub rows: u64,
+}
 
 /// A table's rows, wherever they are.
 #[derive(Debug)]
@@ -114,6 +126,62 @@ impl Source {
             ),
             #[cfg(feature = "native")]
             Source::Postgres(p) => p.count(pred),
+        }
+    }
+
+    /// The true count of [`Self::count`], with the work it took: the cells its condition's
+    /// tests read, and for Parquet files the row groups and rows read. For tests and
+    /// benchmarks of constant work (a present and an absent value must cost the same); a
+    /// Parquet table's counters are read before and after, so questions asked at the same
+    /// time on the same table are counted too.
+    ///
+    /// Internal: the count must only ever be used to add noise to.
+    #[doc(hidden)]
+    pub fn count_work(&self, pred: &Predicate) -> Result<(u64, Work), DataError> {
+        match self {
+            Source::Memory(t) => {
+                let (n, cells) = count_work(t, pred);
+                let work = Work {
+                    cells,
+                    groups: t.segments.len() as u64,
+                    rows: t.n_rows(),
+                };
+                Ok((n, work))
+            }
+            #[cfg(feature = "native")]
+            Source::Parquet(p) => {
+                let (groups, rows) = (p.groups_read(), p.rows_read());
+                let (n, cells) = p.scan(
+                    &pred.columns(),
+                    Some(pred),
+                    || (0, 0),
+                    |t| count_work(t, pred),
+                    |a, b| (a.0 + b.0, a.1 + b.1),
+                )?;
+                let work = Work {
+                    cells,
+                    groups: p.groups_read() - groups,
+                    rows: p.rows_read() - rows,
+                };
+                Ok((n, work))
+            }
+            #[cfg(feature = "native")]
+            Source::Postgres(p) => Ok((p.count(pred)?, Work::default())),
+        }
+    }
+
+    /// Makes what a question does depend on nothing but public facts (the source's size and
+    /// layout, the schema, the question): Parquet files are then read whole at every
+    /// question, never skipped on bounds found on their values. The column store always
+    /// works so; a database plans its own work, which only padding the response hides.
+    /// `dpq serve` asks this of every dataset.
+    pub fn constant_work(&mut self) {
+        match self {
+            Source::Memory(_) => {}
+            #[cfg(feature = "native")]
+            Source::Parquet(p) => p.constant_work(),
+            #[cfg(feature = "native")]
+            Source::Postgres(_) => {}
         }
     }
 

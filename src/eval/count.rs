@@ -734,8 +734,7 @@ fn truth(entry: &Entry, plan: &CountPlan, span: Span) -> Result<i128, EvalError>
     let mut total = 0i128;
     for (c, p) in &plan.terms {
         let count = entry
-            .table
-            .count(p)
+            .ask(|t| t.count(p))
             .map_err(|error| super::source_failed(entry, error, span))?;
         let c = c.to_i128().unwrap_or(0);
         total = total.saturating_add(c.saturating_mul(i128::from(count)));

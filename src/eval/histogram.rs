@@ -424,8 +424,7 @@ fn truths(entry: &Entry, span: Span) -> Result<Vec<u64>, EvalError> {
         .as_ref()
         .expect("the checker found the table's cube");
     entry
-        .table
-        .count_cells(&cube.buckets())
+        .ask(|t| t.count_cells(&cube.buckets()))
         .map_err(|error| super::source_failed(entry, error, span))
 }
 

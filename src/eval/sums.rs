@@ -441,8 +441,7 @@ fn truth(plan: &SumPlan, entry: &Entry, k: u32, span: Span) -> Result<(i128, u64
         crate::data::Clamp::Float { lo, hi, k }
     };
     entry
-        .table
-        .sum_clamped(plan.column, plan.filter.as_ref(), clamp)
+        .ask(|t| t.sum_clamped(plan.column, plan.filter.as_ref(), clamp))
         .map_err(|error| super::source_failed(entry, error, span))
 }
 
