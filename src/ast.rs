@@ -23,10 +23,54 @@ pub struct UnitClause {
     pub span: Span,
 }
 
+/// `COLUMNS (age integer BETWEEN 0 AND 120, sex text IN ('F', 'M'), ...)`: a declared schema.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnsClause {
+    /// The declared columns, in the order written (at least one).
+    pub columns: Vec<ColumnDecl>,
+    /// The whole clause.
+    pub span: Span,
+}
+
+/// One declared column: `age integer [BETWEEN 0 AND 120]` or `sex text [IN ('F', 'M')]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnDecl {
+    /// Its name, as the file's header writes it (`c1`, `c2`, ... with `NO HEADER`).
+    pub name: Ident,
+    /// Its type.
+    pub ty: DeclaredType,
+    /// Its public domain, if declared: values outside it are missing.
+    pub domain: Option<DeclaredDomain>,
+    /// The whole declaration.
+    pub span: Span,
+}
+
+/// A declared column type: `integer`, `float`, `text` or `boolean`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeclaredType {
+    /// `integer`
+    Integer,
+    /// `float`
+    Float,
+    /// `text`
+    Text,
+    /// `boolean`
+    Boolean,
+}
+
+/// A declared public domain.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DeclaredDomain {
+    /// `BETWEEN lo AND hi` (numbers, both ends included).
+    Between(Number, Number),
+    /// `IN ('a', 'b')` (text).
+    In(Vec<Text>),
+}
+
 /// The statements of dpq.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StatementKind {
-    /// `LOAD 'people.csv' [AS people] [NO HEADER]`
+    /// `LOAD 'people.csv' [AS people] [NO HEADER] [COLUMNS (age integer, ...)]`
     Load {
         /// The file's path as written (CSV, or Parquet files), or with `postgres` a
         /// PostgreSQL connection string.
@@ -41,6 +85,8 @@ pub enum StatementKind {
         neighbours: Option<Ident>,
         /// `PRIVACY UNIT col MAX ROWS k`: the rows sharing a value of `col` are one unit's.
         unit: Option<UnitClause>,
+        /// `COLUMNS (name type, ...)`: declared names and types instead of inferred ones.
+        columns: Option<ColumnsClause>,
     },
     /// `USE people`
     Use {
@@ -530,6 +576,44 @@ pub const RESERVED: &[&str] = &[
     "and", "or", "not", "in", "between", "with", "true", "false", "where",
 ];
 
+impl fmt::Display for ColumnsClause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("COLUMNS (")?;
+        for (i, c) in self.columns.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{} {}", c.name, c.ty)?;
+            match &c.domain {
+                None => {}
+                Some(DeclaredDomain::Between(lo, hi)) => write!(f, " BETWEEN {lo} AND {hi}")?,
+                Some(DeclaredDomain::In(values)) => {
+                    f.write_str(" IN (")?;
+                    for (j, v) in values.iter().enumerate() {
+                        if j > 0 {
+                            f.write_str(", ")?;
+                        }
+                        write!(f, "{v}")?;
+                    }
+                    f.write_str(")")?;
+                }
+            }
+        }
+        f.write_str(")")
+    }
+}
+
+impl fmt::Display for DeclaredType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DeclaredType::Integer => "integer",
+            DeclaredType::Float => "float",
+            DeclaredType::Text => "text",
+            DeclaredType::Boolean => "boolean",
+        })
+    }
+}
+
 impl fmt::Display for Statement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{};", self.kind)
@@ -546,6 +630,7 @@ impl fmt::Display for StatementKind {
                 no_header,
                 neighbours,
                 unit,
+                columns,
             } => {
                 match postgres {
                     Some(table) => write!(f, "LOAD POSTGRES {path} TABLE {table}")?,
@@ -565,6 +650,9 @@ impl fmt::Display for StatementKind {
                     if let Some(k) = &u.max_rows {
                         write!(f, " MAX ROWS {k}")?;
                     }
+                }
+                if let Some(c) = columns {
+                    write!(f, " {c}")?;
                 }
                 Ok(())
             }

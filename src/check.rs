@@ -75,6 +75,119 @@ fn check_unit(
     })
 }
 
+/// `COLUMNS (...)`: a declared schema for a CSV file. Names are distinct (with `NO HEADER`
+/// they are the positional `c1`, `c2`, ...), and a domain fits its column's type: `BETWEEN`
+/// on numbers (low end first), `IN` on text.
+fn check_columns(
+    clause: &ast::ColumnsClause,
+    path: &str,
+    postgres: bool,
+    no_header: bool,
+) -> Result<Vec<data::Declared>, CheckError> {
+    let parquet = {
+        #[cfg(feature = "native")]
+        {
+            !postgres && data::is_parquet_path(Path::new(path))
+        }
+        #[cfg(not(feature = "native"))]
+        {
+            let _ = path;
+            false
+        }
+    };
+    let source_kind = if postgres {
+        Some("a PostgreSQL table")
+    } else if parquet {
+        Some("Parquet data")
+    } else {
+        None
+    };
+    if let Some(source_kind) = source_kind {
+        return Err(CheckError::ColumnsNotCsv {
+            source_kind,
+            span: clause.span,
+        });
+    }
+    let mut declared: Vec<data::Declared> = Vec::with_capacity(clause.columns.len());
+    for c in &clause.columns {
+        let name = &c.name.name;
+        if declared.iter().any(|d| d.name == *name) {
+            return Err(CheckError::DeclaredTwice {
+                column: name.clone(),
+                span: c.name.span,
+            });
+        }
+        if no_header && !is_positional_name(name) {
+            return Err(CheckError::DeclaredNoHeader {
+                column: name.clone(),
+                span: c.name.span,
+            });
+        }
+        let ty = match c.ty {
+            ast::DeclaredType::Integer => ColumnType::Integer,
+            ast::DeclaredType::Float => ColumnType::Float,
+            ast::DeclaredType::Text => ColumnType::Text,
+            ast::DeclaredType::Boolean => ColumnType::Boolean,
+        };
+        let domain = match &c.domain {
+            None => data::Domain::Any,
+            Some(ast::DeclaredDomain::Between(lo, hi)) => {
+                if !matches!(ty, ColumnType::Integer | ColumnType::Float) {
+                    return Err(domain_type(c, ty, "BETWEEN", "integer and float"));
+                }
+                let bound = |n: &Number| {
+                    exact_decimal(n).ok_or_else(|| CheckError::NumberOutOfRange {
+                        text: n.text.clone(),
+                        span: n.span,
+                    })
+                };
+                let (min, max) = (bound(lo)?, bound(hi)?);
+                if min > max {
+                    return Err(CheckError::DomainEmpty {
+                        column: name.clone(),
+                        span: c.span,
+                    });
+                }
+                data::Domain::Range { min, max }
+            }
+            Some(ast::DeclaredDomain::In(values)) => {
+                if ty != ColumnType::Text {
+                    return Err(domain_type(c, ty, "IN", "text"));
+                }
+                data::Domain::Values(values.iter().map(|v| v.value.clone()).collect())
+            }
+        };
+        declared.push(data::Declared {
+            name: name.clone(),
+            ty,
+            domain,
+        });
+    }
+    Ok(declared)
+}
+
+fn domain_type(
+    c: &ast::ColumnDecl,
+    column_type: ColumnType,
+    domain: &'static str,
+    fits: &'static str,
+) -> CheckError {
+    CheckError::DomainType {
+        column: c.name.name.clone(),
+        column_type,
+        domain,
+        fits,
+        span: c.span,
+    }
+}
+
+/// Whether `name` is one `NO HEADER` gives a column: `c1`, `c2`, ... (no leading zero).
+fn is_positional_name(name: &str) -> bool {
+    name.strip_prefix('c').is_some_and(|digits| {
+        !digits.is_empty() && !digits.starts_with('0') && digits.bytes().all(|b| b.is_ascii_digit())
+    })
+}
+
 /// Checks `stmt` against `catalog`, giving a plan that can run without further checks.
 pub fn check(stmt: &Statement, catalog: &dyn Catalog) -> Result<Plan, CheckError> {
     check_kind(&stmt.kind, stmt.span, catalog)
@@ -89,11 +202,25 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
             no_header,
             neighbours,
             unit,
+            columns,
         } => {
+            let unit_clause = unit.as_ref();
             let unit = unit
                 .as_ref()
                 .map(|u| check_unit(u, !no_header))
                 .transpose()?;
+            let columns = columns
+                .as_ref()
+                .map(|c| check_columns(c, &path.value, postgres.is_some(), *no_header))
+                .transpose()?;
+            if let (Some(declared), Some(u)) = (&columns, unit_clause) {
+                if !declared.iter().any(|d| d.name == u.column.name) {
+                    return Err(CheckError::UnitNotDeclared {
+                        column: u.column.name.clone(),
+                        span: u.span,
+                    });
+                }
+            }
             let mut asked = neighbours.as_ref().map(model).transpose()?;
             if unit.is_some() {
                 // A unit is added or removed with all its rows: the only model it has.
@@ -111,6 +238,7 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
                 header: !no_header,
                 neighbours: asked,
                 unit,
+                columns,
                 name: match (alias, postgres) {
                     (Some(a), _) => a.name.clone(),
                     (None, Some(t)) => default_table_name(Path::new(&t.name)),

@@ -249,6 +249,60 @@ pub enum CheckError {
         /// Where.
         span: Span,
     },
+    /// A column declared twice in `COLUMNS (...)`.
+    #[error("column `{column}` is declared twice in COLUMNS")]
+    DeclaredTwice {
+        /// The name.
+        column: String,
+        /// The second declaration.
+        span: Span,
+    },
+    /// `COLUMNS (...)` on a source that names and types its own columns.
+    #[error("COLUMNS is for CSV files: {source_kind} names and types its own columns")]
+    ColumnsNotCsv {
+        /// What the source is (`a Parquet file`, `a PostgreSQL table`).
+        source_kind: &'static str,
+        /// The COLUMNS clause.
+        span: Span,
+    },
+    /// A declared name under `NO HEADER`, where the columns are named by position.
+    #[error("with NO HEADER the file's columns are named c1, c2, ... by position, and COLUMNS declares them by those names, not `{column}`")]
+    DeclaredNoHeader {
+        /// The name declared.
+        column: String,
+        /// The declaration.
+        span: Span,
+    },
+    /// `PRIVACY UNIT col` naming a column that `COLUMNS (...)` leaves out.
+    #[error("PRIVACY UNIT {column}: COLUMNS keeps the declared columns only, and `{column}` is not one of them")]
+    UnitNotDeclared {
+        /// The unit column.
+        column: String,
+        /// The unit clause.
+        span: Span,
+    },
+    /// A public domain that does not fit its column's declared type.
+    #[error("column `{column}` is declared {column_type}, and {domain} is for {fits} columns")]
+    DomainType {
+        /// The column.
+        column: String,
+        /// Its declared type.
+        column_type: ColumnType,
+        /// The domain's form (`BETWEEN`, `IN`).
+        domain: &'static str,
+        /// The types it fits.
+        fits: &'static str,
+        /// The domain.
+        span: Span,
+    },
+    /// `BETWEEN lo AND hi` with lo above hi: no value would be kept.
+    #[error("the domain of column `{column}` is empty: BETWEEN takes the low end first")]
+    DomainEmpty {
+        /// The column.
+        column: String,
+        /// The declaration.
+        span: Span,
+    },
     /// `PRIVACY UNIT col` without the bound on each unit's rows.
     #[error("PRIVACY UNIT {column} needs a bound on each unit's rows: add MAX ROWS k (at most k rows of each {column} are kept, and every sensitivity is k times a row's)")]
     UnitUnbounded {
@@ -731,6 +785,12 @@ impl Error {
                 | CheckError::EmptyQuery { span }
                 | CheckError::TooManyBars { span, .. }
                 | CheckError::UnitUnbounded { span, .. }
+                | CheckError::DeclaredTwice { span, .. }
+                | CheckError::ColumnsNotCsv { span, .. }
+                | CheckError::DeclaredNoHeader { span, .. }
+                | CheckError::DomainType { span, .. }
+                | CheckError::DomainEmpty { span, .. }
+                | CheckError::UnitNotDeclared { span, .. }
                 | CheckError::UnitBound { span, .. }
                 | CheckError::UnitModel { span }
                 | CheckError::NotWhole { span, .. }
@@ -812,6 +872,14 @@ impl Error {
                     ColumnType::Text => "compare it with a quoted string such as 'F'".into(),
                     ColumnType::Boolean => "compare it with TRUE or FALSE".into(),
                 }),
+                CheckError::DomainType { .. } => Some(
+                    "a number column takes BETWEEN low AND high, a text column IN ('a', 'b'), and a boolean column no domain"
+                        .into(),
+                ),
+                CheckError::DeclaredNoHeader { .. } => Some(
+                    "declare the columns as c1 integer, c2 text, ... (any of them, in any order)"
+                        .into(),
+                ),
                 CheckError::InvalidEpsilon { .. } => {
                     Some("smaller epsilon means more noise and more privacy; 0.1 is common".into())
                 }
@@ -896,6 +964,10 @@ impl Error {
                 ),
                 EvalError::Ledger { error, .. } => ledger_help(error),
                 EvalError::Load { error, .. } => match error {
+                    DataError::DeclaredColumnMissing { .. } => Some(
+                        "COLUMNS declares columns by the names of the file's header row, exactly as written (case included), or with NO HEADER as c1, c2, ... up to the file's number of columns"
+                            .into(),
+                    ),
                     DataError::NotAHeader => Some(
                         "if the file has no header row, load it with NO HEADER: its columns are then named c1, c2, ...; if it has one, give its columns distinct plain names"
                             .into(),

@@ -17,11 +17,16 @@ pub struct Topic {
 pub const TOPICS: &[Topic] = &[
     Topic {
         name: "LOAD",
-        synopsis: "LOAD 'file.csv' | POSTGRES 'connection' TABLE name [AS name] [NO HEADER] [NEIGHBOURS replace|add_remove] [PRIVACY UNIT column MAX ROWS k];",
+        synopsis: "LOAD 'file.csv' | POSTGRES 'connection' TABLE name [AS name] [NO HEADER] [NEIGHBOURS replace|add_remove] [PRIVACY UNIT column MAX ROWS k] [COLUMNS (name type [BETWEEN lo AND hi | IN ('a', ...)], ...)];",
         about:
             "Reads a CSV file with a header row into a table and makes it current. Column types \
 (integer, float, text, boolean) are inferred; empty and NA cells are missing and match no \
 comparison. Shows the schema, the public row count n and the budget (total epsilon 1 by default). \
+COLUMNS (age integer BETWEEN 0 AND 120, sex text IN ('F', 'M'), ok boolean) declares the \
+schema instead: each column is read as its type, a cell that does not parse as it (or lies \
+outside its domain) is missing, the file's other columns are left out, and the schema shown \
+no longer depends on the values (inferred, it tells whether any cell of a column is, say, \
+12.5). Declared columns are named as in the header, or c1, c2, ... with NO HEADER. \
 A first row that looks like data (numbers, dates) is refused: with NO HEADER the first row is \
 data and the columns are named c1, c2, ... The budget belongs to the data: a copy or a \
 rename of the file finds the same ledger. When one person may have many rows, PRIVACY UNIT \

@@ -26,6 +26,8 @@ pub enum Plan {
         neighbours: Option<Neighbours>,
         /// The privacy unit asked for, if any.
         unit: Option<crate::privacy::Unit>,
+        /// `COLUMNS (...)`: the declared schema (`None`: types are inferred from the data).
+        columns: Option<Vec<crate::data::Declared>>,
         /// The table's name.
         name: String,
     },

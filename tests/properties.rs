@@ -2,8 +2,9 @@
 //! no input, however malformed, makes the interpreter panic.
 
 use dpq::ast::{
-    Accuracy, ChooseEps, CmpOp, CountQuery, CountTerm, CubeDim, Expr, Ident, Literal, Number, Plot,
-    PlotMetric, Prior, ProbEvent, Query, Simulate, Statement, StatementKind, Text, UnitClause,
+    Accuracy, ChooseEps, CmpOp, ColumnDecl, ColumnsClause, CountQuery, CountTerm, CubeDim,
+    DeclaredDomain, DeclaredType, Expr, Ident, Literal, Number, Plot, PlotMetric, Prior, ProbEvent,
+    Query, Simulate, Statement, StatementKind, Text, UnitClause,
 };
 use dpq::driver::run_source;
 use dpq::eval::{Randomness, Session};
@@ -133,6 +134,34 @@ fn query() -> impl Strategy<Value = Query> {
     ]
 }
 
+/// `COLUMNS (...)`: any names, types and domains (the checker, not the grammar, matches a
+/// domain to its type).
+fn columns() -> impl Strategy<Value = ColumnsClause> {
+    let ty = prop_oneof![
+        Just(DeclaredType::Integer),
+        Just(DeclaredType::Float),
+        Just(DeclaredType::Text),
+        Just(DeclaredType::Boolean),
+    ];
+    let domain = prop_oneof![
+        (number(), number()).prop_map(|(lo, hi)| DeclaredDomain::Between(lo, hi)),
+        prop::collection::vec(text(), 1..4).prop_map(DeclaredDomain::In),
+    ];
+    prop::collection::vec(
+        (name(), ty, prop::option::of(domain)).prop_map(|(name, ty, domain)| ColumnDecl {
+            name,
+            ty,
+            domain,
+            span: Span::default(),
+        }),
+        1..4,
+    )
+    .prop_map(|columns| ColumnsClause {
+        columns,
+        span: Span::default(),
+    })
+}
+
 fn statement() -> impl Strategy<Value = StatementKind> {
     prop_oneof![
         (
@@ -142,21 +171,25 @@ fn statement() -> impl Strategy<Value = StatementKind> {
             prop::option::of(name()),
             prop::option::of((name(), prop::option::of(number()))),
             prop::option::of(name()),
+            prop::option::of(columns()),
         )
-            .prop_map(|(path, alias, no_header, neighbours, unit, postgres)| {
-                StatementKind::Load {
-                    path,
-                    postgres,
-                    alias,
-                    no_header,
-                    neighbours,
-                    unit: unit.map(|(column, max_rows)| UnitClause {
-                        column,
-                        max_rows,
-                        span: Span::default(),
-                    }),
+            .prop_map(
+                |(path, alias, no_header, neighbours, unit, postgres, columns)| {
+                    StatementKind::Load {
+                        path,
+                        postgres,
+                        alias,
+                        no_header,
+                        neighbours,
+                        unit: unit.map(|(column, max_rows)| UnitClause {
+                            column,
+                            max_rows,
+                            span: Span::default(),
+                        }),
+                        columns,
+                    }
                 }
-            }),
+            ),
         name().prop_map(|table| StatementKind::Use { table }),
         Just(StatementKind::ShowTables),
         Just(StatementKind::ShowBudget),
@@ -311,7 +344,8 @@ proptest! {
                     ";", "<=", "=", "CHOOSE", "WITHIN", "%", "AT", "FOR", "SET", "BUDGET",
                     "SEED", "SHOW", "HISTORY", "LOAD", "USE", "DESCRIBE", "--", "\n", "\"",
                     "'", "é", "TRUE", "MECHANISM", "laplace", "geometric", "staircase", "OUT", "OF",
-                    "RANGE", "N", "COMPARE", "NOISE", "SENSITIVITY", "EXPLAIN",
+                    "RANGE", "N", "COMPARE", "NOISE", "SENSITIVITY", "EXPLAIN", "COLUMNS",
+                    "integer", "text", "boolean", "NO", "HEADER", "'examples/data/people.csv'",
                 ]),
                 0..24,
             ).prop_map(|words| words.join(" ")),

@@ -88,7 +88,13 @@ impl Session {
     fn describe(&self, plan: Plan) -> Vec<(String, String)> {
         let free = "spends nothing and draws no noise";
         match plan {
-            Plan::Load { path, name, postgres, .. } => vec![
+            Plan::Load {
+                path,
+                name,
+                postgres,
+                columns,
+                ..
+            } => vec![
                 step(
                     "does",
                     match postgres {
@@ -97,10 +103,16 @@ impl Session {
                             "asks PostgreSQL for the schema and row count of its table {} as table `{name}`; every later question is sent to the database as one SQL statement",
                             crate::data::escape_name(&t)
                         ),
-                        None => format!(
-                            "reads {} as table `{name}`, inferring column types; its row count and schema are public and shown",
-                            path.display()
-                        ),
+                        None => match columns {
+                            Some(_) => format!(
+                                "reads {} as table `{name}` with the declared columns only (a cell that does not parse as declared is missing); its row count is public and shown, its schema is the declared one",
+                                path.display()
+                            ),
+                            None => format!(
+                                "reads {} as table `{name}`, inferring column types; its row count and schema are public and shown",
+                                path.display()
+                            ),
+                        },
                     },
                 ),
                 step(

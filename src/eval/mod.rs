@@ -93,9 +93,22 @@ struct Entry {
     cube: Option<Cube>,
     /// On a served dataset, what its analyst may do.
     rules: Option<Rules>,
+    /// Questions asked of its rows (counts, cells, sums) by this session: the server pads a
+    /// response that read a dataset to its deadline.
+    asked: std::sync::atomic::AtomicU64,
 }
 
 impl Entry {
+    /// Asks the table's rows through `ask`, counting the question.
+    fn ask<T>(
+        &self,
+        ask: impl FnOnce(&crate::data::Source) -> Result<T, crate::data::DataError>,
+    ) -> Result<T, crate::data::DataError> {
+        self.asked
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        ask(&self.table)
+    }
+
     /// What the keys of its releases start with: the keyed fingerprint of its content, and
     /// for a table read with `NO HEADER` a mark of that reading. The same bytes read the two
     /// ways are two tables (the first line is a row of one and the names of the other, and
@@ -211,6 +224,18 @@ impl Session {
         self.current.map(|i| self.entries[i].name.clone())
     }
 
+    /// Each table's name and the questions this session has asked of its rows so far: what
+    /// grows across a statement tells which tables it read (`dpq serve` pads the response).
+    pub fn questions_asked(&self) -> Vec<(String, u64)> {
+        self.entries
+            .iter()
+            .map(|e| {
+                let asked = e.asked.load(std::sync::atomic::Ordering::Relaxed);
+                (e.name.clone(), asked)
+            })
+            .collect()
+    }
+
     /// Whether spending is kept in memory only (practice): nothing outlives the session.
     pub fn practice(&self) -> bool {
         self.ledgers.store().state_dir().is_none()
@@ -249,6 +274,7 @@ impl Session {
                 header,
                 neighbours,
                 unit,
+                columns,
                 name,
             } => self.load(
                 tables::Source {
@@ -258,6 +284,7 @@ impl Session {
                     header,
                     neighbours,
                     unit,
+                    columns,
                 },
                 name,
                 span,

@@ -217,6 +217,7 @@ impl Session {
             unit: served.unit.clone(),
             cube,
             rules: served.rules,
+            asked: Default::default(),
         });
         let i = self.entries.len() - 1;
         self.current = Some(i);

@@ -4,9 +4,10 @@ mod names;
 pub mod split;
 
 use crate::ast::{
-    Accuracy, BinnedStat, ChooseEps, CmpOp, CountQuery, CountTerm, CubeDim, Expr, Histogram, Ident,
-    Literal, Number, Plot, PlotMetric, Prior, ProbEvent, Query, Simulate, Statement, StatementKind,
-    SumQuery, SumTarget, Text,
+    Accuracy, BinnedStat, ChooseEps, CmpOp, ColumnDecl, ColumnsClause, CountQuery, CountTerm,
+    CubeDim, DeclaredDomain, DeclaredType, Expr, Histogram, Ident, Literal, Number, Plot,
+    PlotMetric, Prior, ProbEvent, Query, Simulate, Statement, StatementKind, SumQuery, SumTarget,
+    Text,
 };
 use crate::error::SyntaxError;
 use crate::span::Span;
@@ -98,8 +99,8 @@ impl Builder {
                 } else {
                     (self.text(source), None)
                 };
-                let (mut alias, mut no_header, mut neighbours, mut unit) =
-                    (None, false, None, None);
+                let (mut alias, mut no_header, mut neighbours, mut unit, mut columns) =
+                    (None, false, None, None, None);
                 while let Some(p) = inner.next() {
                     let span = self.span(&p);
                     match p.as_rule() {
@@ -123,6 +124,10 @@ impl Builder {
                                 span,
                             });
                         }
+                        Rule::columns_clause if columns.is_some() => {
+                            return Err(duplicate("COLUMNS", span))
+                        }
+                        Rule::columns_clause => columns = Some(self.columns(p)),
                         _ => {}
                     }
                 }
@@ -133,6 +138,7 @@ impl Builder {
                     no_header,
                     neighbours,
                     unit,
+                    columns,
                 }
             }
             Rule::use_stmt => StatementKind::Use {
@@ -670,6 +676,57 @@ impl Builder {
         }
     }
 
+    /// `COLUMNS (name type [domain], ...)`.
+    fn columns(&self, clause: Pair<'_, Rule>) -> ColumnsClause {
+        let span = self.span(&clause);
+        let columns = clause
+            .into_inner()
+            .filter(|p| p.as_rule() == Rule::column_decl)
+            .map(|decl| self.column_decl(decl))
+            .collect();
+        ColumnsClause { columns, span }
+    }
+
+    /// `name type [BETWEEN lo AND hi | IN ('a', ...)]`.
+    fn column_decl(&self, decl: Pair<'_, Rule>) -> ColumnDecl {
+        let span = self.span(&decl);
+        let mut parts = decl.into_inner();
+        let name = self.name(parts.next().expect("a declared column has a name"));
+        let ty = match parts
+            .next()
+            .and_then(|t| t.into_inner().next())
+            .expect("a declared column has a type")
+            .as_rule()
+        {
+            Rule::kw_integer => DeclaredType::Integer,
+            Rule::kw_float => DeclaredType::Float,
+            Rule::kw_boolean => DeclaredType::Boolean,
+            _ => DeclaredType::Text,
+        };
+        let domain = parts.next().map(|d| {
+            let rule = d.as_rule();
+            let mut inner = d.into_inner();
+            if rule == Rule::domain_range {
+                let lo = self.number(inner.nth(1).expect("BETWEEN has a low end"));
+                let hi = self.number(inner.nth(1).expect("BETWEEN has a high end"));
+                DeclaredDomain::Between(lo, hi)
+            } else {
+                DeclaredDomain::In(
+                    inner
+                        .filter(|p| p.as_rule() == Rule::string)
+                        .map(|p| self.text(p))
+                        .collect(),
+                )
+            }
+        });
+        ColumnDecl {
+            name,
+            ty,
+            domain,
+            span,
+        }
+    }
+
     /// The model named by a `NEIGHBOURS name` clause.
     fn neighbours(&self, clause: Pair<'_, Rule>) -> Ident {
         let name = clause.into_inner().last().expect("NEIGHBOURS has a name");
@@ -704,6 +761,11 @@ pub const KEYWORDS: &[&str] = &[
     "AS",
     "NO",
     "HEADER",
+    "COLUMNS",
+    "INTEGER",
+    "FLOAT",
+    "TEXT",
+    "BOOLEAN",
     "USE",
     "SHOW",
     "TABLES",

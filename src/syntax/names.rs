@@ -51,6 +51,17 @@ pub fn human(rule: Rule) -> &'static str {
         Rule::kw_max => "MAX",
         Rule::kw_rows => "ROWS",
         Rule::no_header => "NO HEADER",
+        Rule::columns_clause | Rule::kw_columns => "COLUMNS",
+        Rule::column_decl => "a column and its type, such as age integer",
+        Rule::column_type
+        | Rule::kw_integer
+        | Rule::kw_float
+        | Rule::kw_text
+        | Rule::kw_boolean => "a column type (integer, float, text, boolean)",
+        Rule::column_sep => "`,`",
+        Rule::column_end => "`)`",
+        Rule::domain_range => "BETWEEN low AND high",
+        Rule::domain_values => "IN ('value', ...)",
         Rule::kw_use => "USE",
         Rule::kw_show => "SHOW",
         Rule::kw_tables => "TABLES",

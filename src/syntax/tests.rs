@@ -223,3 +223,62 @@ fn linear_queries_keep_signs_and_coefficients() {
     assert_eq!(dims.len(), 2);
     assert_eq!(dims[1].column.name, "first name");
 }
+
+#[test]
+fn load_columns_parse_in_any_order_and_print_back() {
+    let src = "load 'f.csv' as t columns (age Integer between 0 and 120, sex TEXT in ('F', 'M'), \
+               ok boolean, w float) no header privacy unit age max rows 2";
+    let K::Load {
+        columns: Some(c),
+        no_header,
+        unit,
+        ..
+    } = one(src)
+    else {
+        panic!("no columns")
+    };
+    assert!(no_header && unit.is_some());
+    let names: Vec<_> = c.columns.iter().map(|d| d.name.name.as_str()).collect();
+    assert_eq!(names, ["age", "sex", "ok", "w"]);
+    assert_eq!(c.columns[0].ty, DeclaredType::Integer);
+    assert!(matches!(&c.columns[1].domain, Some(DeclaredDomain::In(v)) if v.len() == 2));
+    let printed = Statement {
+        kind: one(src),
+        span: Span::default(),
+    }
+    .to_string();
+    assert_eq!(
+        printed,
+        "LOAD 'f.csv' AS t NO HEADER PRIVACY UNIT age MAX ROWS 2 COLUMNS (age integer BETWEEN 0 \
+         AND 120, sex text IN ('F', 'M'), ok boolean, w float);"
+    );
+    assert_eq!(one(&printed), one(src));
+    // Type names are keywords only in their place: a column may be called `text`, and
+    // COLUMNSX is a name, not COLUMNS.
+    let K::Load {
+        columns: Some(c), ..
+    } = one("LOAD 'f.csv' COLUMNS (text text)")
+    else {
+        panic!("no columns")
+    };
+    assert_eq!(c.columns[0].name.name, "text");
+    assert!(err("LOAD 'f.csv' COLUMNSX (a integer)").contains("expected"));
+}
+
+#[test]
+fn load_columns_errors_name_what_is_expected() {
+    assert_eq!(
+        err("LOAD 'f.csv' COLUMNS (age int)"),
+        "expected a column type (integer, float, text, boolean) after `age`"
+    );
+    assert_eq!(
+        err("LOAD 'f.csv' COLUMNS (age integer, sex)"),
+        "expected a column type (integer, float, text, boolean) after `sex`"
+    );
+    assert!(err("LOAD 'f.csv' COLUMNS ()").contains("a column and its type"));
+    assert!(err("LOAD 'f.csv' COLUMNS (age integer BETWEEN 0)").contains("AND"));
+    assert_eq!(
+        err("LOAD 'f.csv' COLUMNS (a text) COLUMNS (b text)"),
+        "COLUMNS is given twice"
+    );
+}
