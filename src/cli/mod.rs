@@ -77,6 +77,10 @@ pub enum Command {
         /// The address to listen on.
         #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7878")]
         listen: std::net::SocketAddr,
+        /// Serve a policy that admits the demo tokens of examples/classroom/tokens/, which are
+        /// public (anyone with dpq's sources has them): for trying dpq on one machine only.
+        #[arg(long)]
+        allow_public_tokens: bool,
     },
     /// The prompt, on a dpq server, as one of its analysts.
     Connect {
@@ -167,10 +171,14 @@ pub fn fit_terminal() {
 pub fn main(args: Args) -> ExitCode {
     let format = Format::from(args.format);
     match &args.command {
-        Some(Command::Serve { policy, listen }) => {
-            return serve::serve(&args, policy, *listen);
+        Some(Command::Serve {
+            policy,
+            listen,
+            allow_public_tokens,
+        }) => {
+            return serve::serve(&args, policy, *listen, *allow_public_tokens);
         }
-        Some(Command::CheckPolicy { file }) => return serve::check_policy(file),
+        Some(Command::CheckPolicy { file }) => return serve::check_policy(&args, file),
         Some(Command::Token) => return serve::token(),
         Some(Command::Connect { url, token_file }) => {
             return serve::connect(&args, url, token_file.as_deref(), format, None);

@@ -9,6 +9,7 @@
 
 pub mod decimal;
 mod history;
+mod identities;
 mod ledger;
 mod measure;
 mod pairs;
@@ -21,6 +22,7 @@ pub use history::{
     charge, row_sensitivity, sensitivity, CubeDecl, History, Overspend, Release, Unit, Where,
     MAX_UNIT_ROWS,
 };
+pub use identities::{Identities, IdentityError};
 pub use ledger::{Ledger, LedgerError, Lock, MAX_LINE};
 pub use measure::Measure;
 pub use pairs::{PairCosts, Worst, EXACT_CLASSES};

@@ -573,6 +573,28 @@ impl Ledgers {
     }
 }
 
+/// The secret of the state directory `dir`, made (with the directory) if it is new and
+/// checked against its ledgers if not.
+pub(super) fn state_secret(dir: &Path) -> Result<[u8; 32], LedgerError> {
+    Ledgers::new(Store::dir(dir)).secret(dir)
+}
+
+/// The secret of the state directory `dir` if it has one; nothing is made or changed.
+pub(super) fn existing_secret(dir: &Path) -> Result<Option<[u8; 32]>, LedgerError> {
+    let path = dir.join(SECRET);
+    match std::fs::read(&path) {
+        Ok(bytes) => <[u8; 32]>::try_from(bytes.as_slice())
+            .map(Some)
+            .map_err(|_| LedgerError::Damaged {
+                path: path.display().to_string(),
+                line: 1,
+                reason: "the secret is not 32 bytes",
+            }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_error(&path, e)),
+    }
+}
+
 /// The ledger name an index entry holds, if there is one.
 fn read_name(entry: &Path) -> Result<Option<String>, LedgerError> {
     match std::fs::read_to_string(entry) {
@@ -680,14 +702,14 @@ fn make_secret(path: &Path) -> Result<[u8; 32], LedgerError> {
     }
 }
 
-fn random_secret() -> [u8; 32] {
+pub(super) fn random_secret() -> [u8; 32] {
     let mut secret = [0u8; 32];
     rand::rng().fill_bytes(&mut secret);
     secret
 }
 
 /// The keyed fingerprint of content whose plain BLAKE3 hash is `content`.
-fn fingerprint(secret: &[u8; 32], content: &[u8; 32]) -> String {
+pub(super) fn fingerprint(secret: &[u8; 32], content: &[u8; 32]) -> String {
     let key = blake3::derive_key("dpq 2026-11 content fingerprint", secret);
     blake3::keyed_hash(&key, content).to_hex().to_string()
 }
@@ -720,7 +742,7 @@ fn resolved(path: &Path) -> Option<PathBuf> {
 /// Takes an exclusive lock on the file `path` (made if absent), held until dropped. A lock
 /// file deleted or replaced while the lock was awaited is caught by looking again once it is
 /// held, so two processes never hold locks of two files under one name.
-fn lock_file(path: &Path) -> Result<File, LedgerError> {
+pub(super) fn lock_file(path: &Path) -> Result<File, LedgerError> {
     use crate::sys::fs::MetadataExt;
     let io = |e| io_error(path, e);
     for _ in 0..8 {
@@ -747,7 +769,7 @@ fn lock_file(path: &Path) -> Result<File, LedgerError> {
 
 /// Writes `bytes` to `path` through a temporary file renamed into place, durably, readable by
 /// its owner only.
-fn write_private(path: &Path, bytes: &[u8]) -> Result<(), LedgerError> {
+pub(super) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), LedgerError> {
     let tmp = path.with_extension("tmp");
     write_synced(&tmp, bytes)?;
     std::fs::rename(&tmp, path).map_err(|e| {
@@ -804,7 +826,7 @@ fn tighten(_dir: &Path) -> Result<(), LedgerError> {
     Ok(())
 }
 
-fn io_error(path: &Path, e: std::io::Error) -> LedgerError {
+pub(super) fn io_error(path: &Path, e: std::io::Error) -> LedgerError {
     LedgerError::Io {
         path: path.display().to_string(),
         message: e.to_string(),

@@ -59,6 +59,12 @@ pub struct Dataset {
     pub cube: Option<String>,
     /// What analysts may do.
     pub rules: Rules,
+    /// The id whose ledger this dataset continues (`continues = "old-id"`): data moved or
+    /// renamed to a new id keeps its spending.
+    pub continues: Option<String>,
+    /// The least time, in milliseconds, before a response that read this dataset leaves the
+    /// server (`response_ms`; 0: no padding); `None`: computed from its row count and source.
+    pub response_ms: Option<u64>,
 }
 
 /// Where a served dataset's rows are.
@@ -145,6 +151,15 @@ impl Default for Limits {
     }
 }
 
+/// The demo tokens shipped with dpq (`examples/classroom/tokens/`), read from the files
+/// themselves so that the list cannot drift from them. They are public: a policy admitting
+/// one admits anyone, and `dpq serve` refuses it unless told they are public.
+pub const PUBLIC_TOKENS: [&str; 3] = [
+    include_str!("../../examples/classroom/tokens/alice.token"),
+    include_str!("../../examples/classroom/tokens/bob.token"),
+    include_str!("../../examples/classroom/tokens/carol.token"),
+];
+
 /// The families an analyst may use when a dataset's policy names none.
 const DEFAULT_FAMILIES: [Family; 10] = [
     Family::Count,
@@ -201,6 +216,7 @@ impl Policy {
         unique(analysts.iter().map(|a| a.name.as_str()), "analyst name")?;
         let hashes: Vec<String> = analysts.iter().map(|a| hex(&a.token_hash)).collect();
         unique(hashes.iter().map(String::as_str), "token hash")?;
+        continuations(&datasets)?;
         if datasets.is_empty() {
             return Err("it serves no dataset: add a [[dataset]]".into());
         }
@@ -210,6 +226,20 @@ impl Policy {
             analysts,
             limits,
         })
+    }
+
+    /// The analysts whose token is one of the public demo tokens of
+    /// `examples/classroom/tokens/`: anyone who has dpq's sources can use them.
+    pub fn public_token_analysts(&self) -> Vec<&str> {
+        let public: Vec<[u8; 32]> = PUBLIC_TOKENS
+            .iter()
+            .map(|t| *super::token::hash(t.trim()).as_bytes())
+            .collect();
+        self.analysts
+            .iter()
+            .filter(|a| public.contains(&a.token_hash))
+            .map(|a| a.name.as_str())
+            .collect()
     }
 
     /// What the policy allows, in words: `dpq check-policy`'s report.
@@ -236,6 +266,11 @@ impl Policy {
             ));
             if let Some(cube) = &d.cube {
                 out.push_str(&format!("  cube: CUBE {cube}\n"));
+            }
+            if let Some(old) = &d.continues {
+                out.push_str(&format!(
+                    "  continues the ledger of id {old}, with what was spent on it\n"
+                ));
             }
         }
         for a in &self.analysts {
@@ -418,6 +453,18 @@ fn plain_name(s: &str) -> bool {
         && s.len() <= 64
 }
 
+/// The most `response_ms` a dataset may ask for: ten minutes.
+pub const MAX_RESPONSE_MS: u64 = 600_000;
+
+/// Whether `id` is a dataset id: 1 to 100 of letters, digits, `-`, `_` and `.`.
+fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 100
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
 fn dataset(t: &toml::Table, base: &Path) -> Result<Dataset, String> {
     let mut k = Keys::new("a [[dataset]]", t);
     let name = k.required("name")?;
@@ -428,16 +475,33 @@ fn dataset(t: &toml::Table, base: &Path) -> Result<Dataset, String> {
     }
     k.what = format!("dataset `{name}`");
     let id = k.required("id")?;
-    let id_ok = !id.is_empty()
-        && id.len() <= 100
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if !id_ok {
+    if !valid_id(&id) {
         return Err(format!(
             "dataset `{name}`: its id must be 1 to 100 of letters, digits, '-', '_' and '.'"
         ));
     }
+    let continues = k.string("continues")?;
+    if let Some(old) = &continues {
+        if !valid_id(old) {
+            return Err(format!(
+                "dataset `{name}`: `continues` names an id: 1 to 100 of letters, digits, '-', '_' and '.'"
+            ));
+        }
+        if *old == id {
+            return Err(format!(
+                "dataset `{name}`: `continues = \"{old}\"` names its own id; `continues` is for a new id that keeps an old one's ledger"
+            ));
+        }
+    }
+    let response_ms = match k.get("response_ms") {
+        None => None,
+        Some(Value::Integer(ms)) if (0..=MAX_RESPONSE_MS as i64).contains(ms) => Some(*ms as u64),
+        Some(_) => {
+            return Err(format!(
+                "dataset `{name}`: `response_ms` must be a whole number of milliseconds from 0 to {MAX_RESPONSE_MS}"
+            ))
+        }
+    };
     let source = match (k.string("source")?, k.string("postgres")?, k.string("table")?) {
         (Some(path), None, None) => DataSource::File(base.join(path)),
         (None, Some(conninfo), Some(table)) => DataSource::Postgres { conninfo, table },
@@ -574,6 +638,8 @@ fn dataset(t: &toml::Table, base: &Path) -> Result<Dataset, String> {
             max_eps,
             show_dataset_budget,
         },
+        continues,
+        response_ms,
     })
 }
 
@@ -683,6 +749,27 @@ fn analyst(t: &toml::Table, datasets: &[Dataset]) -> Result<Analyst, String> {
         token_hash,
         budgets,
     })
+}
+
+/// Refuses a `continues` that would make two datasets of the policy share one ledger: one
+/// naming another served dataset's id, or two naming the same id.
+fn continuations(datasets: &[Dataset]) -> Result<(), String> {
+    for (i, d) in datasets.iter().enumerate() {
+        let Some(old) = &d.continues else { continue };
+        if let Some(other) = datasets.iter().find(|o| o.id == *old) {
+            return Err(format!(
+                "dataset `{}` (id {}): `continues = \"{old}\"` names the id of dataset `{}`, which this policy serves too; two datasets cannot share one ledger: drop `continues`, or stop serving `{}`",
+                d.name, d.id, other.name, other.name
+            ));
+        }
+        if let Some(other) = datasets[..i].iter().find(|o| o.continues == d.continues) {
+            return Err(format!(
+                "datasets `{}` (id {}) and `{}` (id {}) both continue id {old}; two datasets cannot share one ledger",
+                other.name, other.id, d.name, d.id
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn unique<'a>(items: impl Iterator<Item = &'a str>, what: &str) -> Result<(), String> {
@@ -835,6 +922,65 @@ budgets = {{ survey = 0.5 }}
             let err = one(source, extra).expect_err(says);
             assert!(err.contains(says), "{source} {extra}: {err}");
         }
+    }
+
+    #[test]
+    fn continues_and_response_ms_are_read_and_checked() {
+        let one = |extra: &str| {
+            parse(&format!(
+                "[[dataset]]\nname = \"s\"\nid = \"s2\"\nsource = \"s.csv\"\nbudget = 1\n{extra}\n"
+            ))
+        };
+        let d = &one("continues = \"s1\"\nresponse_ms = 0")
+            .expect("valid")
+            .datasets[0];
+        assert_eq!(d.continues.as_deref(), Some("s1"));
+        assert_eq!(d.response_ms, Some(0), "0 turns padding off");
+        let d = &one("response_ms = 600000").expect("valid").datasets[0];
+        assert_eq!(
+            (d.continues.as_deref(), d.response_ms),
+            (None, Some(600_000))
+        );
+        assert_eq!(one("").expect("valid").datasets[0].response_ms, None);
+        for (extra, says) in [
+            ("response_ms = 600001", "`response_ms` must be"),
+            ("response_ms = -1", "`response_ms` must be"),
+            ("response_ms = 1.5", "`response_ms` must be"),
+            ("continues = \"s2\"", "names its own id"),
+            ("continues = \"a b\"", "`continues` names an id"),
+        ] {
+            let err = one(extra).expect_err(says);
+            assert!(err.contains(says), "{extra}: {err}");
+        }
+        let two = |a: &str, b: &str| {
+            parse(&format!(
+                "[[dataset]]\nname = \"a\"\nid = \"a2\"\nsource = \"a.csv\"\nbudget = 1\n{a}\n[[dataset]]\nname = \"b\"\nid = \"b2\"\nsource = \"b.csv\"\nbudget = 1\n{b}\n"
+            ))
+        };
+        let err = two("continues = \"b2\"", "").expect_err("served too");
+        assert!(err.contains("which this policy serves too"), "{err}");
+        let err = two("continues = \"x\"", "continues = \"x\"").expect_err("both");
+        assert!(err.contains("both continue id x"), "{err}");
+    }
+
+    #[test]
+    fn the_public_tokens_are_the_shipped_ones() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/classroom/tokens");
+        let shipped = std::fs::read_dir(&dir)
+            .expect("the demo tokens")
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "token"))
+            })
+            .count();
+        assert_eq!(shipped, PUBLIC_TOKENS.len(), "every shipped token is known");
+        let classroom = Policy::read(&dir.join("../policy.toml")).expect("the classroom");
+        assert_eq!(classroom.public_token_analysts(), ["alice", "bob", "carol"]);
+        let mine = parse(&format!(
+            "[[dataset]]\nname = \"s\"\nid = \"s1\"\nsource = \"s.csv\"\nbudget = 1\n[[analyst]]\nname = \"ana\"\ntoken_hash = \"{HASH}\"\n"
+        ))
+        .expect("valid");
+        assert!(mine.public_token_analysts().is_empty());
     }
 
     #[test]
