@@ -18,8 +18,32 @@ fn refuse_local_flags(args: &Args, what: &str) -> Option<ExitCode> {
     None
 }
 
-/// `dpq serve --policy FILE [--listen ADDR]`.
-pub fn serve(args: &Args, policy: &Path, listen: SocketAddr) -> ExitCode {
+/// What a policy admitting the public demo tokens is told.
+fn public_tokens(policy: &Policy) -> Option<String> {
+    let analysts = policy.public_token_analysts();
+    (!analysts.is_empty()).then(|| {
+        let (who, holds) = match analysts.len() {
+            1 => ("analyst", "holds a demo token"),
+            _ => ("analysts", "hold demo tokens"),
+        };
+        format!(
+            "{who} {} {holds} of examples/classroom/tokens/, which are public: anyone can use them. Make new tokens with `dpq token` for real analysts, or pass --allow-public-tokens to serve them on a machine of your own",
+            analysts.join(", ")
+        )
+    })
+}
+
+/// The state directory of a policy: the command line's --state-dir, else the policy's, else
+/// DPQ_STATE_DIR or the default.
+fn policy_state_dir(args: &Args, policy: &Policy) -> Result<Option<PathBuf>, String> {
+    match (&args.state_dir, &policy.state_dir) {
+        (Some(d), _) | (None, Some(d)) => Ok(Some(d.clone())),
+        (None, None) => state_dir(None),
+    }
+}
+
+/// `dpq serve --policy FILE [--listen ADDR] [--allow-public-tokens]`.
+pub fn serve(args: &Args, policy: &Path, listen: SocketAddr, allow_public: bool) -> ExitCode {
     if let Some(code) = refuse_local_flags(args, "serve") {
         return code;
     }
@@ -30,16 +54,21 @@ pub fn serve(args: &Args, policy: &Path, listen: SocketAddr) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    // The command line's --state-dir, else the policy's, else DPQ_STATE_DIR or the default.
-    let dir = match (&args.state_dir, &policy.state_dir) {
-        (Some(d), _) | (None, Some(d)) => Some(d.clone()),
-        (None, None) => match state_dir(None) {
-            Ok(d) => d,
-            Err(message) => {
-                eprintln!("dpq: {message}");
-                return ExitCode::from(EXIT_USAGE);
-            }
-        },
+    if let Some(message) = public_tokens(&policy) {
+        if !allow_public {
+            eprintln!("dpq serve: {message}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+        eprintln!(
+            "dpq serve: --allow-public-tokens: analysts with the public demo tokens are served"
+        );
+    }
+    let dir = match policy_state_dir(args, &policy) {
+        Ok(d) => d,
+        Err(message) => {
+            eprintln!("dpq: {message}");
+            return ExitCode::from(EXIT_USAGE);
+        }
     };
     let Some(state_dir) = dir else {
         eprintln!("dpq: no state directory: give --state-dir DIR or state_dir in the policy");
@@ -104,7 +133,7 @@ pub fn connect(
 
 /// `dpq check-policy FILE`: the policy valid, its files readable as declared, and what each
 /// analyst may do.
-pub fn check_policy(file: &Path) -> ExitCode {
+pub fn check_policy(args: &Args, file: &Path) -> ExitCode {
     let policy = match Policy::read(file) {
         Ok(p) => p,
         Err(e) => {
@@ -113,13 +142,56 @@ pub fn check_policy(file: &Path) -> ExitCode {
         }
     };
     let mut ok = true;
+    let mut contents = Vec::new();
+    let mut deadlines = Vec::new();
     for d in &policy.datasets {
-        if let Err(e) = dpq::server::read_dataset(d) {
+        match dpq::server::read_dataset(d) {
+            Ok((source, content)) => {
+                let deadline = dpq::server::response_deadline(d, &source);
+                let how = if d.response_ms.is_some() {
+                    "its response_ms"
+                } else {
+                    "the default for its source and size"
+                };
+                deadlines.push(format!(
+                    "dataset `{}`: a statement that reads its rows answers no earlier than {} ms after it began ({how})",
+                    d.name,
+                    deadline.as_millis()
+                ));
+                contents.push((d.name.clone(), content));
+            }
+            Err(e) => {
+                eprintln!("dpq: {}: {e}", file.display());
+                ok = false;
+            }
+        }
+    }
+    // What the state directory remembers of the datasets' identities, read and never written.
+    let dir = match policy_state_dir(args, &policy) {
+        Ok(d) => d,
+        Err(message) => {
+            eprintln!("dpq: {message}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let mut notes = Vec::new();
+    match dpq::server::identity::check(&policy, dir.as_deref(), &contents) {
+        Ok(n) => notes = n,
+        Err(e) => {
             eprintln!("dpq: {}: {e}", file.display());
             ok = false;
         }
     }
+    if let Some(message) = public_tokens(&policy) {
+        eprintln!("dpq: {}: warning: {message}", file.display());
+    }
     println!("{}", policy.describe());
+    for line in deadlines {
+        println!("{line}");
+    }
+    for note in notes {
+        println!("{note}");
+    }
     if ok {
         println!("The policy is valid.");
         ExitCode::from(EXIT_OK)

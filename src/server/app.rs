@@ -68,7 +68,12 @@ struct App {
     analysts: Analysts,
     limits: Limits,
     audit: Mutex<File>,
+    /// Each dataset's deadline, by the name analysts `USE` (zero: not padded).
+    deadlines: Deadlines,
 }
+
+/// The least time a statement that read a dataset takes to answer, by the dataset's name.
+type Deadlines = HashMap<String, Duration>;
 
 /// Serves `policy` until SIGTERM or SIGINT; `started` is told where, once listening.
 pub fn serve(
@@ -86,7 +91,7 @@ pub fn serve(
                 options.state_dir.display()
             )
         })?;
-    let (analysts, notes) = prepare(policy, &options.state_dir)?;
+    let (analysts, deadlines, notes) = prepare(policy, &options.state_dir)?;
     let audit_path = options.state_dir.join("audit.log");
     let audit = std::fs::OpenOptions::new()
         .create(true)
@@ -98,6 +103,7 @@ pub fn serve(
         analysts,
         limits: policy.limits,
         audit: Mutex::new(audit),
+        deadlines,
     });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -173,6 +179,21 @@ fn router(app: Arc<App>) -> Router {
         .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
             Duration::from_millis(limits.body_millis),
         ))
+        // Outermost: a body declared larger than the limit is refused at once, before any
+        // of it is waited for.
+        .layer(axum::middleware::from_fn(
+            move |request: axum::extract::Request, next: axum::middleware::Next| async move {
+                let declared = request
+                    .headers()
+                    .get(axum::http::header::CONTENT_LENGTH)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.trim().parse::<u128>().ok());
+                match declared {
+                    Some(n) if n > limits.max_request_bytes as u128 => too_large(limits),
+                    _ => next.run(request).await,
+                }
+            },
+        ))
         .with_state(app)
 }
 
@@ -194,9 +215,16 @@ async fn shutdown() {
 }
 
 /// Reads every dataset once, records its policy in its ledger through a curator's session,
-/// and opens each analyst's session over their datasets.
-fn prepare(policy: &Policy, state_dir: &Path) -> Result<(Analysts, Vec<String>), String> {
+/// and opens each analyst's session over their datasets; with each dataset's deadline.
+fn prepare(
+    policy: &Policy,
+    state_dir: &Path,
+) -> Result<(Analysts, Deadlines, Vec<String>), String> {
     let mut notes = Vec::new();
+    let mut deadlines = Deadlines::new();
+    // Each dataset's `id` becomes the id whose ledger it keeps; what it serves is recorded.
+    let (mut identities, policy) = super::identity::Settled::open(policy, state_dir)?;
+    let policy = &policy;
     let mut curator = Session::with_store(Randomness::Os, Store::dir(state_dir));
     let mut data: HashMap<String, (Arc<Source>, [u8; 32])> = HashMap::new();
     for d in &policy.datasets {
@@ -207,6 +235,16 @@ fn prepare(policy: &Policy, state_dir: &Path) -> Result<(Analysts, Vec<String>),
             ));
         }
         let (table, content) = read_dataset(d)?;
+        identities.claim(&d.name, &content)?;
+        let deadline = response_deadline(d, &table);
+        if d.response_ms.is_none() && d.neighbours == crate::privacy::Neighbours::AddRemove {
+            notes.push(format!(
+                "dataset `{}`: its responses are padded to {} ms, a default that cannot follow its row count (private under add_remove); set `response_ms` to what its answers need",
+                d.name,
+                deadline.as_millis()
+            ));
+        }
+        deadlines.insert(d.name.clone(), deadline);
         let served = served(d, &table, content, None);
         let out = curator
             .attach(served)
@@ -284,7 +322,48 @@ fn prepare(policy: &Policy, state_dir: &Path) -> Result<(Analysts, Vec<String>),
         };
         analysts.insert(a.token_hash, Arc::new(analyst));
     }
-    Ok((analysts, notes))
+    Ok((analysts, deadlines, notes))
+}
+
+/// The least time before a response that read dataset `d` leaves the server: the policy's
+/// `response_ms`, else a default from public facts only, the kind of source and, where it is
+/// public (under `replace`), the row count. The default covers a question of a few
+/// conditions, a histogram or a sum with room to spare on the machine the benchmarks ran on
+/// (`benches/timing.rs`); a statement that takes longer is answered at the next multiple of
+/// the deadline.
+pub fn response_deadline(d: &Dataset, source: &Source) -> Duration {
+    if let Some(ms) = d.response_ms {
+        return Duration::from_millis(ms);
+    }
+    // Per source: a fixed part (ledger appends, parsing, threads) and a part per row.
+    let (fixed_ms, row_ns) = match source.kind() {
+        "csv" => (50, 100),
+        "parquet" => (100, 400),
+        _ => (200, 500),
+    };
+    match d.neighbours {
+        crate::privacy::Neighbours::Replace => {
+            let rows_ms = source.n_rows().saturating_mul(row_ns) / 1_000_000;
+            Duration::from_millis(fixed_ms + rows_ms)
+        }
+        // n is private: a default that does not depend on it.
+        crate::privacy::Neighbours::AddRemove => Duration::from_millis(ADD_REMOVE_DEFAULT_MS),
+    }
+}
+
+/// The deadline of a dataset under `add_remove` whose policy does not set `response_ms`.
+const ADD_REMOVE_DEFAULT_MS: u64 = 1000;
+
+/// When a statement that started at `start` and read datasets with `deadline` (the longest
+/// of theirs) may answer: at the deadline, or when it overran, at the first multiple of it
+/// after the time it took. Returns that instant and the multiple.
+fn padded(start: Instant, took: Duration, deadline: Duration) -> (Instant, u32) {
+    if deadline.is_zero() {
+        return (start + took, 0);
+    }
+    let k = took.as_nanos().div_ceil(deadline.as_nanos()).max(1);
+    let k = u32::try_from(k).unwrap_or(u32::MAX);
+    (start + deadline.saturating_mul(k), k)
 }
 
 /// Reads a served dataset's rows as its policy declares them, with the identity of their data:
@@ -302,7 +381,10 @@ pub fn read_dataset(d: &Dataset) -> Result<(Arc<Source>, [u8; 32]), String> {
         DataSource::File(path) if crate::data::is_parquet_path(path) => {
             let table = crate::data::open_parquet(path).map_err(fail)?;
             let content = crate::data::parquet_content(&table).map_err(fail)?;
-            return Ok((Arc::new(Source::Parquet(table)), content));
+            // Served: every question reads every row group, whatever the values' bounds.
+            let mut source = Source::Parquet(table);
+            source.constant_work();
+            return Ok((Arc::new(source), content));
         }
         DataSource::File(path) => path,
     };
@@ -330,6 +412,8 @@ pub fn read_dataset(d: &Dataset) -> Result<(Arc<Source>, [u8; 32]), String> {
             crate::data::bound_units(t, column, u.max_rows)
         }
     };
+    // Served: lanes as wide as public facts say, whatever the values' range.
+    let table = table.with_public_widths(d.columns.as_deref());
     Ok((Arc::new(Source::Memory(table)), loaded.content.bytes()))
 }
 
@@ -368,6 +452,17 @@ fn problem(status: StatusCode, text: impl Into<String>) -> Response {
         axum::http::HeaderValue::from_static("close"),
     );
     r
+}
+
+/// The refusal of a request larger than the limit.
+fn too_large(limits: Limits) -> Response {
+    problem(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!(
+            "the request is larger than this server's limit of {} bytes",
+            limits.max_request_bytes
+        ),
+    )
 }
 
 /// The analyst whose token the request carries.
@@ -411,15 +506,7 @@ async fn run(
     };
     let body = match body {
         Ok(b) => b,
-        Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-            return problem(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "the request is larger than this server's limit of {} bytes",
-                    app.limits.max_request_bytes
-                ),
-            )
-        }
+        Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => return too_large(app.limits),
         Err(_) => {
             return problem(
                 StatusCode::REQUEST_TIMEOUT,
@@ -455,14 +542,19 @@ async fn run(
             ),
         );
     };
-    let deadline = Instant::now() + Duration::from_millis(app.limits.request_millis);
+    let started = Instant::now();
+    let deadline = started + Duration::from_millis(app.limits.request_millis);
     let worker = Arc::clone(&app);
     let done = tokio::task::spawn_blocking(move || {
         let mut session = who.session.lock().unwrap_or_else(PoisonError::into_inner);
         let limits = (deadline, worker.limits.max_response_bytes);
-        let response = run_statements(&mut session, &request.source, limits, &mut |a| {
-            worker.write_audit(&who.name, a)
-        });
+        let response = run_statements(
+            &mut session,
+            &request.source,
+            limits,
+            &worker.deadlines,
+            &mut |a| worker.write_audit(&who.name, a),
+        );
         drop(session);
         drop(permit);
         response
@@ -470,10 +562,17 @@ async fn run(
     .await;
     match done {
         Ok(response) => Json(response).into_response(),
-        Err(_) => problem(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "the request failed inside the server; nothing after its last recorded statement was run",
-        ),
+        Err(_) => {
+            // A statement that failed inside the server left before its padding: the reply
+            // waits for the longest deadline of any dataset instead, so that when it comes
+            // says nothing of how far the statement got.
+            let longest = app.deadlines.values().max().copied().unwrap_or_default();
+            tokio::time::sleep_until((started + longest).into()).await;
+            problem(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the request failed inside the server; nothing after its last recorded statement was run",
+            )
+        }
     }
 }
 
@@ -512,11 +611,14 @@ impl App {
 
 /// Runs the statements of `source` in order until one fails, the deadline passes or the
 /// results reach the response limit (`limits`); each statement's audit line goes to `audit`
-/// as soon as it has run.
+/// as soon as it has run. A statement that read a dataset's rows ends no earlier than the
+/// dataset's deadline after it began (see [`padded`]): its result, its audit line and the
+/// next statement wait for it.
 fn run_statements(
     session: &mut Session,
     source: &str,
     limits: (Instant, usize),
+    deadlines: &Deadlines,
     audit: &mut dyn FnMut(&Audited),
 ) -> RunResponse {
     let (deadline, max_bytes) = limits;
@@ -548,34 +650,60 @@ fn run_statements(
             });
             break;
         }
+        let asked = session.questions_asked();
+        let start = Instant::now();
         let result = syntax::parse_statement_at(source, piece.span)
             .map_err(Error::from)
             .and_then(|stmt| session.execute(&stmt));
         let table = session.current_table_name();
-        match result {
+        let deadline = deadline_of(deadlines, &asked, &session.questions_asked());
+        let (outcome, done) = match result {
             Ok(response) => {
                 let json_text = render_json(&response);
                 let json: serde_json::Value =
                     serde_json::from_str(&json_text).unwrap_or(serde_json::Value::Null);
-                audit(&Audited {
-                    statement: text,
-                    table,
-                    outcome: cost(&json),
+                let rendered = render_table(&response);
+                bytes += json_text.len() + rendered.len();
+                let outcome = cost(&json);
+                results.push(StatementResult {
+                    json,
+                    table: rendered,
                 });
-                let table = render_table(&response);
-                bytes += json_text.len() + table.len();
-                results.push(StatementResult { json, table });
+                (outcome, None)
             }
             Err(e) => {
                 let body = error_body(&e);
-                audit(&Audited {
-                    statement: text,
-                    table,
-                    outcome: serde_json::json!({ "error": body.message }),
-                });
-                error = Some(body);
-                break;
+                let outcome = serde_json::json!({ "error": body.message });
+                (outcome, Some(body))
             }
+        };
+        let (until, multiple) = padded(start, start.elapsed(), deadline);
+        let mut outcome = outcome;
+        if multiple > 1 {
+            // The curator's to know: the deadline was too short for this statement.
+            eprintln!(
+                "dpq serve: a statement on `{}` took {} ms, over its deadline of {} ms; answered at {} times the deadline",
+                table.as_deref().unwrap_or("?"),
+                start.elapsed().as_millis(),
+                deadline.as_millis(),
+                multiple
+            );
+            if let Some(o) = outcome.as_object_mut() {
+                o.insert(
+                    "overran_deadline_ms".into(),
+                    serde_json::json!(deadline.as_millis() as u64),
+                );
+            }
+        }
+        audit(&Audited {
+            statement: text,
+            table,
+            outcome,
+        });
+        std::thread::sleep(until.saturating_duration_since(Instant::now()));
+        if let Some(body) = done {
+            error = Some(body);
+            break;
         }
     }
     if error.is_none() {
@@ -584,6 +712,28 @@ fn run_statements(
         }
     }
     RunResponse { results, error }
+}
+
+/// The deadline of a statement that asked the questions between `before` and `after` (each
+/// table's count): the longest of the datasets it read, zero when it read none.
+fn deadline_of(
+    deadlines: &Deadlines,
+    before: &[(String, u64)],
+    after: &[(String, u64)],
+) -> Duration {
+    after
+        .iter()
+        .filter(|(name, n)| {
+            let was = before
+                .iter()
+                .find(|(b, _)| b == name)
+                .map_or(0, |(_, m)| *m);
+            *n > was
+        })
+        .filter_map(|(name, _)| deadlines.get(name))
+        .copied()
+        .max()
+        .unwrap_or(Duration::ZERO)
 }
 
 /// What the audit log says a result cost: its kind, the epsilon it spent and whether it came
@@ -633,5 +783,48 @@ fn error_body(e: &Error) -> ErrorBody {
         help,
         start: d.span.map(|s| s.start),
         end: d.span.map(|s| s.end),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_statement_is_held_to_its_deadline_or_the_next_multiple() {
+        let start = Instant::now();
+        let ms = Duration::from_millis;
+        assert_eq!(padded(start, ms(3), ms(100)), (start + ms(100), 1));
+        assert_eq!(padded(start, ms(100), ms(100)), (start + ms(100), 1));
+        assert_eq!(padded(start, ms(101), ms(100)), (start + ms(200), 2));
+        assert_eq!(padded(start, ms(250), ms(100)), (start + ms(300), 3));
+        // No deadline: as it came.
+        assert_eq!(padded(start, ms(7), Duration::ZERO), (start + ms(7), 0));
+    }
+
+    #[test]
+    fn the_deadline_is_that_of_the_datasets_a_statement_read() {
+        let d: Deadlines = [
+            ("a".to_string(), Duration::from_millis(50)),
+            ("b".to_string(), Duration::from_millis(80)),
+        ]
+        .into_iter()
+        .collect();
+        let before = vec![("a".to_string(), 3), ("b".to_string(), 1)];
+        let read_a = vec![("a".to_string(), 4), ("b".to_string(), 1)];
+        let read_both = vec![("a".to_string(), 4), ("b".to_string(), 2)];
+        assert_eq!(deadline_of(&d, &before, &before), Duration::ZERO);
+        assert_eq!(deadline_of(&d, &before, &read_a), Duration::from_millis(50));
+        assert_eq!(
+            deadline_of(&d, &before, &read_both),
+            Duration::from_millis(80)
+        );
+        // A table loaded by the statement itself counts from zero.
+        let loaded = vec![
+            ("a".to_string(), 3),
+            ("b".to_string(), 1),
+            ("c".to_string(), 1),
+        ];
+        assert_eq!(deadline_of(&d, &before, &loaded), Duration::ZERO);
     }
 }

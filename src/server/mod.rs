@@ -8,7 +8,8 @@
 
 pub mod api;
 mod app;
+pub mod identity;
 pub mod policy;
 pub mod token;
 
-pub use app::{read_dataset, serve, Options, Started};
+pub use app::{read_dataset, response_deadline, serve, Options, Started};
