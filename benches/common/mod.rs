@@ -137,3 +137,71 @@ pub fn write_parquet(path: &Path, people: impl Iterator<Item = Person>) -> std::
     }
     Ok(())
 }
+
+/// `people` as one Arrow batch of the table's six columns, in their order, every column
+/// nullable (so that batches with and without missing values have one schema).
+pub fn people_batch(people: &[Person]) -> std::io::Result<RecordBatch> {
+    let columns: Vec<(&str, ArrayRef, bool)> = vec![
+        (
+            "age",
+            Arc::new(Int64Array::from_iter(people.iter().map(|p| p.age))),
+            true,
+        ),
+        (
+            "sex",
+            Arc::new(StringArray::from_iter_values(people.iter().map(|p| p.sex))),
+            true,
+        ),
+        (
+            "income",
+            Arc::new(Int64Array::from_iter(people.iter().map(|p| p.income))),
+            true,
+        ),
+        (
+            "region",
+            Arc::new(StringArray::from_iter_values(
+                people.iter().map(|p| p.region),
+            )),
+            true,
+        ),
+        (
+            "height_cm",
+            Arc::new(Float64Array::from_iter_values(
+                people.iter().map(|p| p.height_cm),
+            )),
+            true,
+        ),
+        (
+            "employed",
+            Arc::new(BooleanArray::from_iter(
+                people.iter().map(|p| Some(p.employed)),
+            )),
+            true,
+        ),
+    ];
+    RecordBatch::try_from_iter_with_nullable(columns).map_err(std::io::Error::other)
+}
+
+/// Writes `people`, in their order, as one Parquet file of row groups of `group_rows` rows
+/// (the last may be shorter).
+pub fn write_parquet_grouped(
+    path: &Path,
+    people: &[Person],
+    group_rows: usize,
+) -> std::io::Result<()> {
+    let group_rows = group_rows.max(1);
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(group_rows))
+        .build();
+    let schema = people_batch(&[])?.schema();
+    let mut writer = parquet::arrow::ArrowWriter::try_new(File::create(path)?, schema, Some(props))
+        .map_err(std::io::Error::other)?;
+    for chunk in people.chunks(group_rows) {
+        writer
+            .write(&people_batch(chunk)?)
+            .map_err(std::io::Error::other)?;
+        writer.flush().map_err(std::io::Error::other)?;
+    }
+    writer.close().map_err(std::io::Error::other)?;
+    Ok(())
+}
