@@ -436,3 +436,92 @@ fn the_public_demo_tokens_need_a_flag() {
     let _ = child.wait();
     assert!(line.starts_with("dpq serve: listening on"), "{line}");
 }
+
+/// A start that fails (a dataset that cannot be read) records nothing, not even the
+/// continuation its policy asks for: the curator can still write another.
+#[test]
+fn a_failed_start_records_no_continuation() {
+    let setup = Setup::new(1);
+    let v1 = policy(
+        &setup,
+        &[("people", "id = \"people-v1\"\nsource = \"people.csv\"")],
+    );
+    spend(&setup, &v1, "people", "0.1");
+    let broken = policy(
+        &setup,
+        &[(
+            "people",
+            "id = \"people-v2\"\ncontinues = \"people-v1\"\nsource = \"missing.csv\"",
+        )],
+    );
+    let err = refused(&setup, &broken, &[]);
+    assert!(err.contains("cannot load"), "{err}");
+    let record = std::fs::read_to_string(setup.state().join("datasets.json")).expect("record");
+    assert!(!record.contains("people-v2"), "{record}");
+}
+
+/// A chain of continuations is recorded as each id continuing the first one's ledger, so
+/// no chain grows long however often a dataset is renamed, and every id keeps the spending.
+#[test]
+fn renamed_again_and_again_a_dataset_keeps_its_first_ledger() {
+    let setup = Setup::new(1);
+    let mut last = "people-v0".to_string();
+    let v0 = policy(
+        &setup,
+        &[(
+            "people",
+            &format!("id = \"{last}\"\nsource = \"people.csv\""),
+        )],
+    );
+    spend(&setup, &v0, "people", "0.25");
+    for k in 1..=4 {
+        let id = format!("people-v{k}");
+        let p = policy(
+            &setup,
+            &[(
+                "people",
+                &format!("id = \"{id}\"\ncontinues = \"{last}\"\nsource = \"people.csv\""),
+            )],
+        );
+        drop(Server::start(&setup, &p));
+        last = id;
+    }
+    let record = std::fs::read_to_string(setup.state().join("datasets.json")).expect("record");
+    let json: serde_json::Value = serde_json::from_str(&record).expect("json");
+    for k in 1..=4 {
+        let entry = json
+            .pointer(&format!("/datasets/people-v{k}/continues"))
+            .unwrap_or_else(|| panic!("people-v{k} in {record}"));
+        assert_eq!(entry, "people-v0", "{record}");
+    }
+    let p = policy(
+        &setup,
+        &[(
+            "people",
+            &format!("id = \"{last}\"\ncontinues = \"people-v3\"\nsource = \"people.csv\""),
+        )],
+    );
+    assert!((dataset_spent(&setup, &p, "people") - 0.25).abs() < 1e-12);
+}
+
+/// A Parquet directory and one of its files are one source: refused under two ids.
+#[test]
+fn a_parquet_directory_and_one_of_its_files_are_one_source() {
+    let setup = Setup::new(1);
+    let dir = setup.path("parts");
+    std::fs::create_dir(&dir).expect("mkdir");
+    for f in ["a.parquet", "b.parquet"] {
+        std::fs::copy("examples/data/people.parquet", dir.join(f)).expect("copy");
+    }
+    let p = policy(
+        &setup,
+        &[
+            ("whole", "id = \"all\"\nsource = \"parts\""),
+            ("part", "id = \"part\"\nsource = \"parts/a.parquet\""),
+        ],
+    );
+    let err = refused(&setup, &p, &[]);
+    assert!(err.contains("read the same source"), "{err}");
+    let (ok, text) = check_policy(&setup, &p);
+    assert!(!ok && text.contains("read the same source"), "{text}");
+}

@@ -271,6 +271,16 @@ fn check_names(names: &[String], shown: &str, file: &Path) -> Result<(), DataErr
 
 /// Reads the metadata of the Parquet files `path` names: their schema (which must agree) and
 /// row counts. Reads no value.
+/// The files a Parquet path names (a file, a directory of them or a pattern), resolved, in
+/// name order: for telling whether two sources share a file.
+pub fn parquet_files(path: &Path) -> Result<Vec<PathBuf>, DataError> {
+    let shown = path.display().to_string();
+    Ok(files(path, &shown)?
+        .into_iter()
+        .map(|f| std::fs::canonicalize(&f).unwrap_or(f))
+        .collect())
+}
+
 pub fn open_parquet(path: &Path) -> Result<ParquetTable, DataError> {
     let shown = path.display().to_string();
     let mut parts = Vec::new();

@@ -94,32 +94,7 @@ impl Session {
                 postgres,
                 columns,
                 ..
-            } => vec![
-                step(
-                    "does",
-                    match postgres {
-                        // The connection string can hold a password: never shown.
-                        Some(t) => format!(
-                            "asks PostgreSQL for the schema and row count of its table {} as table `{name}`; every later question is sent to the database as one SQL statement",
-                            crate::data::escape_name(&t)
-                        ),
-                        None => match columns {
-                            Some(_) => format!(
-                                "reads {} as table `{name}` with the declared columns only (a cell that does not parse as declared is missing); its row count is public and shown, its schema is the declared one",
-                                path.display()
-                            ),
-                            None => format!(
-                                "reads {} as table `{name}`, inferring column types; its row count and schema are public and shown",
-                                path.display()
-                            ),
-                        },
-                    },
-                ),
-                step(
-                    "budget",
-                    format!("the file's ledger keeps its budget (a new file gets {}); {free}", super::DEFAULT_BUDGET),
-                ),
-            ],
+            } => describe_load(&path, &name, postgres.as_deref(), columns.is_some()),
             Plan::Use { table } => vec![step("does", format!("makes `{table}` the current table; {free}"))],
             Plan::Binned(_) => vec![step("does", format!("estimates the counts of the dimension's bins from the history (the BLUE) and the statistic from them; {free}"))],
             Plan::ShowTables | Plan::ShowBudget { .. } | Plan::ShowHistory { .. } | Plan::Describe { .. } | Plan::ShowCube { .. } => {
@@ -514,4 +489,40 @@ fn composition(cube: bool, neighbours: Neighbours) -> &'static str {
         (true, Neighbours::AddRemove) => "per-cell composition (NEIGHBOURS add_remove): each cell j touched is charged eps |h_j| / S, disjoint cells in parallel; the table's spent budget is its most charged cell's",
         (true, Neighbours::Replace) => "pairwise composition (NEIGHBOURS replace): a replaced row moves from a cell j to a cell k, so each pair is charged eps |h_j - h_k| / S; the table's spent budget is its costliest pair's (disjoint counts add up pairwise)",
     }
+}
+
+/// What `LOAD` would do: read a file (inferring its types, or with declared columns) or ask
+/// PostgreSQL for a table's schema; it spends nothing.
+fn describe_load(
+    path: &std::path::Path,
+    name: &str,
+    postgres: Option<&str>,
+    declared: bool,
+) -> Vec<(String, String)> {
+    let free = "spends nothing and draws no noise";
+    let does = match (postgres, declared) {
+        // The connection string can hold a password: never shown.
+        (Some(t), _) => format!(
+            "asks PostgreSQL for the schema and row count of its table {} as table `{name}`; every later question is sent to the database as one SQL statement",
+            crate::data::escape_name(t)
+        ),
+        (None, true) => format!(
+            "reads {} as table `{name}` with the declared columns only (a cell that does not parse as declared is missing); its row count is public and shown, its schema is the declared one",
+            path.display()
+        ),
+        (None, false) => format!(
+            "reads {} as table `{name}`, inferring column types; its row count and schema are public and shown",
+            path.display()
+        ),
+    };
+    vec![
+        step("does", does),
+        step(
+            "budget",
+            format!(
+                "the file's ledger keeps its budget (a new file gets {}); {free}",
+                super::DEFAULT_BUDGET
+            ),
+        ),
+    ]
 }

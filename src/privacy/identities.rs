@@ -216,11 +216,13 @@ impl Identities {
             });
         }
         // `id` has no content and nothing continues it: no chain from `old` can reach it.
+        // Recorded as continuing the end of `old`'s chain, so that chains never grow.
+        let root = self.ledger_of(old);
         self.record
             .datasets
             .entry(id.to_string())
             .or_default()
-            .continues = Some(old.into());
+            .continues = Some(root);
         self.changed = true;
         Ok(())
     }

@@ -276,6 +276,9 @@ fn prepare(
         }
         data.insert(d.name.clone(), (table, content));
     }
+    // Every dataset read and claimed: what the state directory remembers of their identities
+    // is written now, before any analyst is served (a start that failed above wrote nothing).
+    identities.commit()?;
     drop(curator);
     let mut analysts = HashMap::new();
     for a in &policy.analysts {

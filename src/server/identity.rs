@@ -30,10 +30,6 @@ impl Settled {
             dir: dir.to_path_buf(),
         };
         settled.continuations(policy)?;
-        settled
-            .identities
-            .save()
-            .map_err(|e| format!("the state directory: {e}"))?;
         let mut keyed = policy.clone();
         for d in &mut keyed.datasets {
             d.id = settled.identities.ledger_of(&d.id);
@@ -41,14 +37,21 @@ impl Settled {
         Ok((settled, keyed))
     }
 
-    /// Records, durably, that dataset `name` serves the content of plain hash `content`;
+    /// Records that dataset `name` serves the content of plain hash `content` (durably at
+    /// [`Settled::commit`]);
     /// refused when an id of another ledger served it before, or another dataset of the
     /// policy serves it.
     pub fn claim(&mut self, name: &str, content: &[u8; 32]) -> Result<(), String> {
         let id = self.id(name);
         self.identities
             .claim(&id, content)
-            .map_err(|e| self.refusal(name, e))?;
+            .map_err(|e| self.refusal(name, e))
+    }
+
+    /// Writes what was settled and claimed, durably: once every dataset has been read and
+    /// claimed, before any analyst is served, so a start that fails records nothing (not a
+    /// continuation either).
+    pub fn commit(&mut self) -> Result<(), String> {
         self.identities
             .save()
             .map_err(|e| format!("the state directory: {e}"))
@@ -171,13 +174,18 @@ fn ids(policy: &Policy) -> Vec<(String, String)> {
 /// Refuses two datasets reading one source: the same file (by its resolved path, whatever
 /// relative path or link names it), the same Parquet files, or the same PostgreSQL table.
 fn same_sources(datasets: &[Dataset]) -> Result<(), String> {
+    // Parquet sources by the files they name, so that a directory and one of its files, or
+    // two patterns that meet, are found to share them.
     let key = |d: &Dataset| match &d.source {
+        DataSource::File(p) if crate::data::is_parquet_path(p) => {
+            Key::Files(crate::data::parquet_files(p).unwrap_or_else(|_| vec![p.clone()]))
+        }
         DataSource::File(p) => Key::File(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())),
         DataSource::Postgres { conninfo, table } => Key::Table(conninfo.clone(), table.clone()),
     };
     let keys: Vec<Key> = datasets.iter().map(key).collect();
     for (i, a) in datasets.iter().enumerate() {
-        if let Some(j) = (i + 1..datasets.len()).find(|&j| keys[j] == keys[i]) {
+        if let Some(j) = (i + 1..datasets.len()).find(|&j| keys[j].meets(&keys[i])) {
             let b = &datasets[j];
             return Err(format!(
                 "datasets `{}` (id {}) and `{}` (id {}) read the same source, {}: under two ids it would have two budgets; serve it once (a new id can keep an old one's ledger with `continues`)",
@@ -192,5 +200,18 @@ fn same_sources(datasets: &[Dataset]) -> Result<(), String> {
 #[derive(PartialEq)]
 enum Key {
     File(PathBuf),
+    /// Parquet files, resolved.
+    Files(Vec<PathBuf>),
     Table(String, String),
+}
+
+impl Key {
+    /// Whether the two sources share rows: the same file or table, or a Parquet file in both.
+    fn meets(&self, other: &Key) -> bool {
+        match (self, other) {
+            (Key::Files(a), Key::Files(b)) => a.iter().any(|f| b.contains(f)),
+            (Key::Files(a), Key::File(f)) | (Key::File(f), Key::Files(a)) => a.contains(f),
+            _ => self == other,
+        }
+    }
 }
