@@ -525,3 +525,28 @@ fn a_parquet_directory_and_one_of_its_files_are_one_source() {
     let (ok, text) = check_policy(&setup, &p);
     assert!(!ok && text.contains("read the same source"), "{text}");
 }
+
+/// Across policy edits too: once a Parquet directory was served, one of its files under a
+/// new id is the same rows, refused (each file's own bytes are recorded with the set's).
+#[test]
+fn a_file_of_a_served_parquet_directory_is_refused_under_a_new_id() {
+    let setup = Setup::new(1);
+    let dir = setup.path("parts");
+    std::fs::create_dir(&dir).expect("mkdir");
+    for f in ["a.parquet", "b.parquet"] {
+        std::fs::copy("examples/data/people.parquet", dir.join(f)).expect("copy");
+    }
+    let whole = policy(&setup, &[("whole", "id = \"all\"\nsource = \"parts\"")]);
+    spend(&setup, &whole, "whole", "0.5");
+    let part = policy(
+        &setup,
+        &[("part", "id = \"part\"\nsource = \"parts/a.parquet\"")],
+    );
+    let err = refused(&setup, &part, &[]);
+    assert!(err.contains("already served under id all"), "{err}");
+    let (ok, text) = check_policy(&setup, &part);
+    assert!(
+        !ok && text.contains("already served under id all"),
+        "{text}"
+    );
+}

@@ -158,7 +158,13 @@ pub fn check_policy(args: &Args, file: &Path) -> ExitCode {
                     d.name,
                     deadline.as_millis()
                 ));
-                contents.push((d.name.clone(), content));
+                match dpq::server::contents_of(d, &source, content) {
+                    Ok(all) => contents.extend(all.into_iter().map(|c| (d.name.clone(), c))),
+                    Err(e) => {
+                        eprintln!("dpq: {}: {e}", file.display());
+                        ok = false;
+                    }
+                }
             }
             Err(e) => {
                 eprintln!("dpq: {}: {e}", file.display());

@@ -42,7 +42,10 @@ pub use error::{escape_controls, escape_json_format, escape_name, DataError};
 pub use load::{load_csv, load_csv_bytes, LoadOptions, Loaded};
 pub use open::provide_file;
 #[cfg(feature = "native")]
-pub use parquet::{is_parquet_path, open_parquet, parquet_content, parquet_files, ParquetTable};
+pub use parquet::{
+    is_parquet_path, open_parquet, parquet_content, parquet_file_hashes, parquet_files,
+    ParquetTable,
+};
 #[cfg(feature = "native")]
 pub use postgres::{open_postgres, postgres_content, PgOpened, PgTable};
 pub use predicate::{CmpOp, Predicate, Value};

@@ -368,9 +368,8 @@ pub fn open_parquet(path: &Path) -> Result<ParquetTable, DataError> {
     })
 }
 
-/// The BLAKE3 identity of the files' bytes: a single file's own hash (as a CSV file's is),
-/// or for several the hash of their hashes in name order.
-pub fn parquet_content(table: &ParquetTable) -> Result<[u8; 32], DataError> {
+/// The BLAKE3 hash of each file's bytes, in name order.
+pub fn parquet_file_hashes(table: &ParquetTable) -> Result<Vec<[u8; 32]>, DataError> {
     let mut hashes = Vec::new();
     for part in &table.parts {
         let shown = part.path.display().to_string();
@@ -382,7 +381,18 @@ pub fn parquet_content(table: &ParquetTable) -> Result<[u8; 32], DataError> {
         hashes.push(*hasher.finalize().as_bytes());
     }
     table.check_unchanged()?;
-    Ok(match hashes.as_slice() {
+    Ok(hashes)
+}
+
+/// The BLAKE3 identity of the files' bytes: a single file's own hash (as a CSV file's is),
+/// or for several the hash of their hashes in name order.
+pub fn parquet_content(table: &ParquetTable) -> Result<[u8; 32], DataError> {
+    Ok(parquet_set(&parquet_file_hashes(table)?))
+}
+
+/// The identity of files whose hashes are `hashes`: the one file's own, or the hash of them.
+fn parquet_set(hashes: &[[u8; 32]]) -> [u8; 32] {
+    match hashes {
         [one] => *one,
         many => {
             let mut hasher = blake3::Hasher::new_derive_key("dpq 2026 parquet files");
@@ -391,7 +401,7 @@ pub fn parquet_content(table: &ParquetTable) -> Result<[u8; 32], DataError> {
             }
             *hasher.finalize().as_bytes()
         }
-    })
+    }
 }
 
 impl ParquetTable {

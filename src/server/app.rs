@@ -235,7 +235,9 @@ fn prepare(
             ));
         }
         let (table, content) = read_dataset(d)?;
-        identities.claim(&d.name, &content)?;
+        for c in contents_of(d, &table, content)? {
+            identities.claim(&d.name, &c)?;
+        }
         let deadline = response_deadline(d, &table);
         if d.response_ms.is_none() && d.neighbours == crate::privacy::Neighbours::AddRemove {
             notes.push(format!(
@@ -326,6 +328,25 @@ fn prepare(
         analysts.insert(a.token_hash, Arc::new(analyst));
     }
     Ok((analysts, deadlines, notes))
+}
+
+/// What identifies a served dataset's data in the state directory: its content and, for
+/// Parquet files, each file's own bytes too, so that a directory and one of its files, or a
+/// set and a subset, are known for the same rows under any id.
+pub fn contents_of(
+    d: &Dataset,
+    source: &Source,
+    content: [u8; 32],
+) -> Result<Vec<[u8; 32]>, String> {
+    let mut out = vec![content];
+    if let Source::Parquet(p) = source {
+        if p.files() > 1 {
+            let hashes = crate::data::parquet_file_hashes(p)
+                .map_err(|e| format!("dataset `{}`: cannot load {}: {e}", d.name, d.source))?;
+            out.extend(hashes);
+        }
+    }
+    Ok(out)
 }
 
 /// The least time before a response that read dataset `d` leaves the server: the policy's

@@ -12,4 +12,4 @@ pub mod identity;
 pub mod policy;
 pub mod token;
 
-pub use app::{read_dataset, response_deadline, serve, Options, Started};
+pub use app::{contents_of, read_dataset, response_deadline, serve, Options, Started};
