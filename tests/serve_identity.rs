@@ -550,3 +550,20 @@ fn a_file_of_a_served_parquet_directory_is_refused_under_a_new_id() {
         "{text}"
     );
 }
+
+/// A state directory that lost its secret is refused by `dpq check-policy` as `dpq serve`
+/// refuses it, rather than found valid.
+#[test]
+fn check_policy_refuses_a_state_directory_without_its_secret() {
+    let setup = Setup::new(1);
+    let v1 = policy(
+        &setup,
+        &[("people", "id = \"people-v1\"\nsource = \"people.csv\"")],
+    );
+    spend(&setup, &v1, "people", "0.1");
+    std::fs::remove_file(setup.state().join("secret")).expect("remove the secret");
+    let err = refused(&setup, &v1, &[]);
+    assert!(err.contains("secret"), "{err}");
+    let (ok, text) = check_policy(&setup, &v1);
+    assert!(!ok && text.contains("secret"), "{text}");
+}

@@ -122,8 +122,12 @@ impl Identities {
     pub fn read(dir: &Path) -> Result<Self, LedgerError> {
         let secret = match store::existing_secret(dir)? {
             Some(s) => s,
-            // Nothing was ever recorded: fingerprints need only agree with each other.
-            None => store::random_secret(),
+            // A directory with ledgers but no secret is refused, as `dpq serve` refuses it.
+            None => {
+                store::refuse_old_layout(dir)?;
+                // Nothing was ever recorded: fingerprints need only agree with each other.
+                store::random_secret()
+            }
         };
         Self::load(dir, secret)
     }

@@ -654,7 +654,7 @@ fn header_data_file(ledger: &Path) -> Option<String> {
 
 /// A state directory with ledgers but no secret: written by an earlier dpq (ledgers without
 /// high-water marks) or lost its secret (without which no ledger can be found again).
-fn refuse_old_layout(dir: &Path) -> Result<(), LedgerError> {
+pub(super) fn refuse_old_layout(dir: &Path) -> Result<(), LedgerError> {
     let Ok(entries) = std::fs::read_dir(dir.join("ledgers")) else {
         return Ok(());
     };
