@@ -7,9 +7,9 @@
 //! the listed value it equals, or "other"; a missing value has the last coordinate. Each row's
 //! cell is built dimension by dimension, then counted.
 //!
-//! The work per row is the same whatever its value: a text code is looked up in a table over
-//! the whole dictionary, a number compared with every listed value, so that how long a
-//! histogram takes never tells which values a column holds or how often.
+//! The work per row is the same whatever its value: a text code or a number is compared with
+//! every listed value and every cut, so that how long a histogram takes never tells which
+//! values a column holds, how many, or how often.
 
 use rayon::prelude::*;
 
@@ -48,7 +48,7 @@ pub fn count_cells(table: &Table, dims: &[(usize, Buckets)]) -> Vec<u64> {
     for d in (0..dims.len().saturating_sub(1)).rev() {
         strides[d] = strides[d + 1] * dims[d + 1].1.len();
     }
-    let codes: Vec<Option<Vec<usize>>> =
+    let codes: Vec<Option<Vec<Option<u64>>>> =
         dims.iter().map(|(c, b)| text_codes(table, *c, b)).collect();
     table
         .segments
@@ -80,25 +80,22 @@ pub fn count_cells(table: &Table, dims: &[(usize, Buckets)]) -> Vec<u64> {
         )
 }
 
-/// For a text column bucketed by values: the coordinate of every dictionary code, the
-/// listed value's index for the codes of listed values and "other" for the rest (a listed
-/// value not in the column has no code, and no row has it).
-fn text_codes(table: &Table, column: usize, buckets: &Buckets) -> Option<Vec<usize>> {
+/// For a text column bucketed by values: each listed value's dictionary code, or `None`
+/// for a listed value the column does not hold (no row has it).
+fn text_codes(table: &Table, column: usize, buckets: &Buckets) -> Option<Vec<Option<u64>>> {
     let Buckets::Values(values) = buckets else {
         return None;
     };
     let dict = &table.dictionaries[column];
-    // Every code is "other" but those of the listed values.
-    let mut coord = vec![values.len(); dict.len()];
-    for (i, v) in values.iter().enumerate() {
-        if let Some(code) = match v {
-            Value::Text(t) => dict.find(t),
-            _ => None,
-        } {
-            coord[code] = i;
-        }
-    }
-    Some(coord)
+    Some(
+        values
+            .iter()
+            .map(|v| match v {
+                Value::Text(t) => dict.find(t).map(|code| code as u64),
+                _ => None,
+            })
+            .collect(),
+    )
 }
 
 /// Adds `stride` times each row's coordinate along one dimension to `index`.
@@ -106,7 +103,7 @@ fn add_coords(
     seg: &Segment,
     column: usize,
     buckets: &Buckets,
-    codes: Option<&[usize]>,
+    codes: Option<&[Option<u64>]>,
     stride: usize,
     index: &mut [usize],
 ) {
@@ -140,13 +137,12 @@ fn add_coords(
         (Buckets::Cuts(cuts), ColumnData::Float(v)) => {
             each(index, stride, missing, valid, |r| at_or_above(cuts, &v[r]))
         }
-        (Buckets::Values(values), ColumnData::Text(lanes)) => {
+        (Buckets::Values(_), ColumnData::Text(lanes)) => {
             let codes = codes.unwrap_or(&[]);
+            // Every listed code compared (no table over the dictionary, whose size would
+            // show in the cache).
             on_lanes!(lanes, v => each(index, stride, missing, valid, |r| {
-                usize::try_from(v[r].to_u64())
-                    .ok()
-                    .and_then(|code| codes.get(code).copied())
-                    .unwrap_or(values.len())
+                listed(codes, &v[r].to_u64())
             }))
         }
         (Buckets::Values(values), ColumnData::Boolean(bits)) => {

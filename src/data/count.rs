@@ -117,8 +117,9 @@ enum Test {
     FloatSet(Vec<f64>),
     /// `lo <= code <= lo + span`, flipped when `negate`.
     CodeRange { lo: u32, span: u32, negate: bool },
-    /// `member[code]`.
-    CodeSet(Vec<bool>),
+    /// The code is one of the listed codes whose mask is set (each a code and a mask of all
+    /// ones, or `(0, 0)` for a listed value the dictionary does not hold).
+    CodeList(Vec<(u64, u64)>),
     /// The result for a false cell and for a true cell.
     Bools { when_false: bool, when_true: bool },
 }
@@ -344,21 +345,18 @@ fn in_test(table: &Table, column: usize, values: &[Value]) -> Option<Test> {
         }
         ColumnType::Text => {
             let dict = &table.dictionaries[column];
-            let codes: Vec<usize> = lits
+            // Every listed value compared with every cell, those the dictionary does not hold
+            // too (masked out): the work depends on the query, never on which values the
+            // column holds, nor on how many (no table over the dictionary, whose size would
+            // show in the cache).
+            let list = lits
                 .iter()
-                .filter_map(|l| match l {
-                    Lit::Text(s) => dict.find(s),
-                    _ => None,
+                .map(|l| match l {
+                    Lit::Text(s) => dict.find(s).map_or((0, 0), |c| (c as u64, u64::MAX)),
+                    _ => (0, 0),
                 })
                 .collect();
-            // Always a lookup in a table over the dictionary, whichever of the values are
-            // in it (none, one, a run of codes or scattered ones): the test's work depends
-            // on the query, not on which values the column holds.
-            let mut member = vec![false; dict.len()];
-            for c in codes {
-                member[c] = true;
-            }
-            Test::CodeSet(member)
+            Test::CodeList(list)
         }
         ColumnType::Boolean => {
             let has = |b: bool| lits.iter().any(|l| matches!(l, Lit::Bool(x) if *x == b));
@@ -546,8 +544,8 @@ fn leaf(column: usize, test: &Test, b: &Rows<'_>, truth: &mut [u64], known: &mut
             let span = code_span(codes, u64::from(*lo), hi);
             lanes_in_span(codes, span, *negate, range, truth, known);
         }
-        (Test::CodeSet(member), ColumnData::Text(codes)) => {
-            on_lanes!(codes, v => codes_in_set(&v[range], member, truth, known));
+        (Test::CodeList(list), ColumnData::Text(codes)) => {
+            on_lanes!(codes, v => lanes_in_set(&v[range], list, truth, known));
         }
         (
             Test::Bools {
@@ -620,21 +618,6 @@ fn lanes_in_set<T: Lane>(xs: &[T], set: &[(u64, u64)], truth: &mut [u64], known:
             w |= range_word(xs, x, zero) & mask;
         }
         *t = w & k;
-    }
-}
-
-/// `truth` word by word: bit `i` set when `member[xs[i]]`, and known.
-fn codes_in_set<T: Lane>(xs: &[T], member: &[bool], truth: &mut [u64], known: &[u64]) {
-    for ((t, k), xs) in truth.iter_mut().zip(known).zip(xs.chunks(64)) {
-        let mut hits = [0u8; 64];
-        for (h, &c) in hits.iter_mut().zip(xs) {
-            let hit = usize::try_from(c.to_u64())
-                .ok()
-                .and_then(|c| member.get(c).copied())
-                .unwrap_or(false);
-            *h = u8::from(hit);
-        }
-        *t = pack(&hits) & k;
     }
 }
 
