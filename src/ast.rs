@@ -125,6 +125,10 @@ pub enum StatementKind {
     /// `SUM col CLAMP (lo, hi) [WHERE p] WITH EPS e` or `MEAN ...`: a noisy sum or mean of a
     /// numeric column, its values clamped to public bounds.
     Sum(SumQuery),
+    /// `SHARE WHERE p ...`, `MIN | MEDIAN | MAX col CLAMP (lo, hi) [WHERE p] ...`, each
+    /// `WITH EPS e [NOISE smooth [GAMMA g] | NOISE laplace]`: a relative frequency or an order
+    /// statistic, released with data-independent or data-dependent noise.
+    Statistic(StatQuery),
     /// `ESTIMATE MEDIAN col`, `ESTIMATE QUANTILE q OF col`, `ESTIMATE MEAN col CLAMP (lo, hi)`:
     /// a statistic of a numeric dimension of the cube from the history's estimates of its
     /// bins (free).
@@ -189,8 +193,98 @@ pub enum StatementKind {
         /// The sensitivity; 1 when absent.
         sensitivity: Option<Number>,
     },
+    /// `COMPARE NOISE COUNT | SHARE | MIN | MEDIAN | MAX | QUERIES ...`: Laplace against
+    /// data-dependent noise, the slides' second half.
+    CompareSmooth(LabSmooth),
     /// `EXPLAIN statement`: what the statement would do, doing nothing.
     Explain(Box<StatementKind>),
+}
+
+/// The law simulated values of `COMPARE NOISE MIN | MEDIAN | MAX` are drawn from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LabLaw {
+    /// `UNIFORM`: U[0, 1].
+    Uniform,
+    /// `BETA (a, b)`.
+    Beta(Number, Number),
+}
+
+/// What `COMPARE NOISE` compares data-dependent noise on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LabFunction {
+    /// `COUNT EPS (...)`: the absolute frequency.
+    Count,
+    /// `SHARE N (...) M (...)`: the relative frequency at `m = M n`.
+    Share {
+        /// Data set sizes.
+        n: Vec<Number>,
+        /// Fractions of `n` with the property.
+        m: Vec<Number>,
+    },
+    /// `MIN | MEDIAN | MAX N (...) FROM law`: an order statistic of simulated values in [0, 1].
+    Order {
+        /// Which statistic.
+        kind: StatKind,
+        /// Data set sizes.
+        n: Vec<Number>,
+        /// The law of the values.
+        law: LabLaw,
+    },
+    /// `QUERIES SENSITIVITY (d1, d2) EPS e AT (...)`: the confidence regions of two queries
+    /// answered at once.
+    Queries {
+        /// Each query's sensitivity.
+        sensitivity: Vec<Number>,
+        /// The confidence levels.
+        at: Vec<Number>,
+    },
+}
+
+/// `COMPARE NOISE` of the data-dependent side.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabSmooth {
+    /// What is compared.
+    pub function: LabFunction,
+    /// The epsilons.
+    pub eps: Vec<Number>,
+}
+
+impl fmt::Display for LabSmooth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let list = |xs: &[Number]| {
+            let items: Vec<String> = xs.iter().map(ToString::to_string).collect();
+            format!("({})", items.join(", "))
+        };
+        f.write_str("COMPARE NOISE ")?;
+        match &self.function {
+            LabFunction::Count => write!(f, "COUNT EPS {}", list(&self.eps)),
+            LabFunction::Share { n, m } => write!(
+                f,
+                "SHARE N {} M {} EPS {}",
+                list(n),
+                list(m),
+                list(&self.eps)
+            ),
+            LabFunction::Order { kind, n, law } => {
+                write!(f, "{kind} N {} FROM ", list(n))?;
+                match law {
+                    LabLaw::Uniform => f.write_str("UNIFORM")?,
+                    LabLaw::Beta(a, b) => write!(f, "BETA ({a}, {b})")?,
+                }
+                write!(f, " EPS {}", list(&self.eps))
+            }
+            LabFunction::Queries { sensitivity, at } => write!(
+                f,
+                "QUERIES SENSITIVITY {} EPS {} AT {}",
+                list(sensitivity),
+                self.eps
+                    .first()
+                    .map(ToString::to_string)
+                    .unwrap_or_default(),
+                list(at)
+            ),
+        }
+    }
 }
 
 /// `SIMULATE`: the Monte Carlo comparison of the naive and Bayes estimators (paper 1, section 4).
@@ -380,6 +474,68 @@ impl fmt::Display for SumQuery {
         write!(f, " WITH EPS {}", self.eps)?;
         if let Some(m) = &self.mechanism {
             write!(f, " MECHANISM {m}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Which data-dependent statistic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatKind {
+    /// `SHARE WHERE p`: the fraction of the table's rows where `p` holds.
+    Share,
+    /// `MIN col CLAMP (lo, hi)`
+    Min,
+    /// `MEDIAN col CLAMP (lo, hi)`: the lower median.
+    Median,
+    /// `MAX col CLAMP (lo, hi)`
+    Max,
+}
+
+impl fmt::Display for StatKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            StatKind::Share => "SHARE",
+            StatKind::Min => "MIN",
+            StatKind::Median => "MEDIAN",
+            StatKind::Max => "MAX",
+        })
+    }
+}
+
+/// `SHARE WHERE p WITH EPS e [NOISE n [GAMMA g]]`, or
+/// `MIN | MEDIAN | MAX col CLAMP (lo, hi) [WHERE p] WITH EPS e [NOISE n [GAMMA g]]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatQuery {
+    /// Which statistic.
+    pub kind: StatKind,
+    /// The column of an order statistic and its public range; `None` for a share.
+    pub column: Option<(Ident, Number, Number)>,
+    /// `WHERE p`: the property of a share, or the rows an order statistic is over.
+    pub filter: Option<Expr>,
+    /// The epsilon.
+    pub eps: Number,
+    /// `NOISE name`: `smooth` or `laplace`; Laplace when absent.
+    pub noise: Option<Ident>,
+    /// `GAMMA g` after `NOISE smooth`.
+    pub gamma: Option<Number>,
+}
+
+impl fmt::Display for StatQuery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.kind)?;
+        if let Some((column, lo, hi)) = &self.column {
+            write!(f, " {column} CLAMP ({lo}, {hi})")?;
+        }
+        if let Some(p) = &self.filter {
+            write!(f, " WHERE {p}")?;
+        }
+        write!(f, " WITH EPS {}", self.eps)?;
+        if let Some(n) = &self.noise {
+            write!(f, " NOISE {n}")?;
+        }
+        if let Some(g) = &self.gamma {
+            write!(f, " GAMMA {g}")?;
         }
         Ok(())
     }
@@ -670,6 +826,8 @@ impl fmt::Display for StatementKind {
             StatementKind::Count(q) => write!(f, "{q}"),
             StatementKind::Histogram(h) => write!(f, "{h}"),
             StatementKind::Sum(q) => write!(f, "{q}"),
+            StatementKind::Statistic(q) => write!(f, "{q}"),
+            StatementKind::CompareSmooth(l) => write!(f, "{l}"),
             StatementKind::Binned { stat, column } => match stat {
                 BinnedStat::Median => write!(f, "ESTIMATE MEDIAN {column}"),
                 BinnedStat::Quantile(q) => write!(f, "ESTIMATE QUANTILE {q} OF {column}"),

@@ -1,5 +1,7 @@
 //! Checking: resolves a parsed statement against the session's tables and validates its parameters.
 
+pub mod statistics;
+
 use crate::ast::{
     self, Accuracy, BinnedStat, ChooseEps, CountQuery, CountTerm, CubeDim, Expr, Histogram, Ident,
     Literal, Number, ProbEvent, Query, Statement, StatementKind, SumQuery, SumTarget,
@@ -286,6 +288,10 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
             Plan::Histogram(Box::new(check_histogram(h, catalog, span)?))
         }
         StatementKind::Sum(q) => Plan::Sum(Box::new(check_sum(q, catalog, span)?)),
+        StatementKind::CompareSmooth(l) => Plan::CompareSmooth(check_lab_smooth(l)?),
+        StatementKind::Statistic(q) => {
+            Plan::Statistic(Box::new(statistics::check_statistic(q, catalog, span)?))
+        }
         StatementKind::Binned { stat, column } => {
             Plan::Binned(Box::new(check_binned(stat, column, kind, catalog, span)?))
         }
@@ -585,6 +591,90 @@ const LAB_EPS: (f64, f64) = (1e-9, 700.0);
 
 /// Sensitivities of `COMPARE NOISE`.
 const LAB_SENSITIVITY: (f64, f64) = (1e-9, 1e9);
+
+/// The largest `N` of a simulated order statistic in `COMPARE NOISE`.
+const LAB_ORDER_N: u64 = 1_000_000;
+
+/// The least epsilon of `COMPARE NOISE SHARE | MIN | MEDIAN | MAX`, whose smooth
+/// sensitivities search data sets out to distances near `gamma ln(n) / eps`.
+const LAB_SMOOTH_EPS: f64 = 0.01;
+
+/// `COMPARE NOISE COUNT | SHARE | MIN | MEDIAN | MAX | QUERIES ...`.
+fn check_lab_smooth(l: &ast::LabSmooth) -> Result<crate::plan::LabSmoothPlan, CheckError> {
+    use crate::plan::LabSmoothPlan;
+    let eps_list = |least: f64| -> Result<Vec<Epsilon>, CheckError> {
+        limited(&l.eps, "epsilons", MAX_LIST)?
+            .iter()
+            .map(|e| {
+                within(e, "a compared epsilon", least, LAB_EPS.1)?;
+                epsilon(e)
+            })
+            .collect()
+    };
+    Ok(match &l.function {
+        ast::LabFunction::Count => LabSmoothPlan::Count {
+            eps: eps_list(LAB_EPS.0)?,
+        },
+        ast::LabFunction::Share { n, m } => LabSmoothPlan::Share {
+            n: limited(n, "sizes", MAX_LIST)?
+                .iter()
+                .map(|n| whole(n, "N", 1, 1 << 40))
+                .collect::<Result<_, _>>()?,
+            m: limited(m, "fractions", MAX_LIST)?
+                .iter()
+                .map(|m| within(m, "M, a fraction of N", 0.0, 1.0))
+                .collect::<Result<_, _>>()?,
+            eps: eps_list(LAB_SMOOTH_EPS)?,
+        },
+        ast::LabFunction::Order { kind, n, law } => LabSmoothPlan::Order {
+            kind: *kind,
+            n: limited(n, "sizes", MAX_LIST)?
+                .iter()
+                .map(|n| whole(n, "N", 1, LAB_ORDER_N))
+                .collect::<Result<_, _>>()?,
+            beta: match law {
+                ast::LabLaw::Uniform => None,
+                ast::LabLaw::Beta(a, b) => Some((
+                    within(a, "a shape of the beta law", 0.01, 1000.0)?,
+                    within(b, "a shape of the beta law", 0.01, 1000.0)?,
+                )),
+            },
+            eps: eps_list(LAB_SMOOTH_EPS)?,
+        },
+        ast::LabFunction::Queries { sensitivity, at } => LabSmoothPlan::Queries {
+            sensitivity: match sensitivity.as_slice() {
+                [a, b] => (
+                    within(a, "a sensitivity", LAB_SENSITIVITY.0, LAB_SENSITIVITY.1)?,
+                    within(b, "a sensitivity", LAB_SENSITIVITY.0, LAB_SENSITIVITY.1)?,
+                ),
+                _ => {
+                    return Err(CheckError::OutOfBounds {
+                        what: "QUERIES SENSITIVITY",
+                        bounds: "two sensitivities, one per query".into(),
+                        text: sensitivity.len().to_string(),
+                        span: sensitivity.first().map_or(Span::new(0, 0), |n| n.span),
+                    })
+                }
+            },
+            eps: {
+                let e = l.eps.first().expect("QUERIES has an epsilon");
+                within(e, "a compared epsilon", LAB_SMOOTH_EPS, LAB_EPS.1)?;
+                epsilon(e)?
+            },
+            at: limited(at, "levels", MAX_LIST)?
+                .iter()
+                .map(|a| {
+                    Probability::new(a.value).map_err(|_| CheckError::OutOfBounds {
+                        what: "a confidence level",
+                        bounds: "a number between 0 and 1".into(),
+                        text: a.text.clone(),
+                        span: a.span,
+                    })
+                })
+                .collect::<Result<_, _>>()?,
+        },
+    })
+}
 
 fn lab_epsilon(e: &Number) -> Result<Epsilon, CheckError> {
     let eps = epsilon(e)?;
@@ -1032,6 +1122,9 @@ fn check_count(q: &CountQuery, catalog: &dyn Catalog, span: Span) -> Result<Coun
         None => Mechanism::Laplace,
         Some(m) => {
             let mech = mechanism(m)?;
+            if mech == Mechanism::Smooth {
+                return Err(smooth_not_for(m.span));
+            }
             if mech != Mechanism::Laplace && !plain {
                 return Err(CheckError::NotApplicable {
                     message: "a linear combination of counts is released with Laplace noise",
@@ -1173,6 +1266,7 @@ fn check_histogram(
                     span: m.span,
                 })
             }
+            Mechanism::Smooth => return Err(smooth_not_for(m.span)),
             other => other,
         },
     };
@@ -1475,6 +1569,14 @@ fn check_eps(eps: &Number) -> Result<Eps, CheckError> {
         noise: ExactEpsilon::new(exact).map_err(|_| invalid())?,
         exact,
     })
+}
+
+/// `MECHANISM smooth` on a count, histogram or sum.
+fn smooth_not_for(span: Span) -> CheckError {
+    CheckError::NotApplicable {
+        message: "smooth noise is for SHARE, MIN, MEDIAN and MAX (WITH EPS e NOISE smooth); a count's smooth sensitivity is its global one, so it never pays",
+        span,
+    }
 }
 
 fn mechanism(m: &Ident) -> Result<Mechanism, CheckError> {

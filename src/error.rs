@@ -686,6 +686,15 @@ pub enum EvalError {
         /// The statement.
         span: Span,
     },
+    /// A statistic that cannot be released here (its source, or its parameters); nothing
+    /// was spent.
+    #[error("{message}; nothing was spent")]
+    StatisticUnavailable {
+        /// Why.
+        message: String,
+        /// The statement.
+        span: Span,
+    },
     /// A simulation that cannot run (its parameters are beyond what it supports).
     #[error("SIMULATE cannot run: {message}")]
     Simulation {
@@ -816,6 +825,7 @@ impl Error {
                 | EvalError::Ledger { span, .. }
                 | EvalError::AnswerNotRecorded { span, .. }
                 | EvalError::Simulation { span, .. }
+                | EvalError::StatisticUnavailable { span, .. }
                 | EvalError::PlotNotWritten { span, .. }
                 | EvalError::NotEstimable { span, .. }
                 | EvalError::CellBudgetExceeded { span, .. }

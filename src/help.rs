@@ -107,6 +107,12 @@ alone needs, S ln(1/(1-p))/w, which is shown beside it).",
         example: "SUM income CLAMP (0, 200000) WHERE age >= 30 WITH EPS 0.5;",
     },
     Topic {
+        name: "SHARE",
+        synopsis: "SHARE WHERE condition WITH EPS e [NOISE laplace | NOISE smooth [GAMMA g]]; | MIN|MEDIAN|MAX column CLAMP (lo, hi) [WHERE condition] WITH EPS e [NOISE ...];",
+        about: "Releases the share of the table's rows where the condition holds, or the least, median (the lower one) or greatest value of a number column clamped to the public range [lo, hi] over the rows the condition selects. Laplace noise at the global sensitivity by default: 1/2 for a share under NEIGHBOURS add_remove (1/n under replace, n public), hi - lo for the others; its 95% interval is shown. NOISE smooth draws heavy-tailed noise 4 gamma S*/e Z, Z of density proportional to 1/(1+|z|^gamma) (GAMMA 4.53 by default, the least variance), scaled to the smooth sensitivity S* at the data (Nissim, Raskhodnikova and Smith 2007): far less noise where the data are dense, more where they are not; it pays only when S* is at least 10.96 times below the global sensitivity, never for a count. S* is never shown, so neither is an interval from it. Pure epsilon-DP; charged on the whole table (every cell of a cube); no privacy unit; PostgreSQL tables answer SHARE only. EXPLAIN gives both variances.",
+        example: "MEDIAN age CLAMP (0, 120) WITH EPS 1 NOISE smooth;",
+    },
+    Topic {
         name: "CHOOSE",
         synopsis: "CHOOSE EPS WITHIN w% AT p FOR c; | CHOOSE EPS WITHIN h AT p;",
         about:
@@ -181,12 +187,18 @@ it). Spends nothing.",
     },
     Topic {
         name: "COMPARE",
-        synopsis: "COMPARE NOISE EPS e|(e, ...) [SENSITIVITY d];",
+        synopsis: "COMPARE NOISE EPS e|(e, ...) [SENSITIVITY d]; | COMPARE NOISE COUNT EPS (...); | COMPARE NOISE SHARE N (...) M (...) EPS (...); | COMPARE NOISE MIN|MEDIAN|MAX N (...) FROM UNIFORM|BETA (a, b) EPS (...); | COMPARE NOISE QUERIES SENSITIVITY (d1, d2) EPS e AT (...);",
         about: "Laplace noise against the optimal data-independent noise, the staircase (Soria-Comas \
 and Domingo-Ferrer 2011; Geng and Viswanath 2012): for each epsilon, the variances 2 d^2/e^2 and the least \
 staircase variance, the staircase's inner width gamma, and the 95% interval half-widths of both. \
+COUNT, SHARE, MIN, MEDIAN and MAX compare Laplace with data-dependent noise scaled to the smooth \
+sensitivity (the slides' second half): Laplace's 95% half-width and variance, and the smooth \
+noise's at the gamma of least variance and of least half-width, for a count, a share of m = M n \
+of n records (M a fraction), or a statistic of n values drawn from U[0, 1] or Beta(a, b) (from \
+the session's seed when set). QUERIES gives the size of the confidence region of two queries \
+answered at once, Laplace against a staircase stepped in the shape of the sensitivity box. \
 Spends nothing.",
-        example: "COMPARE NOISE EPS (0.1, 1, 10);",
+        example: "COMPARE NOISE SHARE N (100, 1000) M (0, 0.5) EPS 0.1;",
     },
     Topic {
         name: "EXPLAIN",
@@ -205,6 +217,11 @@ pub fn topic(name: &str) -> Option<&'static Topic> {
     // Statements documented together.
     let word = if word.eq_ignore_ascii_case("mean") {
         "SUM"
+    } else if ["min", "median", "max"]
+        .iter()
+        .any(|w| word.eq_ignore_ascii_case(w))
+    {
+        "SHARE"
     } else {
         word
     };

@@ -71,6 +71,10 @@ pub enum Plan {
     Histogram(Box<HistogramPlan>),
     /// A noisy sum or mean of a column, its values clamped to public bounds.
     Sum(Box<SumPlan>),
+    /// A relative frequency or an order statistic, with Laplace or data-dependent noise.
+    Statistic(Box<StatPlan>),
+    /// Laplace against data-dependent noise, from formulas and simulated values.
+    CompareSmooth(LabSmoothPlan),
     /// A statistic of a cube's numeric dimension from the history's estimates of its bins.
     Binned(Box<BinnedPlan>),
     /// Epsilon from an accuracy requirement.
@@ -374,6 +378,97 @@ pub struct SumPlan {
     /// when the condition is a union of cells; empty otherwise, or without a cube.
     pub row: Vec<(usize, Decimal)>,
     /// The declaration of the cube the row is over.
+    pub cube: Option<String>,
+}
+
+/// `COMPARE NOISE` of the data-dependent side, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LabSmoothPlan {
+    /// The absolute frequency at each epsilon.
+    Count {
+        /// The epsilons.
+        eps: Vec<Epsilon>,
+    },
+    /// The relative frequency at each `n`, fraction `m/n` and epsilon.
+    Share {
+        /// Data set sizes.
+        n: Vec<u64>,
+        /// Fractions with the property, in `[0, 1]`.
+        m: Vec<f64>,
+        /// The epsilons.
+        eps: Vec<Epsilon>,
+    },
+    /// An order statistic of `n` values drawn from a law on [0, 1].
+    Order {
+        /// Which statistic.
+        kind: crate::ast::StatKind,
+        /// Data set sizes.
+        n: Vec<u64>,
+        /// `None` for U[0, 1]; `Some((a, b))` for Beta(a, b).
+        beta: Option<(f64, f64)>,
+        /// The epsilons.
+        eps: Vec<Epsilon>,
+    },
+    /// The confidence regions of two queries answered at once.
+    Queries {
+        /// Their sensitivities.
+        sensitivity: (f64, f64),
+        /// The epsilon.
+        eps: Epsilon,
+        /// The confidence levels.
+        at: Vec<Probability>,
+    },
+}
+
+/// How a data-dependent statistic is noised.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum StatNoise {
+    /// Laplace noise scaled to the global sensitivity (the default).
+    Laplace,
+    /// Heavy-tailed noise scaled to the smooth sensitivity at the data.
+    Smooth {
+        /// The exponent of the noise's density `1 / (1 + |z|^gamma)`.
+        gamma: f64,
+    },
+}
+
+/// The column of an order statistic and its public range.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatColumn {
+    /// The column's index.
+    pub index: usize,
+    /// Its name, as the table spells it.
+    pub name: String,
+    /// Whether it holds integers.
+    pub integer: bool,
+    /// The public range every value is clamped to, `lo < hi`.
+    pub clamp: (Decimal, Decimal),
+}
+
+/// A checked `SHARE`, `MIN`, `MEDIAN` or `MAX`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatPlan {
+    /// The table.
+    pub table: String,
+    /// Which statistic.
+    pub kind: crate::ast::StatKind,
+    /// An order statistic's column; `None` for a share.
+    pub column: Option<StatColumn>,
+    /// A share's property, or the rows an order statistic is over (every row when absent).
+    pub filter: Option<Predicate>,
+    /// The epsilon.
+    pub eps: Eps,
+    /// The noise.
+    pub noise: StatNoise,
+    /// The table's neighbour model.
+    pub neighbours: Neighbours,
+    /// The row count when it is public (under `replace`).
+    pub public_rows: Option<u64>,
+    /// The statement, canonical, as recorded.
+    pub statement: String,
+    /// What makes two statements identical, but for epsilon and noise.
+    pub query_key: String,
+    /// The declaration of the table's cube, if any: the release is charged on every cell.
     pub cube: Option<String>,
 }
 

@@ -1,4 +1,5 @@
-//! Golden transcripts: every `tests/golden/**/*.dpq` and `examples/*.dpq` run as `dpq run --seed 2`
+//! Golden transcripts: every `tests/golden/**/*.dpq`, `examples/*.dpq` and the slides' scripts
+//! (`examples/slides/*.dpq`) run as `dpq run --seed 2`
 //! would run them, compared with the sibling `.out` file. `DPQ_BLESS=1 cargo test` rewrites them.
 //!
 //! A script whose first line is `-- format: json` is run with `--format json`, one whose first
@@ -160,7 +161,7 @@ fn figure_scripts_write_their_charts() {
 fn golden_transcripts() {
     let mut all = Vec::new();
     scripts(Path::new("tests/golden"), &mut all);
-    for dir in ["examples", "examples/attack"] {
+    for dir in ["examples", "examples/attack", "examples/slides"] {
         if let Ok(entries) = std::fs::read_dir(dir) {
             all.extend(
                 entries

@@ -696,13 +696,57 @@ pub fn sum_clamped(
     pred: Option<&Predicate>,
     clamp: Clamp,
 ) -> (i128, u64) {
+    over_selected(
+        table,
+        pred,
+        || (0i128, 0u64),
+        |total, seg, base, rows| {
+            let (s, n) = sum_block(seg, column, base, rows, clamp);
+            *total = (total.0.saturating_add(s), total.1 + n);
+        },
+        |a, b| (a.0.saturating_add(b.0), a.1 + b.1),
+    )
+}
+
+/// The values of `column` clamped as `clamp` says, in grid steps, over the rows where
+/// `pred` is true (every row without one) and the value is present, in no particular order.
+/// Every row is visited, as for sums.
+///
+/// Internal: these values must only ever be used to add noise to a statistic of them.
+pub fn clamped_values(
+    table: &Table,
+    column: usize,
+    pred: Option<&Predicate>,
+    clamp: Clamp,
+) -> Vec<i128> {
+    over_selected(
+        table,
+        pred,
+        Vec::new,
+        |out, seg, base, rows| block_values(seg, column, base, rows, clamp, out),
+        |mut a, b| {
+            a.extend(b);
+            a
+        },
+    )
+}
+
+/// Folds `block` over every block of the table with the words of the rows where `pred` is
+/// true (every row without one), segments in parallel.
+fn over_selected<T: Send>(
+    table: &Table,
+    pred: Option<&Predicate>,
+    identity: impl Fn() -> T + Sync + Send,
+    block: impl Fn(&mut T, &Segment, usize, &[u64]) + Sync + Send,
+    merge: impl Fn(T, T) -> T + Sync + Send,
+) -> T {
     let node = pred.map(|p| compile(table, p));
     table
         .segments
         .par_iter()
         .map(|seg| {
             let mut scratch = Scratch::default();
-            let mut total = (0i128, 0u64);
+            let mut total = identity();
             for b in 0..seg.len.div_ceil(BLOCK) {
                 let (base, rows) = (b * BLOCK, BLOCK.min(seg.len - b * BLOCK));
                 let words = rows.div_ceil(64);
@@ -726,12 +770,11 @@ pub fn sum_clamped(
                         scratch.truth[words - 1] = low_mask(rows - (words - 1) * 64);
                     }
                 }
-                let (s, n) = sum_block(seg, column, base, &scratch.truth, clamp);
-                total = (total.0.saturating_add(s), total.1 + n);
+                block(&mut total, seg, base, &scratch.truth);
             }
             total
         })
-        .reduce(|| (0, 0), |a, b| (a.0.saturating_add(b.0), a.1 + b.1))
+        .reduce(&identity, &merge)
 }
 
 /// The clamped sum over the rows of a block whose bit is set in `rows` and whose value is
@@ -757,6 +800,47 @@ fn sum_block(seg: &Segment, column: usize, base: usize, rows: &[u64], clamp: Cla
             ((v.get(r) as f64).clamp(lo, hi) * scale(k)).round() as i128
         }),
         _ => (0, 0),
+    }
+}
+
+/// Appends the clamped values, in grid steps, of the rows of a block whose bit is set in
+/// `rows` and whose value is present, as [`sum_block`] reads them.
+fn block_values(
+    seg: &Segment,
+    column: usize,
+    base: usize,
+    rows: &[u64],
+    clamp: Clamp,
+    out: &mut Vec<i128>,
+) {
+    let Some(col) = seg.columns.get(column) else {
+        return;
+    };
+    let scale = |k: u32| 2f64.powi(k as i32);
+    let valid = col.valid.as_deref();
+    let end = seg.len.min(base + rows.len() * 64);
+    let mut each = |steps: &dyn Fn(usize) -> i128| {
+        for (w, &word) in rows.iter().enumerate() {
+            let bits = word & valid.map_or(u64::MAX, |v| v[base / 64 + w]);
+            let start = base + w * 64;
+            for r in start..end.min(start + 64) {
+                if (bits >> (r - start)) & 1 == 1 {
+                    out.push(steps(r));
+                }
+            }
+        }
+    };
+    match (&col.data, clamp) {
+        (ColumnData::Integer(v), Clamp::Int { lo, hi, k }) => {
+            each(&|r| i128::from(v.get(r).clamp(lo, hi)) << k)
+        }
+        (ColumnData::Float(v), Clamp::Float { lo, hi, k }) => {
+            each(&|r| (v[r].clamp(lo, hi) * scale(k)).round() as i128)
+        }
+        (ColumnData::Integer(v), Clamp::Float { lo, hi, k }) => {
+            each(&|r| ((v.get(r) as f64).clamp(lo, hi) * scale(k)).round() as i128)
+        }
+        _ => {}
     }
 }
 

@@ -37,7 +37,7 @@ mod units;
 
 pub use cells::{count_cells, Buckets};
 pub use content::ContentHash;
-pub use count::{count, count_work, sum_clamped, Clamp};
+pub use count::{clamped_values, count, count_work, sum_clamped, Clamp};
 pub use error::{escape_controls, escape_json_format, escape_name, DataError};
 pub use load::{load_csv, load_csv_bytes, LoadOptions, Loaded};
 pub use open::provide_file;

@@ -8,7 +8,7 @@
 //! fail then; the evaluator asks it before anything is spent, so a failure changes nothing.
 
 use super::cells::{count_cells, Buckets};
-use super::count::{count, count_work, sum_clamped, Clamp};
+use super::count::{clamped_values, count, count_work, sum_clamped, Clamp};
 use super::error::DataError;
 #[cfg(feature = "native")]
 use super::parquet::ParquetTable;
@@ -234,6 +234,40 @@ impl Source {
             }
             #[cfg(feature = "native")]
             Source::Postgres(p) => p.sum_clamped(column, pred, clamp),
+        }
+    }
+
+    /// The values of `column` clamped as `clamp` says, in grid steps, over the rows where
+    /// `pred` holds and the value is present (see [`clamped_values`]), for an order
+    /// statistic. A PostgreSQL table answers counts and sums only: `None`.
+    ///
+    /// Internal: the values must only ever be used to add noise to a statistic of them.
+    pub fn clamped_values(
+        &self,
+        column: usize,
+        pred: Option<&Predicate>,
+        clamp: Clamp,
+    ) -> Result<Option<Vec<i128>>, DataError> {
+        match self {
+            Source::Memory(t) => Ok(Some(clamped_values(t, column, pred, clamp))),
+            #[cfg(feature = "native")]
+            Source::Parquet(p) => {
+                let mut needed = pred.map(Predicate::columns).unwrap_or_default();
+                needed.push(column);
+                p.scan(
+                    &needed,
+                    pred,
+                    Vec::new,
+                    |t| clamped_values(t, column, pred, clamp),
+                    |mut a, b| {
+                        a.extend(b);
+                        a
+                    },
+                )
+                .map(Some)
+            }
+            #[cfg(feature = "native")]
+            Source::Postgres(_) => Ok(None),
         }
     }
 }

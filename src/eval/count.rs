@@ -192,7 +192,16 @@ impl Session {
                     reason: None,
                 })
             }
-            Err(refusal) => return Err(refused(refusal, entry, plan, txn.ledger(), eps, span)),
+            Err(refusal) => {
+                return Err(refused(
+                    refusal,
+                    entry,
+                    &plan.table,
+                    txn.ledger(),
+                    eps.exact,
+                    span,
+                ))
+            }
         };
         super::served::permit_release(max_releases, txn.history(), &plan.table, span)?;
         let noise = noise_for(plan, public_rows, eps, span);
@@ -570,26 +579,28 @@ fn request(
 }
 
 /// The error of a refused request, in the statement's words.
-fn refused(
+/// The error of a release the ledger refused: another cube or model under it, or a budget
+/// (the table's, a cell's, or a served dataset's) it would pass.
+pub(super) fn refused(
     refusal: Refusal,
     entry: &Entry,
-    plan: &CountPlan,
+    table: &str,
     ledger: &crate::privacy::Ledger,
-    eps: Eps,
+    eps: Decimal,
     span: Span,
 ) -> EvalError {
     match refusal {
         Refusal::CubeChanged => EvalError::CubeChanged {
-            table: plan.table.clone(),
+            table: table.to_string(),
             span,
         },
         Refusal::ModelChanged => EvalError::ModelChanged {
-            table: plan.table.clone(),
+            table: table.to_string(),
             span,
         },
         // The dataset's spending is all its analysts': said only where its policy shows it.
         Refusal::DatasetExceeded(Overspend { after, .. }) => EvalError::DatasetBudgetExceeded {
-            table: plan.table.clone(),
+            table: table.to_string(),
             shown: entry
                 .rules
                 .as_ref()
@@ -597,9 +608,7 @@ fn refused(
                 .then(|| (after, ledger.whole().total())),
             span,
         },
-        Refusal::Exceeded(o) => {
-            overspend_error(o, entry, &plan.table, ledger.history(), eps.exact, span)
-        }
+        Refusal::Exceeded(o) => overspend_error(o, entry, table, ledger.history(), eps, span),
     }
 }
 
@@ -701,6 +710,7 @@ fn noise_for(plan: &CountPlan, n: u64, eps: Eps, span: Span) -> Result<Noise, Ev
         Mechanism::Laplace => Noise::Laplace(laplace),
         Mechanism::Geometric => Noise::Geometric(per()?.noise),
         Mechanism::Staircase => Noise::Staircase(staircase_noise(per()?)),
+        Mechanism::Smooth => unreachable!("checking refuses smooth noise on a count"),
     })
 }
 

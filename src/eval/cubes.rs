@@ -474,7 +474,7 @@ fn row_from_statement(
     let text = match measure {
         Measure::Rows => statement,
         Measure::Sum { .. } => statement.strip_suffix(" (sum)").unwrap_or(statement),
-        Measure::Valued { .. } => return None,
+        Measure::Valued { .. } | Measure::Statistic { .. } => return None,
     };
     let statements = crate::syntax::parse_script(text).ok()?;
     match (&statements.first()?.kind, measure) {

@@ -50,6 +50,11 @@ impl Session {
                 e.statement = statement;
                 return Ok(e);
             }
+            Plan::Statistic(q) => {
+                let mut e = self.explain_statistic(&q);
+                e.statement = statement;
+                return Ok(e);
+            }
             other => self.describe(other),
         };
         Ok(Explanation {
@@ -163,11 +168,19 @@ impl Session {
                 "does",
                 format!("evaluates eq. 2, Theorem 1 and eq. 4-6 of Naldi and D'Acquisto 2014 from its numbers alone; {free}"),
             )],
+            Plan::CompareSmooth(_) => vec![step(
+                "does",
+                format!("compares Laplace and data-dependent noise from formulas and values it simulates; {free}"),
+            )],
             Plan::CompareNoise { .. } => vec![step(
                 "does",
                 format!("compares Laplace and optimal staircase noise from formulas alone; {free}"),
             )],
-            Plan::Count(_) | Plan::Histogram(_) | Plan::Sum(_) | Plan::Explain { .. } => {
+            Plan::Count(_)
+            | Plan::Histogram(_)
+            | Plan::Sum(_)
+            | Plan::Statistic(_)
+            | Plan::Explain { .. } => {
                 vec![step("does", "explains")]
             }
         }
@@ -447,6 +460,7 @@ fn noise_text(plan: &CountPlan, eps: Eps) -> String {
                 short_number(law.half_width(ninety_five()))
             )
         }
+        Mechanism::Smooth => unreachable!("checking refuses smooth noise on a count"),
     }
 }
 

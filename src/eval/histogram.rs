@@ -113,7 +113,16 @@ impl Session {
             Err(Refusal::Exceeded(_) | Refusal::DatasetExceeded(_)) if dry => {
                 return Ok(HistogramDecision::WouldRefuse)
             }
-            Err(refusal) => return Err(refused(refusal, entry, plan, txn.ledger(), span)),
+            Err(refusal) => {
+                return Err(super::count::refused(
+                    refusal,
+                    entry,
+                    &plan.table,
+                    txn.ledger(),
+                    plan.eps.exact,
+                    span,
+                ))
+            }
         };
         served::permit_release(max_releases, txn.history(), &plan.table, span)?;
         let sensitivity = ticket.sensitivity();
@@ -336,40 +345,6 @@ fn vector_request(
     };
     let noise_query = format!("{}|{}", plan.cube, plan.query_key);
     (request, keyed(&entry.noise_prefix(), &noise_query))
-}
-
-/// The error of a refused histogram, in the statement's words.
-fn refused(
-    refusal: Refusal,
-    entry: &Entry,
-    plan: &HistogramPlan,
-    ledger: &crate::privacy::Ledger,
-    span: Span,
-) -> EvalError {
-    let history = ledger.history();
-    match refusal {
-        Refusal::CubeChanged => EvalError::CubeChanged {
-            table: plan.table.clone(),
-            span,
-        },
-        // A vector's sensitivity is computed under the lock, from the model recorded then.
-        Refusal::ModelChanged => EvalError::ModelChanged {
-            table: plan.table.clone(),
-            span,
-        },
-        Refusal::DatasetExceeded(o) => EvalError::DatasetBudgetExceeded {
-            table: plan.table.clone(),
-            shown: entry
-                .rules
-                .as_ref()
-                .is_some_and(|r| r.show_dataset_budget)
-                .then(|| (o.after, ledger.whole().total())),
-            span,
-        },
-        Refusal::Exceeded(o) => {
-            super::count::overspend_error(o, entry, &plan.table, history, plan.eps.exact, span)
-        }
-    }
 }
 
 /// The row count a release's exactness check may use: the table's when it is public, else a

@@ -22,7 +22,9 @@ mod cubes;
 mod explain;
 mod histogram;
 mod lab;
+mod lab_smooth;
 mod served;
+mod statistics;
 mod sums;
 mod tables;
 
@@ -301,6 +303,8 @@ impl Session {
             Plan::Count(plan) => self.count(*plan, span)?,
             Plan::Histogram(plan) => self.histogram(*plan, span)?,
             Plan::Sum(plan) => self.sum(*plan, span)?,
+            Plan::Statistic(plan) => self.statistic(*plan, span)?,
+            Plan::CompareSmooth(plan) => Output::CompareSmooth(Box::new(self.compare_smooth(plan))),
             Plan::Binned(plan) => self.binned(*plan, span)?,
             Plan::ChooseEps(plan) => Output::ChooseEps(count::choose_eps(plan, span)?),
             Plan::Simulate(plan) => Output::Simulate(self.simulate(plan, span)?),

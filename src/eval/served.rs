@@ -30,6 +30,8 @@ pub enum Family {
     Histogram,
     /// `SUM` and `MEAN` of a clamped column.
     Sum,
+    /// `SHARE`, `MIN`, `MEDIAN` and `MAX`, with Laplace or smooth noise.
+    Statistic,
     /// `ESTIMATE` from the history (free).
     Estimate,
     /// `PROB` from the history (free).
@@ -44,12 +46,13 @@ pub enum Family {
 
 impl Family {
     /// Every family, as policies name them.
-    pub const ALL: [(&'static str, Family); 10] = [
+    pub const ALL: [(&'static str, Family); 11] = [
         ("count", Family::Count),
         ("linear", Family::Linear),
         ("within", Family::Within),
         ("histogram", Family::Histogram),
         ("sum", Family::Sum),
+        ("statistic", Family::Statistic),
         ("estimate", Family::Estimate),
         ("prob", Family::Prob),
         ("explain", Family::Explain),
@@ -283,6 +286,13 @@ impl Session {
                 self.permit_release(&h.table, Family::Histogram, h.mechanism, plot, span)
             }
             Plan::Sum(q) => self.permit_release(&q.table, Family::Sum, q.mechanism, false, span),
+            Plan::Statistic(q) => {
+                let mechanism = match q.noise {
+                    crate::plan::StatNoise::Laplace => Mechanism::Laplace,
+                    crate::plan::StatNoise::Smooth { .. } => Mechanism::Smooth,
+                };
+                self.permit_release(&q.table, Family::Statistic, mechanism, false, span)
+            }
             Plan::Explain { plan, .. } => {
                 match plan_table(plan) {
                     Some(table) => self.allowed(table, Family::Explain, span)?,
@@ -308,6 +318,7 @@ impl Session {
             Plan::Simulate(_)
             | Plan::OutOfRange { .. }
             | Plan::CompareNoise { .. }
+            | Plan::CompareSmooth(_)
             | Plan::Cube { .. }
             | Plan::Observe { .. } => self.allowed_anywhere(Family::Lab, span),
         }
@@ -499,6 +510,7 @@ fn plan_table(plan: &Plan) -> Option<&str> {
         Plan::Count(c) => Some(&c.table),
         Plan::Histogram(h) => Some(&h.table),
         Plan::Sum(q) => Some(&q.table),
+        Plan::Statistic(q) => Some(&q.table),
         Plan::Estimate {
             target: CubeRef::Table(t),
             ..

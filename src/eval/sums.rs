@@ -22,12 +22,12 @@
 //! interval holds the true mean with probability at least 0.95 (each noisy answer within its
 //! 97.5% interval, by the union bound, and the ratio over that box).
 
-use super::count::{expose, overspend_error, release_rng};
+use super::count::{expose, refused, release_rng};
 use super::{ledger_error, served, Entry, Session};
 use crate::error::EvalError;
 use crate::output::{Output, SumResult};
 use crate::plan::{Eps, SumPlan};
-use crate::privacy::{Measure, Mechanism, Neighbours, PreparedMany, Refusal, Request, Row};
+use crate::privacy::{Measure, Mechanism, Neighbours, PreparedMany, Request, Row};
 use crate::span::Span;
 use crate::stats::noise::{self, ExactEpsilon, GridLaplace, Rational};
 use crate::stats::{laplace, Epsilon, Probability};
@@ -98,39 +98,21 @@ impl Session {
             plan.query_key,
             plan.eps.exact
         );
-        let refused = |r: Refusal, ledger: &crate::privacy::Ledger| match r {
-            Refusal::Exceeded(o) => overspend_error(
-                o,
-                entry,
-                &plan.table,
-                ledger.history(),
-                plan.eps.exact,
-                span,
-            ),
-            Refusal::DatasetExceeded(o) => EvalError::DatasetBudgetExceeded {
-                table: plan.table.clone(),
-                shown: entry
-                    .rules
-                    .as_ref()
-                    .is_some_and(|r| r.show_dataset_budget)
-                    .then(|| (o.after, ledger.whole().total())),
-                span,
-            },
-            Refusal::ModelChanged => EvalError::ModelChanged {
-                table: plan.table.clone(),
-                span,
-            },
-            Refusal::CubeChanged => EvalError::CubeChanged {
-                table: plan.table.clone(),
-                span,
-            },
-        };
         let ticket = match txn.prepare_together(requests) {
             Ok(PreparedMany::Recorded(noisy)) => {
                 return Ok(self.sum_output(plan, i, noisy, true));
             }
             Ok(PreparedMany::Fits(t)) => t,
-            Err(r) => return Err(refused(r, txn.ledger())),
+            Err(r) => {
+                return Err(refused(
+                    r,
+                    entry,
+                    &plan.table,
+                    txn.ledger(),
+                    plan.eps.exact,
+                    span,
+                ))
+            }
         };
         served::permit_release(max_releases, txn.history(), &plan.table, span)?;
         let truth = truth(&plan, entry, noises[0].k(), span)?;

@@ -61,6 +61,8 @@ pub enum Output {
     Histogram(Box<HistogramResult>),
     /// A noisy sum or mean of a clamped column.
     Sum(Box<SumResult>),
+    /// A share or order statistic, with Laplace or data-dependent noise.
+    Statistic(Box<StatisticResult>),
     /// A statistic of a cube dimension from the estimates of its bins.
     Binned(Box<BinnedResult>),
     /// `CHOOSE EPS`.
@@ -79,6 +81,8 @@ pub enum Output {
     OutOfRange(OutOfRangeResult),
     /// `COMPARE NOISE`.
     CompareNoise(CompareNoiseResult),
+    /// Laplace against data-dependent noise (the slides' second half).
+    CompareSmooth(Box<CompareSmoothResult>),
     /// `EXPLAIN`.
     Explained(Explanation),
 }
@@ -483,6 +487,49 @@ pub struct SumResult {
     pub budget_remaining: Decimal,
 }
 
+/// A noisy share or order statistic, and what public facts say of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatisticResult {
+    /// The table.
+    pub table: String,
+    /// The statement, canonical.
+    pub statement: String,
+    /// `share`, `min`, `median` or `max`.
+    pub kind: String,
+    /// An order statistic's column.
+    pub column: Option<String>,
+    /// The range the statistic lies in: `[0, 1]` for a share, the clamp (on its grid) else.
+    pub range: (f64, f64),
+    /// The noisy answer.
+    pub noisy: f64,
+    /// The noisy answer brought into the range (post-processing).
+    pub within_range: f64,
+    /// The 95% interval, where public facts give one.
+    pub interval95: Option<(f64, f64)>,
+    /// The statement's epsilon.
+    pub eps: Decimal,
+    /// What it spent now (0 when answered from the record).
+    pub eps_spent: Decimal,
+    /// `laplace` or `smooth`.
+    pub noise: String,
+    /// The smooth noise's exponent.
+    pub gamma: Option<f64>,
+    /// The global sensitivity under the table's model (public).
+    pub sensitivity: f64,
+    /// The Laplace noise's scale; none for smooth noise (it would reveal the data).
+    pub scale: Option<f64>,
+    /// How neighbouring tables differ.
+    pub neighbours: Neighbours,
+    /// Whether it is the recorded answer of an identical statement.
+    pub from_history: bool,
+    /// The table's spending after it.
+    pub budget_spent: Decimal,
+    /// Its remaining budget.
+    pub budget_remaining: Decimal,
+    /// What is shown and why.
+    pub note: String,
+}
+
 /// A noisy count and what can be said of it from public facts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CountResult {
@@ -660,6 +707,71 @@ pub struct CompareNoiseRow {
     pub laplace_half95: f64,
     /// The 95% interval half-width of the optimal staircase.
     pub staircase_half95: f64,
+}
+
+/// `COMPARE NOISE COUNT | SHARE | MIN | MEDIAN | MAX | QUERIES`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompareSmoothResult {
+    /// What is compared: `count`, `share`, `max of values from U[0, 1]`, `2 queries`.
+    pub function: String,
+    /// One row per data set and epsilon.
+    pub rows: Vec<CompareSmoothRow>,
+    /// For `QUERIES`, one row per confidence level.
+    pub regions: Vec<RegionRow>,
+    /// The rule of thumb's gamma (least variance factor).
+    pub rule_gamma: f64,
+    /// How many times below the global sensitivity the smooth one must be to pay.
+    pub rule_ratio: f64,
+    /// Whether the simulated values were drawn from the session's seed.
+    pub seeded: bool,
+}
+
+/// Laplace against data-dependent noise on one data set at one epsilon.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CompareSmoothRow {
+    /// The data set's size, where it has one.
+    pub n: Option<u64>,
+    /// The records with the property (a share).
+    pub m: Option<u64>,
+    /// Epsilon.
+    pub eps: f64,
+    /// The global sensitivity.
+    pub sensitivity: f64,
+    /// The smooth sensitivity at the variance's best gamma.
+    pub smooth_sensitivity: f64,
+    /// Laplace's 95% half-width.
+    pub laplace_half95: f64,
+    /// Laplace's variance.
+    pub laplace_variance: f64,
+    /// The gamma of least variance.
+    pub gamma_variance: f64,
+    /// That variance.
+    pub smooth_variance: f64,
+    /// The 95% half-width at that gamma.
+    pub smooth_half95_at_gamma_variance: f64,
+    /// The gamma of least 95% half-width.
+    pub gamma_interval: f64,
+    /// That half-width.
+    pub smooth_half95: f64,
+}
+
+/// The size of the confidence region of several queries answered at once.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RegionRow {
+    /// The confidence level.
+    pub level: f64,
+    /// Epsilon.
+    pub eps: f64,
+    /// The number of integer answers in Laplace's region (geometric noise of integer answers).
+    pub laplace_lattice: f64,
+    /// The area of Laplace's region.
+    pub laplace_area: f64,
+    /// The area of the staircase's region with no flat top.
+    pub staircase_flat: f64,
+    /// The least area of the staircase's region over its top.
+    pub staircase_least: f64,
+    /// That top, a multiple of the sensitivity box.
+    pub top: f64,
 }
 
 /// What a statement would do (`EXPLAIN`), found without doing it.

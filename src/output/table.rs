@@ -24,6 +24,7 @@ pub fn render_table(response: &Response) -> String {
         Output::Count(c) => count(c),
         Output::Histogram(h) => histogram(h),
         Output::Sum(r) => sum(r),
+        Output::Statistic(r) => statistic(r),
         Output::Binned(b) => binned(b),
         Output::ChooseEps(c) => choose_eps(c),
         Output::Cube(c) => cube(c),
@@ -32,6 +33,7 @@ pub fn render_table(response: &Response) -> String {
         Output::Simulate(r) => simulate(r),
         Output::OutOfRange(r) => out_of_range(r),
         Output::CompareNoise(r) => compare_noise(r),
+        Output::CompareSmooth(r) => compare_smooth(r),
         Output::Explained(e) => explained(e),
         Output::Prob(p) => prob(p),
     };
@@ -625,6 +627,58 @@ fn binned(b: &super::BinnedResult) -> String {
     )
 }
 
+fn statistic(r: &super::StatisticResult) -> String {
+    let mut t = new_table(&[]);
+    let what = match r.column.as_deref() {
+        Some(c) => format!("noisy {} of {c}", r.kind),
+        None => "noisy share".to_string(),
+    };
+    t.add_row(vec![what, fixed(r.noisy, 4)]);
+    t.add_row(vec![
+        format!("within [{}, {}]", num(r.range.0), num(r.range.1)),
+        fixed(r.within_range, 4),
+    ]);
+    t.add_row(vec![
+        "95% noise interval".to_string(),
+        match r.interval95 {
+            Some(i) => interval(i, 4),
+            None => "not shown (it would reveal the data)".to_string(),
+        },
+    ]);
+    let noise = match (r.gamma, r.scale) {
+        (Some(g), _) => format!("smooth noise, gamma {}", num(g)),
+        (None, Some(s)) => format!("{} noise, scale {}", r.noise, num(s)),
+        (None, None) => format!("{} noise", r.noise),
+    };
+    t.add_row(vec![
+        "epsilon spent".to_string(),
+        if r.from_history {
+            format!(
+                "0 (identical to an earlier statement: its recorded answer, epsilon {})",
+                dec(r.eps)
+            )
+        } else {
+            format!("{} ({noise})", dec(r.eps_spent))
+        },
+    ]);
+    t.add_row(vec![
+        "budget".to_string(),
+        format!(
+            "{} spent, {} remaining",
+            dec(r.budget_spent),
+            dec(r.budget_remaining)
+        ),
+    ]);
+    format!(
+        "{} -- table {}\n{t}\nGlobal sensitivity {} (NEIGHBOURS {}). {}",
+        short(&r.statement),
+        r.table,
+        num(r.sensitivity),
+        r.neighbours,
+        r.note
+    )
+}
+
 fn sum(r: &super::SumResult) -> String {
     let mut t = new_table(&[]);
     let bounds = format!("clamped to [{}, {}]", num(r.clamp.0), num(r.clamp.1));
@@ -790,6 +844,87 @@ fn out_of_range(r: &super::OutOfRangeResult) -> String {
         num(1.0 / r.eps),
         r.n,
         r.n
+    )
+}
+
+fn compare_smooth(r: &super::CompareSmoothResult) -> String {
+    let rule = format!(
+        "Rule of thumb: data-dependent noise has the smaller variance only when the smooth sensitivity is at least {} times below the global one (gamma {}).",
+        fixed(r.rule_ratio, 2),
+        fixed(r.rule_gamma, 2)
+    );
+    if !r.regions.is_empty() {
+        let mut t = new_table(&[
+            "level",
+            "eps",
+            "Laplace answers",
+            "Laplace area",
+            "staircase flat",
+            "staircase least",
+            "top",
+        ]);
+        for g in &r.regions {
+            t.add_row(vec![
+                num(g.level),
+                num(g.eps),
+                sig(g.laplace_lattice, 6),
+                sig(g.laplace_area, 6),
+                sig(g.staircase_flat, 5),
+                sig(g.staircase_least, 5),
+                fixed(g.top, 3),
+            ]);
+        }
+        return format!(
+            "COMPARE NOISE: the confidence region of {}, Laplace against staircase noise stepped in the shape of the sensitivity box (Soria-Comas and Domingo-Ferrer 2011)\n{t}\nLaplace answers: integer answers in the region; areas for real answers. staircase flat: no flat top; least: the top (times the box) that makes the region least. No data is touched and nothing is spent.",
+            r.function
+        );
+    }
+    let sized = r.rows.iter().any(|row| row.n.is_some());
+    let mut head = Vec::new();
+    if sized {
+        head.push("n");
+    }
+    if r.rows.iter().any(|row| row.m.is_some()) {
+        head.push("m");
+    }
+    head.extend([
+        "eps",
+        "Laplace ±95%",
+        "Laplace var",
+        "gamma",
+        "smooth var",
+        "smooth ±95%",
+        "gamma*",
+        "smooth ±95%*",
+    ]);
+    let mut t = new_table(&head);
+    for row in &r.rows {
+        let mut cells = Vec::new();
+        if sized {
+            cells.push(row.n.map_or(String::new(), |n| n.to_string()));
+        }
+        if let Some(m) = row.m {
+            cells.push(m.to_string());
+        }
+        cells.extend([
+            num(row.eps),
+            sig(row.laplace_half95, 4),
+            sig(row.laplace_variance, 3),
+            fixed(row.gamma_variance, 2),
+            sig(row.smooth_variance, 3),
+            sig(row.smooth_half95_at_gamma_variance, 3),
+            fixed(row.gamma_interval, 2),
+            sig(row.smooth_half95, 3),
+        ]);
+        t.add_row(cells);
+    }
+    let what = match r.function.as_str() {
+        "count" => "the absolute frequency (smooth sensitivity 1, as the global one: data-dependent noise never pays)".to_string(),
+        "share" => "the relative frequency m/n under add_remove (global sensitivity 1/2; 1/n under replace over the whole table, 1/2 over a subset)".to_string(),
+        other => format!("the {other}, range [0, 1] (global sensitivity 1){}", if r.seeded { ", drawn from the session's seed" } else { "" }),
+    };
+    format!(
+        "COMPARE NOISE: Laplace against data-dependent noise for {what} (Soria-Comas and Domingo-Ferrer 2011)\n{t}\ngamma: least variance (gamma > 3), the half-width at it; gamma*: least half-width.\n{rule} No data is touched and nothing is spent."
     )
 }
 

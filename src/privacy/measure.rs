@@ -29,6 +29,12 @@ pub enum Measure {
         /// The upper bound, exact.
         hi: Decimal,
     },
+    /// A statistic of the table that is no linear count (a share, an order statistic): it
+    /// is charged on every cell and is evidence about none.
+    Statistic {
+        /// What it is, e.g. `median of age clamped to [0, 120]`.
+        what: String,
+    },
 }
 
 impl Measure {
@@ -38,6 +44,7 @@ impl Measure {
         match self {
             Measure::Rows | Measure::Valued { .. } => Decimal::ONE,
             Measure::Sum { lo, hi, .. } => lo.abs().max(hi.abs()),
+            Measure::Statistic { .. } => Decimal::ONE,
         }
     }
 
@@ -71,6 +78,7 @@ impl Measure {
         match self {
             Measure::Rows => None,
             Measure::Valued { column } => Some(vec!["valued".into(), column.clone()]),
+            Measure::Statistic { what } => Some(vec!["statistic".into(), what.clone()]),
             Measure::Sum { column, lo, hi } => Some(vec![
                 "sum".into(),
                 column.clone(),
@@ -86,6 +94,9 @@ impl Measure {
         match f.as_slice() {
             ["valued", column] => Some(Measure::Valued {
                 column: (*column).to_string(),
+            }),
+            ["statistic", what] => Some(Measure::Statistic {
+                what: (*what).to_string(),
             }),
             ["sum", column, lo, hi] => {
                 let (lo, hi): (Decimal, Decimal) = (lo.parse().ok()?, hi.parse().ok()?);
@@ -105,6 +116,7 @@ impl fmt::Display for Measure {
         match self {
             Measure::Rows => f.write_str("rows"),
             Measure::Valued { column } => write!(f, "rows with a value of {column}"),
+            Measure::Statistic { what } => f.write_str(what),
             Measure::Sum { column, lo, hi } => write!(
                 f,
                 "sum of {column} clamped to [{}, {}]",

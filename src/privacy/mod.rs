@@ -81,6 +81,9 @@ pub enum Mechanism {
     /// The staircase noise of the variance-optimal parameter (Geng and Viswanath; the
     /// Soria-Comas and Domingo-Ferrer slides), released on a grid of `2^-20`.
     Staircase,
+    /// Heavy-tailed noise scaled to the smooth sensitivity at the data (`SHARE`, `MIN`,
+    /// `MEDIAN`, `MAX` with `NOISE smooth`), released on a grid.
+    Smooth,
 }
 
 impl Mechanism {
@@ -90,6 +93,7 @@ impl Mechanism {
             "laplace" => Some(Self::Laplace),
             "geometric" => Some(Self::Geometric),
             "staircase" => Some(Self::Staircase),
+            "smooth" => Some(Self::Smooth),
             _ => None,
         }
     }
@@ -101,6 +105,7 @@ impl fmt::Display for Mechanism {
             Mechanism::Laplace => "laplace",
             Mechanism::Geometric => "geometric",
             Mechanism::Staircase => "staircase",
+            Mechanism::Smooth => "smooth",
         })
     }
 }

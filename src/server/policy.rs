@@ -161,12 +161,13 @@ pub const PUBLIC_TOKENS: [&str; 3] = [
 ];
 
 /// The families an analyst may use when a dataset's policy names none.
-const DEFAULT_FAMILIES: [Family; 10] = [
+const DEFAULT_FAMILIES: [Family; 11] = [
     Family::Count,
     Family::Linear,
     Family::Within,
     Family::Histogram,
     Family::Sum,
+    Family::Statistic,
     Family::Estimate,
     Family::Prob,
     Family::Explain,
@@ -589,12 +590,17 @@ fn dataset(t: &toml::Table, base: &Path) -> Result<Dataset, String> {
             .collect::<Result<_, _>>()?,
     };
     let mechanisms = match k.strings("mechanisms")? {
-        None => vec![Mechanism::Laplace, Mechanism::Geometric, Mechanism::Staircase],
+        None => vec![
+            Mechanism::Laplace,
+            Mechanism::Geometric,
+            Mechanism::Staircase,
+            Mechanism::Smooth,
+        ],
         Some(names) => names
             .iter()
             .map(|n| {
                 Mechanism::from_name(n).ok_or_else(|| {
-                    format!("dataset `{name}`: unknown mechanism `{n}` (known: laplace, geometric, staircase)")
+                    format!("dataset `{name}`: unknown mechanism `{n}` (known: laplace, geometric, staircase, smooth)")
                 })
             })
             .collect::<Result<_, _>>()?,

@@ -9,6 +9,8 @@ pub mod laplace;
 pub mod noise;
 mod params;
 pub mod simulate;
+pub mod regions;
+pub mod smooth;
 pub mod staircase;
 pub mod tail;
 

@@ -5,9 +5,9 @@ pub mod split;
 
 use crate::ast::{
     Accuracy, BinnedStat, ChooseEps, CmpOp, ColumnDecl, ColumnsClause, CountQuery, CountTerm,
-    CubeDim, DeclaredDomain, DeclaredType, Expr, Histogram, Ident, Literal, Number, Plot,
-    PlotMetric, Prior, ProbEvent, Query, Simulate, Statement, StatementKind, SumQuery, SumTarget,
-    Text,
+    CubeDim, DeclaredDomain, DeclaredType, Expr, Histogram, Ident, LabFunction, LabLaw, LabSmooth,
+    Literal, Number, Plot, PlotMetric, Prior, ProbEvent, Query, Simulate, StatKind, StatQuery,
+    Statement, StatementKind, SumQuery, SumTarget, Text,
 };
 use crate::error::SyntaxError;
 use crate::span::Span;
@@ -168,6 +168,7 @@ impl Builder {
                 StatementKind::Histogram(self.histogram(inner)?)
             }
             Rule::sum_stmt => StatementKind::Sum(self.sum(inner)?),
+            Rule::stat_stmt => StatementKind::Statistic(self.statistic(inner)?),
             Rule::choose_stmt => StatementKind::ChooseEps(self.choose(inner)),
             Rule::cube_stmt => {
                 inner.next(); // CUBE
@@ -259,6 +260,7 @@ impl Builder {
                 let at = numbers.next().map(|p| self.number(p));
                 StatementKind::OutOfRange { n, eps, at }
             }
+            Rule::compare_smooth => StatementKind::CompareSmooth(self.lab_smooth(inner)),
             Rule::compare_stmt => {
                 let eps = self.list(inner.nth(3).expect("COMPARE NOISE EPS has a list"));
                 let sensitivity = inner.nth(1).map(|p| self.number(p));
@@ -431,6 +433,115 @@ impl Builder {
             }
         }
         Ok(q)
+    }
+
+    /// `SHARE WHERE p ...` or `MIN | MEDIAN | MAX col CLAMP (lo, hi) [WHERE p] ...`.
+    fn statistic(&self, mut inner: Pairs<'_, Rule>) -> Result<StatQuery, SyntaxError> {
+        let target = inner.next().expect("a statistic");
+        let mut parts = target.into_inner();
+        let kind = match parts.next().expect("a statistic's keyword").as_rule() {
+            Rule::kw_share => StatKind::Share,
+            Rule::kw_min => StatKind::Min,
+            Rule::kw_median => StatKind::Median,
+            _ => StatKind::Max,
+        };
+        let mut q = StatQuery {
+            kind,
+            column: None,
+            filter: None,
+            eps: Number {
+                value: 0.0,
+                text: String::new(),
+                span: Span::new(0, 0),
+            },
+            noise: None,
+            gamma: None,
+        };
+        if kind != StatKind::Share {
+            let column = self.name(parts.next().expect("a column"));
+            parts.next(); // CLAMP
+            let lo = self.number(parts.next().expect("a lower bound"));
+            let hi = self.number(parts.next().expect("an upper bound"));
+            q.column = Some((column, lo, hi));
+        }
+        for p in parts {
+            if p.as_rule() == Rule::predicate {
+                q.filter = Some(self.predicate(p)?);
+            }
+        }
+        for p in inner {
+            match p.as_rule() {
+                Rule::eps_clause => {
+                    q.eps = self.number(p.into_inner().nth(2).expect("EPS has a number"));
+                }
+                Rule::noise_clause => {
+                    let mut clause = p.into_inner();
+                    clause.next(); // NOISE
+                    q.noise = Some(self.name(clause.next().expect("NOISE has a name")));
+                    q.gamma = clause.nth(1).map(|g| self.number(g));
+                }
+                other => unreachable!("the grammar gives a statistic no {other:?}"),
+            }
+        }
+        Ok(q)
+    }
+
+    /// `COMPARE NOISE COUNT | SHARE | MIN | MEDIAN | MAX | QUERIES ...`.
+    fn lab_smooth(&self, mut inner: Pairs<'_, Rule>) -> LabSmooth {
+        let what = inner.nth(2).expect("COMPARE NOISE compares something");
+        let rule = what.as_rule();
+        let mut parts = what.into_inner();
+        let first = parts.next().expect("a keyword").as_rule();
+        let lists: Vec<Pair<'_, Rule>> = parts
+            .clone()
+            .filter(|p| p.as_rule() == Rule::num_list)
+            .collect();
+        let list = |i: usize| self.list(lists[i].clone());
+        let function = match rule {
+            Rule::lab_count => LabFunction::Count,
+            Rule::lab_share => LabFunction::Share {
+                n: list(0),
+                m: list(1),
+            },
+            Rule::lab_order => {
+                let law = parts
+                    .clone()
+                    .find(|p| p.as_rule() == Rule::lab_law)
+                    .expect("a law");
+                let numbers: Vec<Number> = law
+                    .into_inner()
+                    .filter(|p| p.as_rule() == Rule::number)
+                    .map(|p| self.number(p))
+                    .collect();
+                LabFunction::Order {
+                    kind: match first {
+                        Rule::kw_min => StatKind::Min,
+                        Rule::kw_median => StatKind::Median,
+                        _ => StatKind::Max,
+                    },
+                    n: list(0),
+                    law: match numbers.as_slice() {
+                        [a, b] => LabLaw::Beta(a.clone(), b.clone()),
+                        _ => LabLaw::Uniform,
+                    },
+                }
+            }
+            _ => {
+                let eps = parts
+                    .filter(|p| p.as_rule() == Rule::number)
+                    .map(|p| self.number(p))
+                    .collect();
+                return LabSmooth {
+                    function: LabFunction::Queries {
+                        sensitivity: list(0),
+                        at: list(1),
+                    },
+                    eps,
+                };
+            }
+        };
+        let eps = list(lists.len() - 1);
+        LabSmooth { function, eps }
     }
 
     fn query(&self, pair: Pair<'_, Rule>) -> Result<Query, SyntaxError> {
