@@ -469,7 +469,7 @@ fn coverage(data: &Path, load: &str, statement: &str, truth: f64) -> f64 {
 /// Margin: the count of runs covered is binomial(400, 0.95), sd `sqrt(0.95 0.05 / 400)` =
 /// 0.0109; 4.5 sd is 0.049, and a correct interval leaves it with probability below 1e-5.
 /// (The discrete Laplace on the grid covers a little less than the continuous one: at scale
-/// 100 steps, `P(|Z| >= 300) = 0.0500`; on the share's grid of 2^-48 the difference is nil.)
+/// 100 steps, `P(|Z| >= 300) = 0.0500`; on the share's grid of 2^-32 the difference is nil.)
 #[test]
 fn shown_intervals_cover_the_truth() {
     let dir = tempfile::tempdir().expect("tempdir");

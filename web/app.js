@@ -30,6 +30,10 @@ const EXAMPLES = {
   attack: "examples/attack/attack.dpq",
 };
 for (let i = 1; i <= 8; i++) EXAMPLES[`fig${i}`] = `examples/figures/fig${i}.dpq`;
+// The optimal-noise slides, one script per table, and data-dependent releases on a table.
+for (const name of ["data-dependent", "absolute-frequency", "relative-frequency", "maximum", "multiple-queries", "single-query"]) {
+  EXAMPLES[`slides-${name}`] = `examples/slides/${name}.dpq`;
+}
 
 const $ = (id) => document.getElementById(id);
 const source = $("source");

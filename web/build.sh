@@ -25,9 +25,10 @@ mkdir -p web/dist/pkg
 wasm-bindgen --target web --no-typescript --out-dir web/dist/pkg \
     "$target/wasm32-unknown-unknown/release/dpq.wasm"
 cp web/index.html web/app.js web/worker.js web/style.css web/dist/
-mkdir -p web/dist/examples/data web/dist/examples/figures web/dist/examples/attack
+mkdir -p web/dist/examples/data web/dist/examples/figures web/dist/examples/attack web/dist/examples/slides
 cp examples/*.dpq web/dist/examples/
 cp examples/data/*.csv web/dist/examples/data/
 cp examples/figures/*.dpq web/dist/examples/figures/
 cp examples/attack/*.dpq examples/attack/*.csv web/dist/examples/attack/
+cp examples/slides/*.dpq web/dist/examples/slides/
 echo "web/dist is ready: python3 -m http.server -d web/dist 8000, then http://127.0.0.1:8000/"

@@ -176,6 +176,7 @@ impl Session {
         let (request, noise_key) = request(entry, plan, eps, self.seed, (self.clock)());
         let public_rows = public_rows(txn.history(), entry);
         let time = (self.clock)();
+        let refuse = |r| refused(r, entry, &plan.table, txn.ledger(), eps.exact, span);
         let ticket = match txn.prepare(request) {
             Ok(Prepared::Recorded(r)) => {
                 return Ok(Decision::Reused {
@@ -192,16 +193,7 @@ impl Session {
                     reason: None,
                 })
             }
-            Err(refusal) => {
-                return Err(refused(
-                    refusal,
-                    entry,
-                    &plan.table,
-                    txn.ledger(),
-                    eps.exact,
-                    span,
-                ))
-            }
+            Err(r) => return Err(refuse(r)),
         };
         super::served::permit_release(max_releases, txn.history(), &plan.table, span)?;
         let noise = noise_for(plan, public_rows, eps, span);

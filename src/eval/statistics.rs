@@ -6,11 +6,11 @@
 //! # What is computed, on which grid
 //!
 //! - A share is `m / n`, `m` the rows where the condition holds, `n` all rows (1/2 for an
-//!   empty table), put on the grid `2^-48`: `round(m 2^48 / n)` steps. Rounding moves it by
+//!   empty table), put on the grid `2^-32`: `round(m 2^32 / n)` steps. Rounding moves it by
 //!   at most half a step, so a neighbour's rounded share is at most the sensitivity plus one
 //!   step away; the noise is scaled to that.
 //! - An order statistic is taken over the values of the rows its condition selects, each
-//!   clamped to the public range `[lo, hi]` and put on a grid of `2^-k` with at least `2^40`
+//!   clamped to the public range `[lo, hi]` and put on a grid of `2^-k` with at least `2^30`
 //!   steps across the range (whole values as they are): rounding each value is monotone, so
 //!   the statistic of the rounded values is the rounded statistic, and every gap stays within
 //!   the range.
@@ -48,11 +48,14 @@ use rand_chacha::ChaCha20Rng;
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 
-/// The grid of a share: `2^-48`.
-const SHARE_BITS: u32 = 48;
+/// The grid of a share: `2^-32`. Coarse enough that the heavy-tailed law, inverted in double
+/// precision, gives each step its probability to about `1e-16` times the step's distance from
+/// the truth (below `1e-6` within `2^33` steps), fine enough for any share of `2^30` rows.
+const SHARE_BITS: u32 = 32;
 
-/// The least number of grid steps across an order statistic's range: `2^40`.
-const RANGE_BITS: i32 = 40;
+/// The least number of grid steps across an order statistic's range: `2^30` (to `2^31`), for
+/// the same reason as the share's grid; a whole-valued column keeps its whole values.
+const RANGE_BITS: i32 = 30;
 
 /// The true statistic, asked before anything is spent, and what the smooth noise needs.
 struct Truth {
@@ -67,7 +70,7 @@ struct Truth {
 struct Grid {
     /// The grid is `2^-k`.
     k: u32,
-    /// The range's ends in steps (0 and `2^48` for a share).
+    /// The range's ends in steps (0 and `2^32` for a share).
     lo: i128,
     hi: i128,
     /// The range's ends as numbers.

@@ -633,10 +633,19 @@ fn statistic(r: &super::StatisticResult) -> String {
         Some(c) => format!("noisy {} of {c}", r.kind),
         None => "noisy share".to_string(),
     };
-    t.add_row(vec![what, fixed(r.noisy, 4)]);
+    // Whole numbers where the range is whole (an integer column): no decimals to read into.
+    let whole = r.kind != "share" && r.range.0.fract() == 0.0 && r.range.1.fract() == 0.0;
+    let shown = |x: f64| {
+        if whole && x.fract() == 0.0 {
+            fixed(x, 0)
+        } else {
+            fixed(x, 4)
+        }
+    };
+    t.add_row(vec![what, shown(r.noisy)]);
     t.add_row(vec![
         format!("within [{}, {}]", num(r.range.0), num(r.range.1)),
-        fixed(r.within_range, 4),
+        shown(r.within_range),
     ]);
     t.add_row(vec![
         "95% noise interval".to_string(),

@@ -170,7 +170,7 @@ test("every bundled example runs in the page", async (page, base) => {
     await page.waitForSelector("body[data-ready=true]");
     return page.$$eval("#example option", (os) => os.map((o) => o.value).filter((v) => v));
   })();
-  assert.ok(names.length >= 17, names.join(" "));
+  assert.ok(names.length >= 23, names.join(" "));
   const times = {};
   for (const name of names) {
     const started = Date.now();
