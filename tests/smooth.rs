@@ -498,9 +498,9 @@ fn the_grid_release_has_no_holes_and_bounded_ratios() {
     // continuous law's log-ratio is at most max |d/dz ln h| / 50 < 0.04; with 2000 draws per
     // bin the sampling sd of a log-ratio is about 0.032, so 0.2 is 5 sd above the bound.
     let (mut a, mut b, mut bins, mut worst) = (0usize, 0usize, 0, 0.0_f64);
-    for i in 0..201 {
-        a += counts[0][i];
-        b += counts[1][i];
+    for (x, y) in counts[0].iter().zip(&counts[1]).take(201) {
+        a += x;
+        b += y;
         if a >= 2000 && b >= 2000 {
             worst = worst.max((a as f64 / b as f64).ln().abs());
             bins += 1;

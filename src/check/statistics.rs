@@ -37,14 +37,13 @@ pub(super) fn check_statistic(
         Some((column, lo, hi)) => {
             let (index, integer, lo, hi) = summed_column(table, &table_name, column, lo, hi)
                 .map_err(|e| match e {
-                    CheckError::NotApplicable { span, message }
-                        if message == "SUM and MEAN take a number column" =>
-                    {
-                        CheckError::NotApplicable {
-                            message: "MIN, MEDIAN and MAX take a number column",
-                            span,
-                        }
-                    }
+                    CheckError::NotApplicable {
+                        span,
+                        message: "SUM and MEAN take a number column",
+                    } => CheckError::NotApplicable {
+                        message: "MIN, MEDIAN and MAX take a number column",
+                        span,
+                    },
                     other => other,
                 })?;
             Some(StatColumn {
