@@ -275,6 +275,9 @@ fn whether_smooth_noise_is_refused_does_not_depend_on_the_values() {
 /// overruns its deadline; on the second it stops at once and is answered at 200 ms. The
 /// stopwatch tells which (and the server logs the overrun). A TooFine search on 30,000 rows
 /// under `add_remove` takes 13 s, 13 times the fixed 1 s deadline.
+///
+/// Fixed: the search runs to a distance set by EPS, GAMMA and the range (about 690 here), with
+/// no early stop, well inside the deadline of 1 s even in a debug build; both answer at it.
 #[test]
 fn a_served_smooth_statistic_takes_a_time_set_by_public_facts() {
     let setup = Setup::new(1);
@@ -288,7 +291,7 @@ fn a_served_smooth_statistic_takes_a_time_set_by_public_facts() {
     for name in ["low", "high"] {
         policy.push_str(&format!(
             "[[dataset]]\nname = \"{name}\"\nid = \"{name}-v1\"\nsource = \"{name}.csv\"\n\
-             budget = 1.0\nresponse_ms = 200\n[dataset.columns]\nx = \"integer\"\n\n"
+             budget = 1.0\nresponse_ms = 1000\n[dataset.columns]\nx = \"integer\"\n\n"
         ));
     }
     policy.push_str(&format!(
@@ -302,7 +305,7 @@ fn a_served_smooth_statistic_takes_a_time_set_by_public_facts() {
         let start = Instant::now();
         let (status, body) = server.run(
             setup.token(0),
-            &format!("USE {name}; MIN x CLAMP (0, 1000) WITH EPS 0.25 NOISE smooth GAMMA 12;"),
+            &format!("USE {name}; MIN x CLAMP (0, 1000) WITH EPS 0.25 NOISE smooth GAMMA 4;"),
         );
         times.push(start.elapsed());
         assert_eq!(status, 200, "{body}");

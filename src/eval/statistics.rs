@@ -11,7 +11,8 @@
 //!   step away; the noise is scaled to that.
 //! - An order statistic is taken over the values of the rows its condition selects, each
 //!   clamped to the public range `[lo, hi]` and put on a grid of `2^-k` with at least `2^30`
-//!   steps across the range (whole values as they are): rounding each value is monotone, so
+//!   steps across the range (whole values too, but over a range wider than `2^31`): rounding
+//!   each value is monotone, so
 //!   the statistic of the rounded values is the rounded statistic, and every gap stays within
 //!   the range.
 //!
@@ -54,7 +55,7 @@ use rust_decimal::Decimal;
 const SHARE_BITS: u32 = 32;
 
 /// The least number of grid steps across an order statistic's range: `2^30` (to `2^31`), for
-/// the same reason as the share's grid; a whole-valued column keeps its whole values.
+/// the same reason as the share's grid; over a wider range, whole values as they are.
 const RANGE_BITS: i32 = 30;
 
 /// The true statistic, asked before anything is spent, and what the smooth noise needs.
@@ -90,11 +91,9 @@ impl Grid {
             }),
             Some(c) => {
                 let (lo, hi) = (c.clamp.0.to_f64()?, c.clamp.1.to_f64()?);
-                let k = if c.integer {
-                    0
-                } else {
-                    (RANGE_BITS - (hi - lo).log2().floor() as i32).clamp(0, 100) as u32
-                };
+                // Whole values too: on a grid finer than 1 the floor of the smooth sensitivity
+                // (one step) is far below a unit, where the median of many equal ages lies.
+                let k = (RANGE_BITS - (hi - lo).log2().floor() as i32).clamp(0, 100) as u32;
                 let scale = 2f64.powi(k as i32);
                 let (lo_s, hi_s) = ((lo * scale).ceil(), (hi * scale).floor());
                 if !(lo_s.abs() < 2f64.powi(100) && hi_s.abs() < 2f64.powi(100) && lo_s < hi_s) {
