@@ -196,23 +196,7 @@ impl Session {
         served::permit_eps(self.max_eps(&plan.table), &plan.table, plan.eps.exact, span)?;
         let max_releases = self.max_releases();
         let (seed, time) = (self.seed, (self.clock)());
-        let grid = Grid::of(&plan).ok_or_else(|| EvalError::StatisticUnavailable {
-            message: "CLAMP's range is too wide or too narrow to put on a grid".to_string(),
-            span,
-        })?;
-        let laplace = laplace_scale(&plan, &grid);
-        if plan.noise == StatNoise::Laplace && laplace.is_none() {
-            return Err(EvalError::StatisticUnavailable {
-                message: format!(
-                    "EPS {} has too many digits to hold this noise's scale exactly; write it with fewer",
-                    plan.eps.exact
-                ),
-                span,
-            });
-        }
-        if let (StatNoise::Smooth { gamma }, None) = (plan.noise, search_distance(&plan, &grid)) {
-            return Err(too_fine(&plan, &grid, gamma, span));
-        }
+        let (grid, laplace) = public_checks(&plan, span)?;
         let entry = &self.entries[i];
         let (own, exposed) = match entry.private {
             Some(private) => match self.ledgers.two_mut(entry.ledger, private) {
@@ -348,7 +332,8 @@ impl Session {
         let spent = history.spent();
         let charged = history.charged_row(&measure(plan), &Row::default());
         let (after, _, _) = history.after_bounds(plan.eps.exact, &charged);
-        let fits = after <= history.total();
+        let unavailable = public_checks(plan, Span::new(0, 0)).err();
+        let fits = after <= history.total() && unavailable.is_none();
         let step = |l: &str, t: String| (l.to_string(), t);
         let grid = Grid::of(plan);
         let sensitivity = grid
@@ -427,7 +412,10 @@ impl Session {
         } else {
             step(
                 "refused",
-                "the budget does not hold it; nothing would change".into(),
+                match &unavailable {
+                    Some(e) => e.to_string(),
+                    None => "the budget does not hold it; nothing would change".into(),
+                },
             )
         });
         Explanation {
@@ -478,6 +466,30 @@ fn request(entry: &Entry, plan: &StatPlan, grid: &Grid, seed: Option<u64>, time:
         measure: measure(plan),
         time,
     }
+}
+
+/// The grid and the Laplace scale of a statistic, or why it cannot be released: a range too
+/// wide or narrow for a grid, an epsilon of too many digits, a smooth search too far. Public
+/// facts alone decide, before the ledger or the data is read.
+fn public_checks(plan: &StatPlan, span: Span) -> Result<(Grid, Option<Rational>), EvalError> {
+    let grid = Grid::of(plan).ok_or_else(|| EvalError::StatisticUnavailable {
+        message: "CLAMP's range is too wide or too narrow to put on a grid".to_string(),
+        span,
+    })?;
+    let laplace = laplace_scale(plan, &grid);
+    if plan.noise == StatNoise::Laplace && laplace.is_none() {
+        return Err(EvalError::StatisticUnavailable {
+            message: format!(
+                "EPS {} has too many digits to hold this noise's scale exactly; write it with fewer",
+                plan.eps.exact
+            ),
+            span,
+        });
+    }
+    if let (StatNoise::Smooth { gamma }, None) = (plan.noise, search_distance(plan, &grid)) {
+        return Err(too_fine(plan, &grid, gamma, span));
+    }
+    Ok((grid, laplace))
 }
 
 /// The floor of a share's smooth sensitivity: one step of its grid.
