@@ -339,8 +339,6 @@ impl Session {
         let sensitivity = grid
             .as_ref()
             .map_or(f64::NAN, |g| global_sensitivity(plan, g));
-        let e = plan.eps.value.get();
-        let (rule_gamma, ratio) = smooth::rule_of_thumb();
         let mut steps = vec![
             step("table", format!("`{}`", plan.table)),
             step("query", format!("the {}", what(plan))),
@@ -359,33 +357,7 @@ impl Session {
                 ),
             ),
         ];
-        let laplace_var = 2.0 * (sensitivity / e).powi(2);
-        let noise = match plan.noise {
-            StatNoise::Laplace => format!(
-                "Laplace of scale {} (the default), variance {}; NOISE smooth would have variance {} x (S*/eps)^2 at gamma {}, smaller only if the smooth sensitivity S* at the data is below {} ({} times below the global one; the rule of thumb of the slides)",
-                crate::output::short_number(sensitivity / e),
-                crate::output::short_number(laplace_var),
-                crate::output::short_number(smooth::variance_factor(rule_gamma)),
-                crate::output::short_number(rule_gamma),
-                crate::output::short_number(sensitivity / ratio),
-                crate::output::short_number(ratio)
-            ),
-            StatNoise::Smooth { gamma } => format!(
-                "heavy-tailed noise 4 gamma S*/eps Z, density of Z ∝ 1/(1+|z|^{g}), S* the {b}-smooth sensitivity at the data (beta = eps/gamma{half}); variance {f} x (S*/eps)^2 against Laplace's {l}: it pays when S* is below {t}; S* is computed at the data and never shown",
-                g = crate::output::short_number(gamma),
-                b = crate::output::short_number(smooth::beta(smooth_eps(plan), gamma)),
-                half = if plan.neighbours == Neighbours::Replace && plan.column.is_some() {
-                    ", at eps/2: a replaced row is a removal and an addition"
-                } else {
-                    ""
-                },
-                f = crate::output::short_number(smooth::variance_factor(gamma)),
-                l = crate::output::short_number(laplace_var),
-                t = crate::output::short_number(
-                    sensitivity / (smooth::variance_factor(gamma) / 2.0).sqrt()
-                ),
-            ),
-        };
+        let noise = noise_words(plan, sensitivity);
         steps.push(step("noise", noise));
         if plan.column.is_none() && plan.public_rows.is_some() {
             steps.push(step(
@@ -429,6 +401,40 @@ impl Session {
             }),
             steps,
         }
+    }
+}
+
+/// EXPLAIN's words on the noise: Laplace's and the smooth noise's variances, from public
+/// facts, and what the smooth sensitivity must be for the smooth noise to pay.
+fn noise_words(plan: &StatPlan, sensitivity: f64) -> String {
+    let e = plan.eps.value.get();
+    let (rule_gamma, ratio) = smooth::rule_of_thumb();
+    let laplace_var = 2.0 * (sensitivity / e).powi(2);
+    match plan.noise {
+        StatNoise::Laplace => format!(
+            "Laplace of scale {} (the default), variance {}; NOISE smooth would have variance {} x (S*/eps)^2 at gamma {}, smaller only if the smooth sensitivity S* at the data is below {} ({} times below the global one; the rule of thumb of the slides)",
+            crate::output::short_number(sensitivity / e),
+            crate::output::short_number(laplace_var),
+            crate::output::short_number(smooth::variance_factor(rule_gamma)),
+            crate::output::short_number(rule_gamma),
+            crate::output::short_number(sensitivity / ratio),
+            crate::output::short_number(ratio)
+        ),
+        StatNoise::Smooth { gamma } => format!(
+            "heavy-tailed noise 4 gamma S*/eps Z, density of Z ∝ 1/(1+|z|^{g}), S* the {b}-smooth sensitivity at the data (beta = eps/gamma{half}); variance {f} x (S*/eps)^2 against Laplace's {l}: it pays when S* is below {t}; S* is computed at the data and never shown",
+            g = crate::output::short_number(gamma),
+            b = crate::output::short_number(smooth::beta(smooth_eps(plan), gamma)),
+            half = if plan.neighbours == Neighbours::Replace && plan.column.is_some() {
+                ", at eps/2: a replaced row is a removal and an addition"
+            } else {
+                ""
+            },
+            f = crate::output::short_number(smooth::variance_factor(gamma)),
+            l = crate::output::short_number(laplace_var),
+            t = crate::output::short_number(
+                sensitivity / (smooth::variance_factor(gamma) / 2.0).sqrt()
+            ),
+        ),
     }
 }
 
