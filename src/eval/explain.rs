@@ -540,3 +540,24 @@ fn describe_load(
         ),
     ]
 }
+
+/// EXPLAIN's budget step of a release that fits: what it charges (`{e}` standing for its
+/// epsilon), and the table's spending before and after, of its total.
+pub(super) fn budget_step(
+    charges: &str,
+    eps: Decimal,
+    spent: Decimal,
+    after: Decimal,
+    total: Decimal,
+) -> (String, String) {
+    (
+        "budget".to_string(),
+        format!(
+            "{}: spent {} -> {} of {}",
+            charges.replace("{e}", &eps.normalize().to_string()),
+            spent.normalize(),
+            after.normalize(),
+            total.normalize()
+        ),
+    )
+}

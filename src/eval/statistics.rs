@@ -371,16 +371,7 @@ impl Session {
             "spends epsilon {e} on the table"
         };
         steps.push(if fits {
-            step(
-                "budget",
-                format!(
-                    "{}: spent {} -> {} of {}",
-                    charges.replace("{e}", &plan.eps.exact.normalize().to_string()),
-                    spent.normalize(),
-                    after.normalize(),
-                    history.total().normalize()
-                ),
-            )
+            super::explain::budget_step(charges, plan.eps.exact, spent, after, history.total())
         } else {
             step(
                 "refused",

@@ -194,16 +194,7 @@ impl Session {
             "charges epsilon {e} to every cell and pair (under replace a row's value can change within a cell, which the pairs of cells do not see)".to_string()
         };
         steps.push(if fits {
-            step(
-                "budget",
-                format!(
-                    "{}: spent {} -> {} of {}",
-                    charges.replace("{e}", &plan.eps.exact.normalize().to_string()),
-                    spent.normalize(),
-                    after.normalize(),
-                    history.total().normalize()
-                ),
-            )
+            super::explain::budget_step(&charges, plan.eps.exact, spent, after, history.total())
         } else {
             step(
                 "refused",
