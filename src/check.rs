@@ -849,6 +849,45 @@ pub fn row_of(
         .filter(|row| !row.is_empty())
 }
 
+/// A count's terms and row over the cube, or, for a plain count the cube cannot express (a
+/// column not among its dimensions, a condition splitting a cell), its terms, no row and why,
+/// in words. A linear combination must be a union of cells: its sensitivity is read from its row.
+#[allow(clippy::type_complexity)]
+fn count_row(
+    q: &CountQuery,
+    table: &Source,
+    table_name: &str,
+    cube: Option<&Cube>,
+    plain: bool,
+) -> Result<
+    (
+        Vec<(Decimal, Predicate)>,
+        Vec<(usize, Decimal)>,
+        Option<String>,
+    ),
+    CheckError,
+> {
+    match compile_terms(&q.terms, table, table_name, cube) {
+        Ok((terms, row)) => Ok((terms, row, None)),
+        Err(e @ (CheckError::NotDimension { .. } | CheckError::SplitsCell { .. })) if plain => {
+            let (terms, row) = compile_terms(&q.terms, table, table_name, None)?;
+            let why = match &e {
+                CheckError::NotDimension { column, .. } => {
+                    format!("`{column}` is not a dimension of the cube")
+                }
+                // The cell's name, from the declaration, and not the condition: its values
+                // are shown only where the statement is.
+                CheckError::SplitsCell { cell, .. } => {
+                    format!("its condition splits the cell [{cell}]")
+                }
+                _ => e.to_string(),
+            };
+            Ok((terms, row, Some(why)))
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// The counts of a linear query, checked, with their exact coefficients; and, over a cube,
 /// the query's row: each cell's coefficient is the sum of the coefficients of the counts
 /// whose predicate holds on it.
@@ -923,6 +962,7 @@ fn not_union(
             CheckError::NotDimension {
                 column: ident.name.clone(),
                 table: table_name.to_string(),
+                cube: cube.declaration(),
                 span: ident.span,
             }
         }
@@ -1053,8 +1093,11 @@ fn check_count(q: &CountQuery, catalog: &dyn Catalog, span: Span) -> Result<Coun
             span,
         });
     }
-    let (terms, row) = compile_terms(&q.terms, table, &table_name, cube)?;
-    let sensitivity = match cube {
+    let (terms, row, outside) = count_row(q, table, &table_name, cube, plain)?;
+    // A plain count the cube cannot express is answered outside it: charged in full, on every
+    // cell (and pair), as a count made before the cube was declared.
+    let cube_row = if outside.is_some() { None } else { cube };
+    let sensitivity = match cube_row {
         None => Decimal::ONE,
         Some(cube) => {
             if row.is_empty() {
@@ -1172,7 +1215,7 @@ fn check_count(q: &CountQuery, catalog: &dyn Catalog, span: Span) -> Result<Coun
         })
         .transpose()?;
     let plain_key = plain.then(|| format!("count|{:?}", terms[0].1));
-    let (query_key, release_key) = match cube {
+    let (query_key, release_key) = match cube_row {
         None => {
             let key = plain_key.clone().unwrap_or_default();
             (key.clone(), key)
@@ -1189,12 +1232,14 @@ fn check_count(q: &CountQuery, catalog: &dyn Catalog, span: Span) -> Result<Coun
     Ok(CountPlan {
         query_key,
         release_key,
-        plain_key: if cube.is_some() { plain_key } else { None },
+        plain_key: if cube_row.is_some() { plain_key } else { None },
         statement: q.to_string(),
         table: table_name,
         terms,
         row,
+        // The cube a count outside it was checked against: the ledger must still declare it.
         cube: cube.map(Cube::declaration),
+        outside,
         sensitivity,
         neighbours,
         spend,
@@ -1243,6 +1288,7 @@ fn check_histogram(
             .ok_or_else(|| CheckError::NotDimension {
                 column: name.name.clone(),
                 table: table_name.clone(),
+                cube: cube.declaration(),
                 span: name.span,
             })?;
         if by.contains(&dim) {
@@ -1344,6 +1390,7 @@ fn check_binned(
     let not_dimension = || CheckError::NotDimension {
         column: column.name.clone(),
         table: table_name.clone(),
+        cube: cube.declaration(),
         span: column.span,
     };
     let dim = cube.dim_of_column(index).ok_or_else(not_dimension)?;

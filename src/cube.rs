@@ -199,6 +199,41 @@ impl Cube {
         }
     }
 
+    /// Whether this cube refines `old` (every cell of `old` is a union of cells of this one),
+    /// and if so, for each of this cube's cells the cell of `old` that holds it. Both cubes
+    /// are over the same table. Every dimension of `old` must be one of this cube's, cut at
+    /// every number `old` cuts it at (on an integer column, cuts that split the integers the
+    /// same way count as the same) or listing every value `old` lists; dimensions `old` lacks
+    /// may be added. Decided from the declarations alone: nothing here reads the data.
+    pub fn refinement_of(&self, old: &Cube) -> Option<Vec<usize>> {
+        // For each dimension of `old`: this cube's dimension over the same column, and the
+        // coordinate of `old`'s that holds each of its coordinates.
+        let maps = old
+            .dims
+            .iter()
+            .map(|o| {
+                let d = self.dim_of_column(o.column)?;
+                Some((d, self.dims[d].coords_within(o)?))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        let mut coords = vec![0; self.dims.len()];
+        let parents = (0..self.cells)
+            .map(|j| {
+                self.coords_into(j, &mut coords);
+                maps.iter()
+                    .zip(&old.dims)
+                    .fold(0, |cell, ((d, map), o)| cell * o.len() + map[coords[*d]])
+            })
+            .collect::<Vec<usize>>();
+        // Every old cell holds a new one (an old interval holding no integer may hold none:
+        // then the history is taken in full rather than spread).
+        let mut covered = vec![false; old.cells];
+        for &p in &parents {
+            covered[p] = true;
+        }
+        (!covered.contains(&false)).then_some(parents)
+    }
+
     /// The dimension over table column `column`, if there is one.
     pub fn dim_of_column(&self, column: usize) -> Option<usize> {
         self.dims.iter().position(|d| d.column == column)
@@ -384,6 +419,55 @@ impl Dim {
         }
     }
 
+    /// For each coordinate of this dimension, the coordinate of `old` (over the same column)
+    /// that holds every value it holds; `None` when one straddles two of `old`'s.
+    fn coords_within(&self, old: &Dim) -> Option<Vec<usize>> {
+        let missing = |c: usize| c + 1 == self.len();
+        (0..self.len())
+            .map(|c| {
+                if missing(c) {
+                    return Some(old.len() - 1);
+                }
+                match (&self.kind, &old.kind) {
+                    (DimKind::Integer(new), DimKind::Integer(cuts)) => {
+                        let (lo, hi) = int_range(new, c);
+                        // The last coordinate of `old` starting at or before `lo` (by binary
+                        // search: cubes of thousands of cuts are refined at every LOAD).
+                        let at = cuts.partition_point(|cut| cut.ceil() <= lo);
+                        let near = at.saturating_sub(1)..=(at + 1).min(cuts.len());
+                        // An interval holding no integer (cuts 30.2 and 30.5) holds no row:
+                        // the same empty interval of `old`, or the coordinate holding its start.
+                        near.clone()
+                            .find(|&k| int_range(cuts, k) == (lo, hi))
+                            .or_else(|| {
+                                near.clone().find(|&k| {
+                                    let (olo, ohi) = int_range(cuts, k);
+                                    olo <= lo && hi.max(lo) <= ohi
+                                })
+                            })
+                    }
+                    (DimKind::Float(new), DimKind::Float(cuts)) => {
+                        let (lo, hi) = float_range(new, c);
+                        let k = cuts.partition_point(|cut| *cut <= lo);
+                        let (olo, ohi) = float_range(cuts, k);
+                        (olo <= lo && hi <= ohi).then_some(k)
+                    }
+                    (DimKind::Values(new), DimKind::Values(listed)) => match new.get(c) {
+                        // A listed value: its own coordinate in `old`, or `old`'s other.
+                        Some(v) => Some(listed.iter().position(|l| l == v).unwrap_or(listed.len())),
+                        // This dimension's other holds every value it does not list: within
+                        // `old`'s other only if `old` lists nothing this one does not.
+                        None => listed
+                            .iter()
+                            .all(|l| new.contains(l))
+                            .then_some(listed.len()),
+                    },
+                    _ => None,
+                }
+            })
+            .collect()
+    }
+
     /// The truth values of a condition on this dimension's column over coordinate `c`.
     fn atom(&self, atom: &Predicate, c: usize) -> u8 {
         if c + 1 == self.len() {
@@ -513,6 +597,17 @@ fn int_range(cuts: &[f64], c: usize) -> (f64, f64) {
     } else {
         cuts[c].ceil() - 1.0
     };
+    (lo, hi)
+}
+
+/// The half-open interval `[lo, hi)` of coordinate `c` of a float dimension cut at `cuts`.
+fn float_range(cuts: &[f64], c: usize) -> (f64, f64) {
+    let lo = if c == 0 {
+        f64::NEG_INFINITY
+    } else {
+        cuts[c - 1]
+    };
+    let hi = cuts.get(c).copied().unwrap_or(f64::INFINITY);
     (lo, hi)
 }
 
@@ -1009,5 +1104,87 @@ mod tests {
             ]),
             Err(CubeError::TooManyCells)
         );
+    }
+
+    /// The cell of `cube` holding a row with `age` (column 0, integer) and `sex` (column 1),
+    /// found from the declarations by brute force, coordinate by coordinate.
+    fn cell_of(cube: &Cube, age: Option<i64>, sex: Option<&str>) -> usize {
+        cube.dims.iter().fold(0, |cell, d| {
+            let c = match (&d.kind, d.column) {
+                (DimKind::Integer(cuts), 0) => match age {
+                    None => d.len() - 1,
+                    Some(a) => cuts.iter().filter(|c| a as f64 >= **c).count(),
+                },
+                (DimKind::Values(values), 1) => match sex {
+                    None => d.len() - 1,
+                    Some(s) => values
+                        .iter()
+                        .position(|v| *v == Value::Text(s.into()))
+                        .unwrap_or(values.len()),
+                },
+                _ => unreachable!("the test's cubes"),
+            };
+            cell * d.len() + c
+        })
+    }
+
+    fn cube_of(ages: &[f64], sexes: Option<&[&str]>) -> Cube {
+        let mut dims = Vec::new();
+        if let Some(sexes) = sexes {
+            dims.push(Dim {
+                column: 1,
+                name: "sex".into(),
+                kind: DimKind::Values(sexes.iter().map(|s| Value::Text((*s).into())).collect()),
+                texts: sexes.iter().map(|s| format!("'{s}'")).collect(),
+            });
+        }
+        if !ages.is_empty() {
+            dims.push(Dim {
+                column: 0,
+                name: "age".into(),
+                kind: DimKind::Integer(ages.to_vec()),
+                texts: ages.iter().map(|a| a.to_string()).collect(),
+            });
+        }
+        Cube::new(dims).expect("a valid cube")
+    }
+
+    #[test]
+    fn a_refinement_maps_every_row_to_the_old_cell_that_holds_it() {
+        let old = age_sex();
+        let refining = [
+            cube_of(&[30.0, 65.0], Some(&["F", "M"])),
+            cube_of(&[18.0, 30.0, 50.0, 65.0], Some(&["M", "X", "F"])),
+            // 29.5 and 30 split the integers alike; an empty interval between 64.2 and 64.7.
+            cube_of(&[10.0, 29.5, 64.2, 64.7], Some(&["F", "M", "Y"])),
+        ];
+        let ages: Vec<Option<i64>> = (-5..100).map(Some).chain([None]).collect();
+        let sexes = [Some("F"), Some("M"), Some("X"), Some("Y"), Some("f"), None];
+        for new in &refining {
+            let parents = new
+                .refinement_of(&old)
+                .unwrap_or_else(|| panic!("{} refines", new.declaration()));
+            assert_eq!(parents.len(), new.cells());
+            for age in &ages {
+                for sex in sexes {
+                    assert_eq!(
+                        parents[cell_of(new, *age, sex)],
+                        cell_of(&old, *age, sex),
+                        "{} at age {age:?}, sex {sex:?}",
+                        new.declaration()
+                    );
+                }
+            }
+        }
+        let across = [
+            cube_of(&[30.0], Some(&["F", "M"])),
+            cube_of(&[30.0, 60.0], Some(&["F", "M"])),
+            cube_of(&[30.0, 65.0], Some(&["F"])),
+            cube_of(&[30.0, 65.0], None),
+            cube_of(&[], Some(&["F", "M"])),
+        ];
+        for new in &across {
+            assert_eq!(new.refinement_of(&old), None, "{}", new.declaration());
+        }
     }
 }

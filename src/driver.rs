@@ -1,6 +1,6 @@
 //! Running source text through a session: the one code path of `dpq run`, `dpq -c`, the REPL and the golden tests.
 
-use crate::error::Error;
+use crate::error::{Error, EvalError};
 use crate::eval::Session;
 use crate::output::{error_json, render_json, render_table, Format};
 use crate::syntax;
@@ -39,7 +39,16 @@ pub fn run_source_from(
     emit: &mut dyn FnMut(Emitted),
 ) -> bool {
     let (pieces, split_error) = syntax::split::split(source);
-    for piece in pieces {
+    for (i, piece) in pieces.into_iter().enumerate() {
+        // Ctrl-C at the prompt stops the statements after the one it came during.
+        if i > 0 && crate::sys::interrupt::requested() {
+            let e = Error::Eval(EvalError::Interrupted {
+                what: "this statement and those after it did not run".into(),
+                span: piece.span,
+            });
+            emit(render_error(origin, source, first_line, &e, format));
+            return false;
+        }
         let result = syntax::parse_statement_at(source, piece.span)
             .map_err(Error::from)
             .and_then(|stmt| session.execute(&stmt));

@@ -194,6 +194,8 @@ pub enum CheckError {
         column: String,
         /// The table.
         table: String,
+        /// The cube's declaration.
+        cube: String,
         /// Where.
         span: Span,
     },
@@ -499,7 +501,7 @@ pub enum EvalError {
     },
     /// Under `replace`: a release that would bring the exchange of a row between two cells
     /// past the budget.
-    #[error("budget exceeded{}: this {} would bring the cost of a row moving between the cells {first} and {second} to {after} of a budget of {total} (NEIGHBOURS replace)", table.as_ref().map(|t| format!(" on table `{t}`")).unwrap_or_default(), if table.is_some() { "query" } else { "measurement" })]
+    #[error("budget exceeded{}: this {} would bring the cost of a row moving between the cells {first} and {second} to {after} of a budget of {total} (NEIGHBOURS replace). In plain words: answering would let someone compare these two groups more precisely than the budget allows", table.as_ref().map(|t| format!(" on table `{t}`")).unwrap_or_default(), if table.is_some() { "query" } else { "measurement" })]
     PairExceeded {
         /// The table; `None` for the teaching cube.
         table: Option<String>,
@@ -606,15 +608,11 @@ pub enum EvalError {
         /// The statement.
         span: Span,
     },
-    /// A different cube on a table whose releases are recorded over its cube.
-    #[error("table `{table}` keeps its cube: {releases} release(s) are recorded over {current}")]
-    CubeFixed {
-        /// The table.
-        table: String,
-        /// The declared cube.
-        current: String,
-        /// How many releases have rows over it.
-        releases: usize,
+    /// Ctrl-C at the prompt: the statement did not run (those before it ran to their end).
+    #[error("interrupted (Ctrl-C): {what}; nothing was spent")]
+    Interrupted {
+        /// What did not run.
+        what: String,
         /// The statement.
         span: Span,
     },
@@ -841,9 +839,9 @@ impl Error {
                 | EvalError::NeighboursFixed { span, .. }
                 | EvalError::CountShown { span, .. }
                 | EvalError::UnitRecorded { span, .. }
-                | EvalError::CubeFixed { span, .. }
                 | EvalError::CubeChanged { span, .. }
                 | EvalError::CubeUnusable { span, .. }
+                | EvalError::Interrupted { span, .. }
                 | EvalError::TooLarge { span, .. }
                 | EvalError::Load { span, .. }
                 | EvalError::SourceFailed { span, .. }
@@ -910,8 +908,8 @@ impl Error {
                     Some(d) => format!("{fix}: {d};"),
                     None => fix.clone(),
                 }),
-                CheckError::NotDimension { column, .. } => Some(format!(
-                    "declare a cube with {column} among its dimensions, e.g. CUBE BY {column} (...);"
+                CheckError::NotDimension { column, cube, .. } => Some(format!(
+                    "add it to the cube: {cube}, {column} (...); refines the cube, so every release over it keeps its cost per cell and stays evidence (docs/troubleshooting.md)"
                 )),
                 CheckError::NeedsCube { .. } => Some(
                     "declare the cells first, e.g. CUBE BY age (30, 65); the sensitivity of a linear query is computed over them"
@@ -935,7 +933,7 @@ impl Error {
             },
             Error::Eval(e) => match e {
                 EvalError::BudgetExceeded { .. } => Some(
-                    "ask with a smaller EPS, or repeat an earlier query: its recorded answer is free"
+                    "ask with a smaller EPS, or repeat an earlier query: its recorded answer is free; to try statements without spending, start dpq with --practice (docs/troubleshooting.md)"
                         .into(),
                 ),
                 EvalError::ModelChanged { .. } => {
@@ -966,10 +964,6 @@ impl Error {
                 ),
                 EvalError::PairExceeded { .. } => Some(
                     "ask with a smaller EPS, or ESTIMATE the query from the history for free"
-                        .into(),
-                ),
-                EvalError::CubeFixed { .. } => Some(
-                    "the cells' budgets are accounted over that cube; declare it again as it is"
                         .into(),
                 ),
                 EvalError::Ledger { error, .. } => ledger_help(error),
@@ -1032,16 +1026,23 @@ impl Diagnostic {
     /// As [`Diagnostic::render`], for a `source` whose first line is line `first_line` of its
     /// origin (the REPL hands over one statement at a time).
     pub fn render_from(&self, origin: &str, source: &str, first_line: usize) -> String {
+        // At a terminal's width the message and the help wrap at spaces (a terminal would cut
+        // their words) and the source line is shown as a window that fits.
+        let fit = |text: String| crate::output::fit(&text);
         let Some(span) = self.span else {
             let mut out = format!("{origin}: {}", self.message);
             if let Some(h) = &self.help {
                 out.push_str(&format!("\nhelp: {h}"));
             }
-            return out;
+            return fit(out);
         };
         let (lc, line) = locate(source, span.start);
         let line_number = lc.line + first_line - 1;
-        let mut out = format!("{origin}:{line_number}:{}: {}\n", lc.column, self.message);
+        let mut out = fit(format!(
+            "{origin}:{line_number}:{}: {}",
+            lc.column, self.message
+        ));
+        out.push('\n');
         let gutter = line_number.to_string();
         let pad = " ".repeat(gutter.len());
         let width = {
@@ -1050,12 +1051,14 @@ impl Diagnostic {
             let text = source.get(start..end).unwrap_or("");
             text.lines().next().unwrap_or("").chars().count().max(1)
         };
-        // A long line is shown as a window around the caret.
-        const BEFORE: usize = 60;
-        const SHOWN: usize = 120;
+        // A long line is shown as a window around the caret: 120 characters, or what a
+        // terminal's width leaves beside the gutter and two `…`.
+        let shown_chars =
+            crate::output::width().map_or(120, |w| w.saturating_sub(gutter.len() + 5).max(20));
+        let before = shown_chars / 2;
         let chars: Vec<char> = line.chars().collect();
-        let from = (lc.column - 1).saturating_sub(BEFORE);
-        let to = (from + SHOWN).min(chars.len());
+        let from = (lc.column - 1).saturating_sub(before);
+        let to = (from + shown_chars).min(chars.len());
         let mut shown: String = chars[from.min(to)..to].iter().collect();
         let mut caret_at = lc.column - 1 - from;
         if from > 0 {
@@ -1065,7 +1068,7 @@ impl Diagnostic {
         if to < chars.len() {
             shown.push('…');
         }
-        let width = width.min(SHOWN - BEFORE);
+        let width = width.min(shown_chars - before);
         out.push_str(&format!("{pad} |\n{gutter} | {shown}\n"));
         out.push_str(&format!(
             "{pad} | {}{}",
@@ -1073,7 +1076,8 @@ impl Diagnostic {
             "^".repeat(width)
         ));
         if let Some(h) = &self.help {
-            out.push_str(&format!("\n{pad} = help: {h}"));
+            out.push('\n');
+            out.push_str(&fit(format!("{pad} = help: {h}")));
         }
         out
     }

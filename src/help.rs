@@ -129,7 +129,10 @@ half-open intervals (age < 30, 30 <= age < 65, age >= 65), strings or TRUE/FALSE
 by value (plus a cell for the other values); each column also has a cell for missing values, \
 and the cells are the product. Counts then become rows of coefficients over cells, each cell \
 keeps its own spending (recorded in the ledger: the cube stays with the data file), and the \
-history answers ESTIMATE and PROB. A table keeps its cube once answers were released over it. \
+history answers ESTIMATE and PROB. A count the cube cannot express is answered outside it, \
+charged in full on every cell. A new cube that refines the declared one (its cuts and values \
+kept, dimensions added) keeps every release's cost per cell; any other takes earlier releases \
+in full. \
 CUBE n declares n anonymous cells x1..xn with no data, for learning inference from a history of \
 answers entered with OBSERVE; each cell has a budget of 1.",
         example: "CUBE BY age (30, 65), sex ('F', 'M');",
@@ -236,6 +239,14 @@ pub fn overview() -> String {
     }
     out.push_str("Type `help COUNT` (or any statement) for more. Keywords are case-insensitive; -- starts a comment.");
     out
+}
+
+/// The prompt's greeting, fitted to this thread's width (see [`crate::output::set_width`]).
+pub fn banner() -> String {
+    crate::output::fit(&format!(
+        "dpq {} -- differentially private queries. Type `help` or `.help`, end statements with ;, Ctrl-D or `.quit` quits.",
+        env!("CARGO_PKG_VERSION")
+    ))
 }
 
 /// The full text of one topic.

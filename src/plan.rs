@@ -482,8 +482,12 @@ pub struct CountPlan {
     /// The query's row of `H` over the cells of the table's cube, sparse and exact; empty
     /// without a cube.
     pub row: Vec<(usize, Decimal)>,
-    /// The declaration of the cube the row is over.
+    /// The declaration of the cube the row is over (or that a count outside it was checked
+    /// against).
     pub cube: Option<String>,
+    /// Why a plain count is answered outside the table's cube, in words: it has no row, and
+    /// is charged in full on every cell (and pair).
+    pub outside: Option<String>,
     /// `S`, the largest absolute coefficient over cells (Lemma 2.1); 1 for a plain count.
     pub sensitivity: Decimal,
     /// The neighbour model `S` was computed under.

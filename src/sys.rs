@@ -1,6 +1,34 @@
-//! The Unix file calls dpq makes, and stand-ins where there is no Unix (wasm32 in a browser):
-//! there every file call fails before these are reached, since tables come from text the
-//! embedding page hands over (`data::provide_file`) and the ledger stays in memory.
+//! What dpq asks of the operating system: the Unix file calls it makes, with stand-ins where
+//! there is no Unix (wasm32 in a browser: there every file call fails before these are
+//! reached, since tables come from text the embedding page hands over, `data::provide_file`,
+//! and the ledger stays in memory), and the [`interrupt`] a user's Ctrl-C raises.
+
+/// A request, raised from outside (the prompt's Ctrl-C), that the running statement stop at
+/// its next safe point: a point before anything is spent, or after a release is recorded and
+/// its answer handed back. Long loops that spend nothing (`SIMULATE`'s runs) look at it; the
+/// release protocol never does, so a release is always finished. Signals are the process's,
+/// so the request is too: only a front end that owns the terminal raises it, and clears it
+/// before each statement.
+pub mod interrupt {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    static REQUESTED: AtomicBool = AtomicBool::new(false);
+
+    /// Asks the running statement to stop at its next safe point.
+    pub fn request() {
+        REQUESTED.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether a stop has been asked for since the last [`clear`].
+    pub fn requested() -> bool {
+        REQUESTED.load(Ordering::SeqCst)
+    }
+
+    /// Forgets any request: called before a statement runs, and once it has.
+    pub fn clear() {
+        REQUESTED.store(false, Ordering::SeqCst);
+    }
+}
 
 #[cfg(unix)]
 pub use std::os::unix::fs;

@@ -5,7 +5,8 @@
 //! [`provide_file`], by the paths scripts name (`examples/data/people.csv`): nothing is
 //! uploaded anywhere. Randomness comes from the browser's cryptographic generator, or from a
 //! seed, as `--seed` gives it on the command line. Results come back as the command line
-//! prints them, tables or JSON, and charts (`PLOT 'f.svg'`) as SVG text.
+//! prints them, tables or JSON, each with the charts its statement drew (`PLOT 'f.svg'`) as
+//! SVG text; `help` and `help COUNT` answer in the page as at the prompt.
 
 use wasm_bindgen::prelude::*;
 
@@ -13,6 +14,7 @@ use crate::driver::{run_source, Emitted};
 use crate::eval::{Randomness, Session};
 use crate::output::Format;
 use crate::privacy::Store;
+use crate::syntax::split::split;
 
 /// Hands `bytes` over as the file at `path`, for `LOAD` to read.
 #[wasm_bindgen(js_name = provideFile)]
@@ -20,24 +22,94 @@ pub fn provide_file(path: &str, bytes: Vec<u8>) {
     crate::data::provide_file(path, bytes);
 }
 
-/// The charts drawn since the last call, as a JSON array of `[name, svg]`.
-#[wasm_bindgen(js_name = takeCharts)]
-pub fn take_charts() -> String {
-    serde_json::to_string(&crate::output::plot::take_charts()).unwrap_or_else(|_| "[]".into())
-}
-
-/// The help of the language: `help` alone, or of one statement.
+/// The help of the language: `help` alone (an empty `topic`), or of one statement, as the
+/// prompt gives it.
 #[wasm_bindgen]
 pub fn help(topic: &str) -> String {
-    let topic = topic.trim();
+    let topic = topic.split_whitespace().collect::<Vec<_>>().join(" ");
     if topic.is_empty() {
         crate::help::overview()
     } else {
-        crate::help::topic(topic).map_or_else(
-            || format!("no help for {topic}: `help` lists the statements"),
-            crate::help::render,
-        )
+        match crate::help::topic(&topic) {
+            Some(t) => crate::help::render(t),
+            None => format!("No help for `{topic}`.\n{}", crate::help::overview()),
+        }
     }
+}
+
+/// `text` (one statement) with its `--` comments cut off.
+fn code_of(text: &str) -> String {
+    text.lines()
+        .map(|l| l.split("--").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The topic a statement asks help for, `""` for `help` alone; `None` when it is no `help`.
+/// (`help` is no statement of the language, so no statement that starts with it is lost.)
+fn help_topic(statement: &str) -> Option<String> {
+    let code = code_of(statement);
+    let mut words = code.split_whitespace();
+    if !words.next()?.eq_ignore_ascii_case("help") {
+        return None;
+    }
+    Some(words.collect::<Vec<_>>().join(" "))
+}
+
+/// A stretch of a script: statements to run, or a request for help.
+enum Stretch {
+    /// The whole script with every byte outside the stretch blanked (line breaks kept), so
+    /// that an error names the line and column it has in the script.
+    Statements(String),
+    /// The topic of a `help` (empty for the overview).
+    Help(String),
+}
+
+/// `source` with every character outside `keep` turned to spaces (as many as its bytes),
+/// line breaks kept: byte offsets, lines and columns stay those of `source`.
+fn blanked(source: &str, keep: std::ops::Range<usize>) -> String {
+    source
+        .char_indices()
+        .flat_map(|(i, c)| {
+            let kept = keep.contains(&i) || c == '\n';
+            let (c, times) = if kept { (c, 1) } else { (' ', c.len_utf8()) };
+            std::iter::repeat_n(c, times)
+        })
+        .collect()
+}
+
+/// `source` cut at its `help` statements, in order: the statements between two of them run
+/// together, as a script, and stop at the first error as a script does.
+fn stretches(source: &str) -> Vec<Stretch> {
+    let (pieces, _) = split(source);
+    let mut out = Vec::new();
+    let mut from = 0;
+    for piece in pieces {
+        let text = source.get(piece.span.start..piece.span.end).unwrap_or("");
+        if let Some(topic) = help_topic(text) {
+            push_statements(source, &mut out, from..piece.span.start);
+            out.push(Stretch::Help(topic));
+            // Past the help and its `;`.
+            from = (piece.span.end + usize::from(piece.terminated)).min(source.len());
+        }
+    }
+    push_statements(source, &mut out, from..source.len());
+    out
+}
+
+/// Adds the statements of `source` in `keep` to `out`, unless there is none.
+fn push_statements(source: &str, out: &mut Vec<Stretch>, keep: std::ops::Range<usize>) {
+    let text = blanked(source, keep);
+    let (pieces, error) = split(&text);
+    if !pieces.is_empty() || error.is_some() {
+        out.push(Stretch::Statements(text));
+    }
+}
+
+/// One result for the page: whether it is no error, its text, the charts its statement drew
+/// (`[name, svg]`).
+fn result(ok: bool, text: String, charts: Vec<(String, String)>) -> serde_json::Value {
+    serde_json::json!({ "ok": ok, "text": text, "charts": charts })
 }
 
 /// A session of its own, its spending in memory.
@@ -59,20 +131,45 @@ impl Playground {
     }
 
     /// Runs the statements of `source`; returns a JSON array with an object per result or
-    /// error, in order: `{"ok": true, "text": ...}` or `{"ok": false, "text": ...}`, the text
-    /// as the command line prints it (tables fitted to `width` columns when given), or, with
-    /// `json`, one JSON result object per line as `--format json` prints it.
+    /// error, in order: `{"ok": true, "text": ..., "charts": [[name, svg], ...]}` (`ok` false
+    /// for an error; `"help": true` added for help), the text as the command line prints it
+    /// (tables fitted to `width` columns when given), or, with `json`, one JSON result object
+    /// per line as `--format json` prints it; the charts those its statement drew. A `help`
+    /// or `help STATEMENT` among the statements answers with the help the prompt gives.
     pub fn run(&mut self, source: &str, json: bool, width: Option<u32>) -> String {
         let format = if json { Format::Json } else { Format::Table };
         crate::output::set_width(width.map(|w| w as usize));
+        // Charts left by a run that stopped half-way belong to no statement of this one.
+        crate::output::plot::take_charts();
         let mut out = Vec::new();
-        run_source(&mut self.session, "page", source, format, &mut |e| {
-            let (ok, text) = match e {
-                Emitted::Result(t) => (true, t),
-                Emitted::Error(t) => (false, t),
-            };
-            out.push(serde_json::json!({ "ok": ok, "text": text }));
-        });
+        for stretch in stretches(source) {
+            match stretch {
+                Stretch::Help(topic) => {
+                    let text = help(&topic);
+                    let text = match format {
+                        Format::Json => {
+                            serde_json::json!({ "kind": "help", "text": text }).to_string()
+                        }
+                        Format::Table => text,
+                    };
+                    let mut help = result(true, text, Vec::new());
+                    help["help"] = true.into();
+                    out.push(help);
+                }
+                Stretch::Statements(text) => {
+                    let ran = run_source(&mut self.session, "page", &text, format, &mut |e| {
+                        let (ok, text) = match e {
+                            Emitted::Result(t) => (true, t),
+                            Emitted::Error(t) => (false, t),
+                        };
+                        out.push(result(ok, text, crate::output::plot::take_charts()));
+                    });
+                    if !ran {
+                        break;
+                    }
+                }
+            }
+        }
         crate::output::set_width(None);
         serde_json::Value::Array(out).to_string()
     }
@@ -107,7 +204,7 @@ pub fn keywords() -> String {
 
 /// The statement of `source` at byte `offset` (the one holding it, else the last one before
 /// it), as `EXPLAIN` asks it: `EXPLAIN statement;`, or the statement itself when it is an
-/// `EXPLAIN` already. Empty when there is none. Split as dpq splits a script: a `;` in a
+/// `EXPLAIN` already or a `help`. Empty when there is none. Split as dpq splits a script: a `;` in a
 /// comment or a string ends nothing.
 #[wasm_bindgen(js_name = explainAt)]
 pub fn explain_at(source: &str, offset: usize) -> String {
@@ -130,6 +227,9 @@ pub fn explain_at(source: &str, offset: usize) -> String {
     let statement = statement.trim();
     if statement.is_empty() {
         String::new()
+    } else if help_topic(statement).is_some() {
+        // Nothing to explain: run, it answers with the help.
+        format!("{statement};")
     } else if statement
         .get(..7)
         .is_some_and(|w| w.eq_ignore_ascii_case("explain"))

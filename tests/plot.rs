@@ -1,10 +1,15 @@
 //! SVG charts and sparklines of `dpq::output::plot`: well-formed, deterministic, labelled, with the
 //! ε axis reversed, and robust to empty or non-finite input.
 
+use dpq::driver::{run_source, Emitted};
+use dpq::eval::{Randomness, Session};
 use dpq::output::plot::{
-    posterior_svg, simulate_svg, sparkline, PlotError, PosteriorChart, SimRow,
+    histogram_svg, posterior_svg, simulate_svg, sparkline, PlotError, PosteriorChart, SimRow,
+    MAX_LABEL,
 };
+use dpq::output::{Format, HistogramPart};
 use dpq::plan::{SimAxis, SimMetric};
+use dpq::privacy::Store;
 
 /// A plausible simulated row (not a real simulation: a smooth function of the parameters).
 fn row(n: u64, p: f64, eps: f64) -> SimRow {
@@ -72,6 +77,15 @@ fn attr(tag: &str, name: &str) -> Option<String> {
     Some(tag[start..start + len].to_string())
 }
 
+/// Text as written in SVG, with its five escaped characters read back.
+fn unescape(text: &str) -> String {
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&apos;", "'")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&")
+}
+
 fn texts(svg: &str) -> Vec<Text> {
     let mut out = Vec::new();
     let mut rest = svg;
@@ -80,7 +94,7 @@ fn texts(svg: &str) -> Vec<Text> {
         let tag_end = after.find('>').expect("text tag closed");
         let tag = &after[..tag_end];
         let close = after.find("</text>").expect("text element closed");
-        let content = after[tag_end + 1..close].trim().to_string();
+        let content = unescape(after[tag_end + 1..close].trim());
         out.push(Text {
             x: attr(tag, "x").and_then(|v| v.parse().ok()).expect("x"),
             y: attr(tag, "y").and_then(|v| v.parse().ok()).expect("y"),
@@ -537,4 +551,153 @@ fn sparkline_shapes() {
     assert_eq!(s.chars().count(), 10);
     assert_eq!(s.chars().filter(|c| *c == '█').count(), 1);
     assert_eq!(s.chars().nth(5), Some('█'));
+}
+
+/// Runs `script` in a practice session seeded with 2 and returns its JSON results; every
+/// statement must succeed.
+fn run_script(script: &str) -> Vec<serde_json::Value> {
+    let mut session = Session::with_store(Randomness::Seeded(2), Store::memory());
+    let mut out = Vec::new();
+    run_source(
+        &mut session,
+        "test",
+        script,
+        Format::Json,
+        &mut |e| match e {
+            Emitted::Result(s) => out.push(serde_json::from_str(&s).expect("one JSON object")),
+            Emitted::Error(s) => panic!("{s}"),
+        },
+    );
+    out
+}
+
+/// The bars of a histogram chart, top to bottom: the filled rectangles' (top, bottom) in
+/// pixels.
+fn bars(svg: &str) -> Vec<(f64, f64)> {
+    svg.split("<rect ")
+        .skip(1)
+        .map(|r| &r[..r.find('>').expect("rect closed")])
+        .filter(|r| r.contains("fill=\"#1F77B4\""))
+        .map(|r| {
+            let num = |name| attr(&format!(" {r}"), name).and_then(|v| v.parse::<f64>().ok());
+            let y = num("y").expect("y");
+            (y, y + num("height").expect("height"))
+        })
+        .collect()
+}
+
+/// Every part of a histogram or `COUNT ... BY` chart is named beside its own bar: the names
+/// (the cells of the JSON result, in order) are the chart's right-aligned labels, top to
+/// bottom, each at the height of its bar. (Before the fix plotters put its ticks at round
+/// values between bars and every label was empty.)
+fn assert_every_bar_named(svg: &str, result: &serde_json::Value) {
+    assert_well_formed(svg);
+    let names: Vec<String> = result["cells"]
+        .as_array()
+        .expect("cells")
+        .iter()
+        .map(|c| c["cell"].as_str().expect("a cell's name").to_string())
+        .collect();
+    assert!(names.len() >= 2, "{names:?}");
+    let mut labels: Vec<Text> = texts(svg)
+        .into_iter()
+        .filter(|t| t.anchor == "end" && !t.content.is_empty())
+        .collect();
+    labels.sort_by(|a, b| a.y.total_cmp(&b.y));
+    let shown: Vec<&str> = labels.iter().map(|t| t.content.as_str()).collect();
+    assert_eq!(shown, names, "the labels, top to bottom");
+    let bars = bars(svg);
+    assert_eq!(bars.len(), names.len(), "one bar per part");
+    for (label, (top, bottom)) in labels.iter().zip(&bars) {
+        assert!(
+            *top <= label.y && label.y <= *bottom,
+            "{} at y = {} beside its bar from {top} to {bottom}",
+            label.content,
+            label.y
+        );
+    }
+}
+
+#[test]
+fn a_histogram_chart_names_every_cell() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let chart = dir.path().join("cells.svg");
+    let out = run_script(&format!(
+        "LOAD 'examples/data/census.csv' AS census; \
+         CUBE BY age (18, 30, 45, 65, 80), region ('North', 'South', 'East', 'West', 'Centre'); \
+         HISTOGRAM WITH EPS 0.4 PLOT '{}';",
+        chart.display()
+    ));
+    let svg = std::fs::read_to_string(&chart).expect("the chart is written");
+    let result = &out[2];
+    assert_eq!(result["kind"], "histogram");
+    assert_eq!(result["cells"].as_array().map(Vec::len), Some(49));
+    assert_every_bar_named(&svg, result);
+    assert!(texts(&svg)
+        .iter()
+        .any(|t| t.content == "18 <= age < 30, region = 'North'"));
+}
+
+#[test]
+fn a_count_by_chart_names_every_group() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let chart = dir.path().join("groups.svg");
+    let out = run_script(&format!(
+        "LOAD 'examples/data/census.csv' AS census; \
+         CUBE BY age (18, 30, 45, 65, 80), region ('North', 'South', 'East', 'West', 'Centre'); \
+         COUNT BY region WITH EPS 0.2 PLOT '{}';",
+        chart.display()
+    ));
+    let svg = std::fs::read_to_string(&chart).expect("the chart is written");
+    let result = &out[2];
+    assert_eq!(result["kind"], "histogram");
+    assert_every_bar_named(&svg, result);
+    let contents: Vec<String> = texts(&svg).into_iter().map(|t| t.content).collect();
+    for region in ["North", "South", "East", "West", "Centre"] {
+        let name = format!("region = '{region}'");
+        assert!(contents.contains(&name), "{name} in {contents:?}");
+    }
+}
+
+/// A name too long for the label area is shortened in the middle, keeping both ends, so
+/// that two long names differing at either end stay told apart and no label runs off the
+/// chart's left edge.
+#[test]
+fn long_bar_names_are_shortened_in_the_middle() {
+    let long = |end: &str| format!("{}{end}", "x".repeat(2 * MAX_LABEL));
+    let part = |name: String| HistogramPart {
+        name,
+        noisy: 10.0,
+        interval95: (5.0, 15.0),
+    };
+    let parts = [
+        part(long("North")),
+        part(long("South")),
+        part("short".into()),
+    ];
+    let svg = histogram_svg("long names", &parts).expect("chart");
+    assert_well_formed(&svg);
+    let mut labels: Vec<Text> = texts(&svg)
+        .into_iter()
+        .filter(|t| t.anchor == "end" && !t.content.is_empty())
+        .collect();
+    labels.sort_by(|a, b| a.y.total_cmp(&b.y));
+    assert_eq!(labels.len(), 3);
+    for (label, end) in labels.iter().zip(["North", "South"]) {
+        assert_eq!(
+            label.content.chars().count(),
+            MAX_LABEL,
+            "{}",
+            label.content
+        );
+        assert!(label.content.starts_with("xxx"), "{}", label.content);
+        assert!(label.content.contains('…'), "{}", label.content);
+        assert!(label.content.ends_with(end), "{}", label.content);
+    }
+    assert_eq!(labels[2].content, "short");
+    // The labels end at the same x, right of the left edge by at least their estimated width
+    // (7 pixels a character).
+    assert!(labels
+        .iter()
+        .all(|l| l.x >= (7 * MAX_LABEL) as f64 && l.x == labels[0].x));
 }

@@ -190,15 +190,16 @@ fn a_linear_release_has_laplace_noise_of_scale_s_over_eps() {
     }
 }
 
-/// With a cube, refused statements change nothing either: a cell past its budget, a
-/// predicate that splits a cell, a different cube after releases.
+/// With a cube, refused statements change nothing either: a cell past its budget, a linear
+/// query whose predicate splits a cell, or a count outside the cube past the budget (charged
+/// in full on every cell).
 #[test]
 fn refused_cube_statements_change_nothing() {
     let setup = "CUBE BY age (30, 65); COUNT WHERE age < 30 WITH EPS 0.25;";
     for refused in [
         "COUNT WHERE age < 30 WITH EPS 0.1;",
-        "COUNT WHERE age <= 40 WITH EPS 0.01;",
-        "CUBE BY age (40);",
+        "2*COUNT WHERE age <= 40 WITH EPS 0.01;",
+        "COUNT WHERE age <= 40 WITH EPS 0.06;",
         "2*COUNT WHERE age < 30 WITH EPS 0.06;",
         "COUNT WHERE age < 65 WITHIN 1 AT 0.99;",
     ] {

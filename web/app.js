@@ -186,10 +186,12 @@ function width() {
   return Math.max(40, Math.min(columns, 160));
 }
 
-function show(text, ok) {
+// A result, an error (`ok` false) or help (`kind` "help": prose, wrapped as errors are).
+function show(text, ok, kind) {
   const pre = document.createElement("pre");
   pre.textContent = text;
   if (!ok) pre.className = "error";
+  else if (kind) pre.className = kind;
   $("results").append(pre);
 }
 
@@ -206,8 +208,10 @@ function showFigure(svg, alt, text) {
   return figure;
 }
 
-function showCharts(charts) {
-  for (const [name, svg] of JSON.parse(charts)) showFigure(svg, name, name);
+// A statement's result, and under it the charts it drew.
+function showResult(r) {
+  show(r.text, r.ok, r.help ? "help" : undefined);
+  for (const [name, svg] of r.charts ?? []) showFigure(svg, name, name);
 }
 
 async function run(text) {
@@ -225,8 +229,7 @@ async function run(text) {
     return [];
   }
   const out = JSON.parse(answer.results);
-  for (const r of out) show(r.text, r.ok);
-  showCharts(answer.charts);
+  for (const r of out) showResult(r);
   showBudget(answer.budget);
   const ms = Math.round(performance.now() - started);
   const failed = out.filter((r) => !r.ok).length;
@@ -371,6 +374,8 @@ async function openExample(name, andRun) {
   if (andRun) {
     await newSession();
     await run(source.value);
+  } else {
+    keep();
   }
 }
 
@@ -394,15 +399,63 @@ function fromLink() {
   return false;
 }
 
+// --- the script kept in this browser ------------------------------------------------------
+
+// The script in the editor is kept in this browser's storage (never sent anywhere) as the
+// user writes it or picks an example, and is back on the next visit; a script opened by a
+// link is not kept over it. A first visit, with nothing kept, opens the quickstart.
+const KEPT = "dpq-playground-script";
+
+function kept() {
+  try {
+    return localStorage.getItem(KEPT) ?? "";
+  } catch {
+    return ""; // storage turned off: every visit is a first one
+  }
+}
+
+function keep() {
+  try {
+    localStorage.setItem(KEPT, source.value);
+  } catch {
+    // storage turned off or full: the script is simply not kept
+  }
+}
+
+// The editor's first script, shown at once, before dpq has loaded: the script kept from the
+// last visit, else the quickstart, ready to run. Returns a word for the status line.
+async function firstScript() {
+  const script = kept();
+  if (script.trim() !== "") {
+    source.value = script;
+    repaint();
+    return "Your script from the last visit is back (kept in this browser only): press Run or Ctrl+Enter to run it.";
+  }
+  const quickstart = await fetchText(EXAMPLES.quickstart);
+  // Unless the user has started typing meanwhile.
+  if (source.value !== "") return "";
+  $("example").value = "quickstart";
+  source.value = quickstart;
+  repaint();
+  return "The quickstart is ready: press Run (or Ctrl+Enter) to run it, and type help for the statements.";
+}
+
 async function main() {
+  source.addEventListener("input", () => { repaint(); keep(); });
+  const linked = new URLSearchParams(location.hash.slice(1));
+  let ready = "";
+  if (!linked.has("run") && !linked.has("example")) {
+    $("status").textContent = "dpq is loading...";
+    ready = await firstScript();
+  }
   startWorker();
   words = new Set(JSON.parse(await call("keywords")));
+  repaint();
   await Promise.all(DATA.map(async (path) => {
     const response = await fetch(path);
     if (response.ok) await provide(path, new Uint8Array(await response.arrayBuffer()));
   }));
   await newSession();
-  source.addEventListener("input", repaint);
   source.addEventListener("scroll", () => { highlight.scrollTop = source.scrollTop; });
   source.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
@@ -450,7 +503,7 @@ async function main() {
     catch { $("status").textContent = "The link is in the address bar."; }
   });
   window.addEventListener("hashchange", fromLink);
-  if (!fromLink()) await openExample("quickstart", false);
+  if (!fromLink()) $("status").textContent = ready;
   document.body.dataset.ready = "true";
 }
 

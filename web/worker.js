@@ -37,7 +37,8 @@ const ops = {
     try { session?.free(); } catch { /* a session broken by a trap cannot be freed */ }
     session = new dpq.Playground(seed);
   },
-  run: ({ text, width }) => ({ results: session.run(text, false, width), charts: dpq.takeCharts(), budget: session.budget() }),
+  // Each result carries the charts its statement drew, for the page to show under it.
+  run: ({ text, width }) => ({ results: session.run(text, false, width), budget: session.budget() }),
   explain: ({ text, offset }) => dpq.explainAt(text, offset),
   // The attack lab at one epsilon per question, in fresh seeded sessions: how many students'
   // answers dpq's estimates give (yes when an estimate exceeds one half).

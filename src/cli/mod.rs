@@ -81,6 +81,13 @@ pub enum Command {
         /// public (anyone with dpq's sources has them): for trying dpq on one machine only.
         #[arg(long)]
         allow_public_tokens: bool,
+        /// Print no line per statement on standard output (the summary at exit stays).
+        #[arg(long)]
+        quiet: bool,
+        /// First clear the state directory of a demo policy (`demo = true`): every budget in
+        /// it starts anew, for the next class. Refused for any other policy.
+        #[arg(long)]
+        reset_demo: bool,
     },
     /// The prompt, on a dpq server, as one of its analysts.
     Connect {
@@ -175,8 +182,15 @@ pub fn main(args: Args) -> ExitCode {
             policy,
             listen,
             allow_public_tokens,
+            quiet,
+            reset_demo,
         }) => {
-            return serve::serve(&args, policy, *listen, *allow_public_tokens);
+            let flags = serve::ServeFlags {
+                allow_public_tokens: *allow_public_tokens,
+                quiet: *quiet,
+                reset_demo: *reset_demo,
+            };
+            return serve::serve(&args, policy, *listen, flags);
         }
         Some(Command::CheckPolicy { file }) => return serve::check_policy(&args, file),
         Some(Command::Token) => return serve::token(),
@@ -261,8 +275,9 @@ impl Bar {
 
 impl Progress for Bar {
     fn start(&self, what: &str, total: u64) {
+        // The bar takes what the terminal's width leaves (`wide_bar`): the line fits it.
         let style = ProgressStyle::with_template(
-            "{msg} [{bar:40}] {human_pos}/{human_len} runs, {eta} left",
+            "{msg} [{wide_bar}] {human_pos}/{human_len} runs, {eta} left",
         )
         .unwrap_or_else(|_| ProgressStyle::default_bar())
         .progress_chars("=> ");

@@ -6,7 +6,7 @@ use super::Backend;
 use dpq::driver::{render_diagnostic, Emitted};
 use dpq::error::Diagnostic;
 use dpq::output::Format;
-use dpq::server::api::{Catalog, Problem, RunRequest, RunResponse};
+use dpq::server::api::{Account, Catalog, Problem, RunRequest, RunResponse};
 use dpq::span::Span;
 use std::path::Path;
 use std::time::Duration;
@@ -72,18 +72,74 @@ impl Remote {
         read(response, &self.base)
     }
 
-    fn post(&self, source: &str) -> Result<RunResponse, String> {
+    /// Runs `source` on the server: its answer, or `None` when Ctrl-C stopped the wait. The
+    /// request is sent from a thread of its own, so that Ctrl-C at the prompt can stop the
+    /// wait; the server runs the statements to their end all the same (or has already), and
+    /// records what they spend, and their answer is dropped when it comes.
+    fn post(&self, source: &str) -> Result<Option<RunResponse>, String> {
+        use std::sync::mpsc::{channel, RecvTimeoutError};
         let body = serde_json::to_string(&RunRequest {
             source: source.to_string(),
         })
         .map_err(|e| e.to_string())?;
-        let response = self
+        let request = self
             .agent
             .post(format!("{}/v1/run", self.base))
             .header("Authorization", format!("Bearer {}", self.token))
-            .content_type("application/json")
-            .send(body);
-        read(response, &self.base)
+            .content_type("application/json");
+        let (answer, answered) = channel();
+        let base = self.base.clone();
+        std::thread::Builder::new()
+            .name("dpq-request".into())
+            .spawn(move || {
+                let _ = answer.send(read(request.send(body), &base));
+            })
+            .map_err(|e| format!("cannot send the request: {e}"))?;
+        loop {
+            match answered.recv_timeout(Duration::from_millis(50)) {
+                Ok(answer) => return answer.map(Some),
+                Err(RecvTimeoutError::Timeout) if dpq::sys::interrupt::requested() => {
+                    return Ok(None)
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(format!("the request to the server {} failed", self.base))
+                }
+            }
+        }
+    }
+}
+
+impl Remote {
+    /// `dpq connect`'s greeting: the server, the analyst, and each of their datasets with
+    /// what is left of it (their own budget and, where the policy shows it, all analysts').
+    pub fn greeting(&self) -> String {
+        let account: Account = match self.get("/v1/account") {
+            Ok(a) => a,
+            // A server older than `/v1/account`: the address alone.
+            Err(_) => return format!("Connected to {}.", self.base),
+        };
+        let mut text = format!("Connected to {} as {}.", self.base, account.analyst);
+        if account.datasets.is_empty() {
+            text.push_str("\nNo dataset of this server is yours.");
+            return text;
+        }
+        text.push_str("\nYour datasets, and what is left of each budget:");
+        for d in &account.datasets {
+            let rows = d.n.map(|n| format!(" ({n} rows)")).unwrap_or_default();
+            let b = d.budget;
+            text.push_str(&format!(
+                "\n  {}{rows}: yours {} of {} ({} spent)",
+                d.name, b.remaining, b.total, b.spent
+            ));
+            if let Some(all) = d.dataset {
+                text.push_str(&format!(
+                    "; all analysts' {} of {}",
+                    all.remaining, all.total
+                ));
+            }
+        }
+        text
     }
 }
 
@@ -121,7 +177,22 @@ impl Backend for Remote {
         emit: &mut dyn FnMut(Emitted),
     ) -> bool {
         let response = match self.post(source) {
-            Ok(r) => r,
+            Ok(Some(r)) => r,
+            Ok(None) => {
+                let d = Diagnostic {
+                    message: "interrupted: dpq stopped waiting for the server, where the \
+                              statements may still run to their end and spend"
+                        .into(),
+                    span: None,
+                    help: Some(
+                        "SHOW HISTORY and SHOW BUDGET say what ran and what it spent (they \
+                         answer once the server is done)"
+                            .into(),
+                    ),
+                };
+                emit(render_diagnostic(origin, source, first_line, &d, format));
+                return false;
+            }
             Err(message) => {
                 let d = Diagnostic {
                     message,
@@ -135,7 +206,9 @@ impl Backend for Remote {
         for r in response.results {
             emit(Emitted::Result(match format {
                 Format::Json => dpq::data::escape_json_format(&r.json.to_string()).into_owned(),
-                Format::Table => dpq::data::escape_controls(&r.table).into_owned(),
+                Format::Table => {
+                    dpq::data::escape_controls(&dpq::output::refit(&r.table)).into_owned()
+                }
             }));
         }
         match response.error {

@@ -19,6 +19,10 @@ use std::path::PathBuf;
 
 use dpq::syntax::KEYWORDS;
 
+mod interrupt;
+
+use interrupt::Running;
+
 /// Completes keywords, table names and column names, by context.
 struct DpqHelper {
     /// The tables and their columns.
@@ -51,15 +55,20 @@ impl Completer for DpqHelper {
 enum Want {
     Column,
     Table,
+    /// The one table `DESCRIBE` or `USE` takes: table names and nothing else.
+    OnlyTable,
+    /// Past the table of `DESCRIBE` or `USE`, where only `;` may follow.
+    Nothing,
     Any,
 }
 
 /// The completions of the word ending at `pos` (letters, digits and `_`, or a name in
 /// double quotes being typed): after `WHERE`, `AND`, `OR`, `NOT`, `BY`, `SUM`, `MEAN` or a
-/// comma, column names first; after `USE`, `DESCRIBE` or `AS`, table names first; then the
-/// keywords, in the case the word is typed in (`wh` gives `where`). A name that is not a
-/// plain word is offered in double quotes; a name holding a control or format character is
-/// never offered (echoed, it could drive the terminal). Returns where the word starts.
+/// comma, column names first; after `AS`, table names first; then the keywords, in the case
+/// the word is typed in (`wh` gives `where`). `DESCRIBE` and `USE` take one table's name:
+/// only table names, and nothing after it. A name that is not a plain word is offered in
+/// double quotes; a name holding a control or format character is never offered (echoed, it
+/// could drive the terminal). Returns where the word starts.
 fn candidates(names: &[(String, Vec<String>)], line: &str, pos: usize) -> (usize, Vec<String>) {
     let before = &line[..pos];
     let quoted = before
@@ -84,9 +93,10 @@ fn candidates(names: &[(String, Vec<String>)], line: &str, pos: usize) -> (usize
     {
         Some("WHERE" | "AND" | "OR" | "NOT" | "BY" | "SUM" | "MEAN") => Want::Column,
         Some(w) if w.ends_with(',') => Want::Column,
-        Some("USE" | "DESCRIBE" | "AS") => Want::Table,
+        Some("AS") => Want::Table,
         _ => Want::Any,
     };
+    let want = one_table(&before[..start]).unwrap_or(want);
     let shown = |n: &String| -> Option<String> {
         if !matches!(escape_name(n), Cow::Borrowed(_)) {
             return None;
@@ -118,6 +128,8 @@ fn candidates(names: &[(String, Vec<String>)], line: &str, pos: usize) -> (usize
     let ordered: Vec<String> = match want {
         Want::Column => columns.into_iter().chain(tables).chain(keywords).collect(),
         Want::Table => tables.into_iter().chain(columns).chain(keywords).collect(),
+        Want::OnlyTable => tables,
+        Want::Nothing => Vec::new(),
         Want::Any => keywords.chain(tables).chain(columns).collect(),
     };
     // A quoted name matches on what is inside its quotes, typed with its `"` or not.
@@ -133,6 +145,29 @@ fn candidates(names: &[(String, Vec<String>)], line: &str, pos: usize) -> (usize
     (start, out)
 }
 
+/// In a statement of `DESCRIBE` or `USE` (the text since the last `;`, up to the word being
+/// completed, is `before`): the table's name where it goes, nothing past it.
+fn one_table(before: &str) -> Option<Want> {
+    let statement = before.rsplit(';').next().unwrap_or(before).trim_start();
+    let keyword_end = statement
+        .find(|c: char| !c.is_ascii_alphabetic())
+        .unwrap_or(statement.len());
+    let keyword = &statement[..keyword_end];
+    if !(keyword.eq_ignore_ascii_case("DESCRIBE") || keyword.eq_ignore_ascii_case("USE")) {
+        return None;
+    }
+    let rest = &statement[keyword_end..];
+    if !rest.is_empty() && !rest.starts_with(char::is_whitespace) {
+        // `DESCRIBEX`, `user_x`: not the keyword.
+        return None;
+    }
+    Some(if rest.trim().is_empty() {
+        Want::OnlyTable
+    } else {
+        Want::Nothing
+    })
+}
+
 impl Hinter for DpqHelper {
     type Hint = String;
 }
@@ -142,6 +177,26 @@ impl Helper for DpqHelper {}
 
 fn history_path() -> Option<PathBuf> {
     dirs::data_dir().map(|d| d.join("dpq").join("repl_history.txt"))
+}
+
+/// Runs `source` with Ctrl-C asking it to stop, and says so when Ctrl-C came too late to
+/// stop anything (the statements then ran to their end). Returns whether all ran.
+fn run_statements(
+    session: &mut dyn Backend,
+    origin: &str,
+    source: &str,
+    first_line: usize,
+    format: Format,
+    emit: &mut dyn FnMut(Emitted),
+) -> bool {
+    let running = Running::start();
+    let ok = session.run(origin, source, first_line, format, emit);
+    if ok && running.interrupted() {
+        eprintln!(
+            "(Ctrl-C came when nothing could stop safely: everything ran to its end, as shown)"
+        );
+    }
+    ok
 }
 
 /// Runs the prompt until Ctrl-D (or end of input). Returns false when input was not a terminal
@@ -166,10 +221,20 @@ pub fn run(session: &mut dyn Backend, format: Format) -> bool {
     }));
     let history = history_path().filter(|_| interactive);
     if let Some(h) = &history {
+        if let Some(dir) = h.parent() {
+            // The history lives beside the default state directory: readable by its owner only
+            // (rustyline writes the file itself with mode 0600).
+            let _ = std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir);
+        }
         let _ = editor.load_history(h);
     }
     if interactive {
-        println!("dpq {} -- differentially private queries. Type `help` or `.help`, end statements with ;, Ctrl-D or `.quit` quits.", env!("CARGO_PKG_VERSION"));
+        // Ctrl-C then stops a running statement instead of ending dpq.
+        interrupt::listen();
+        println!("{}", help::banner());
         run_rc(session, format);
     }
     let mut all_ok = true;
@@ -197,7 +262,8 @@ pub fn run(session: &mut dyn Backend, format: Format) -> bool {
                             Command::Help => show_help(&commands_help(), format),
                             Command::Tables => {
                                 let mut printer = Printer::new(format);
-                                all_ok &= session.run(
+                                all_ok &= run_statements(
+                                    session,
                                     "<repl>",
                                     "SHOW TABLES;",
                                     buffer_line,
@@ -228,14 +294,21 @@ pub fn run(session: &mut dyn Backend, format: Format) -> bool {
                     continue;
                 }
                 let _ = editor.add_history_entry(source.trim_end());
+                // Appended as it is entered, before it runs: a session killed or cut off
+                // keeps every statement it was given. Two prompts open at once both keep
+                // their lines.
+                if let Some(h) = &history {
+                    let _ = editor.append_history(h);
+                }
                 super::fit_terminal();
                 let mut printer = Printer::new(format);
                 let mut failed = false;
                 let started = std::time::Instant::now();
-                session.run("<repl>", &source, buffer_line, format, &mut |e| {
+                let emit = &mut |e: Emitted| {
                     failed |= matches!(e, Emitted::Error(_));
                     printer.emit(e)
-                });
+                };
+                run_statements(session, "<repl>", &source, buffer_line, format, emit);
                 if timer {
                     eprintln!("Run Time: {:.3} s", started.elapsed().as_secs_f64());
                 }
@@ -270,17 +343,6 @@ pub fn run(session: &mut dyn Backend, format: Format) -> bool {
         all_ok &= session.run("<repl>", &buffer, buffer_line, format, &mut |e| {
             printer.emit(e)
         });
-    }
-    if let Some(h) = &history {
-        if let Some(dir) = h.parent() {
-            // The history lives beside the default state directory: readable by its owner only.
-            let _ = std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir);
-        }
-        // Appended, not overwritten: two prompts open at once both keep their lines.
-        let _ = editor.append_history(h);
     }
     interactive || all_ok
 }
@@ -359,16 +421,33 @@ fn show_help(text: &str, format: Format) {
     }
 }
 
-/// What `.help` shows: the prompt's own commands, then where to find the statements.
+/// The prompt's commands as `.help` lists them: each with its other spellings, and what it
+/// does.
+const COMMANDS: [(&str, &str); 5] = [
+    (".help, \\?", "this list"),
+    (".tables, \\dt", "the tables loaded (SHOW TABLES)"),
+    (
+        ".mode table|line|json",
+        "results as boxes, `column = value` lines, or JSON",
+    ),
+    (".timer on|off", "show each statement's time"),
+    (".quit, \\q", "leave (as Ctrl-D or `quit`)"),
+];
+
+/// What `.help` shows: the prompt's own commands in two aligned columns, then where to find
+/// the statements.
 fn commands_help() -> String {
-    "The prompt's commands, each on a line of its own:\n  \
-     .help  \\?        this list (`help` lists the statements, `help COUNT` explains one)\n  \
-     .tables \\dt      the tables loaded (SHOW TABLES)\n  \
-     .mode table|line|json  results in boxes, as `column = value` lines, or as JSON\n  \
-     .timer on|off     show each statement's time\n  \
-     .quit  \\q        leave (as Ctrl-D or `quit`)\n\
-     At start the prompt runs the statements of ~/.dpqrc, if there is one."
-        .to_string()
+    let width = COMMANDS.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
+    let mut out = String::from("The prompt's commands, each on a line of its own:\n");
+    for (command, what) in COMMANDS {
+        out.push_str(&format!("  {command:<width$}  {what}\n"));
+    }
+    out.push_str(
+        "`help` lists the statements, and `help COUNT` explains one.\n\
+         Ctrl-C stops a running statement at a safe point: what was spent stays spent.\n\
+         At start the prompt runs the statements of ~/.dpqrc, if there is one.",
+    );
+    out
 }
 
 /// Runs `~/.dpqrc` (statements, as a script) at the start of an interactive prompt, reporting
@@ -381,7 +460,8 @@ fn run_rc(session: &mut dyn Backend, format: Format) {
         return;
     };
     let mut printer = Printer::new(format);
-    session.run(&path.display().to_string(), &source, 1, format, &mut |e| {
+    let origin = path.display().to_string();
+    run_statements(session, &origin, &source, 1, format, &mut |e| {
         printer.emit(e)
     });
 }
@@ -450,5 +530,58 @@ mod tests {
         assert_eq!(found.first().map(String::as_str), Some("WHERE"));
         let (_, found) = candidates(&names(), "USE wh", 6);
         assert_eq!(found.first().map(String::as_str), Some("where_data"));
+    }
+
+    #[test]
+    fn describe_and_use_offer_table_names_only_and_nothing_after_them() {
+        let names = vec![
+            ("people".to_string(), vec!["pay".to_string()]),
+            ("places".to_string(), vec!["postcode".to_string()]),
+        ];
+        for line in [
+            "DESCRIBE p",
+            "describe  p",
+            "SHOW TABLES; DESCRIBE p",
+            "USE p",
+        ] {
+            let (start, found) = candidates(&names, line, line.len());
+            assert_eq!(start, line.len() - 1, "{line}");
+            // Not the keywords `prior`, `plot`, `prob`, nor the columns `pay`, `postcode`.
+            assert_eq!(found, ["people", "places"], "{line}");
+        }
+        let (_, found) = candidates(&names, "DESCRIBE \"pe", 12);
+        assert_eq!(found, ["\"people\""]);
+        for line in ["DESCRIBE people p", "DESCRIBE \"people\" p", "use places w"] {
+            let (_, found) = candidates(&names, line, line.len());
+            assert!(found.is_empty(), "{line}: {found:?}");
+        }
+        // A word that only starts like the keyword is not it.
+        let (_, found) = candidates(&names, "DESCRIBED p", 11);
+        assert!(found.contains(&"prior".to_string()), "{found:?}");
+        let (_, found) = candidates(&names, "COUNT WHERE p", 13);
+        assert_eq!(found.first().map(String::as_str), Some("pay"));
+    }
+
+    #[test]
+    fn the_commands_of_dot_help_line_up() {
+        let help = commands_help();
+        let rows: Vec<&str> = help.lines().filter(|l| l.starts_with("  .")).collect();
+        assert_eq!(rows.len(), COMMANDS.len(), "{help}");
+        // Each description starts in the same column, after at least two spaces.
+        let column = |row: &str| {
+            let command = COMMANDS
+                .iter()
+                .find(|(c, _)| row[2..].starts_with(c))
+                .map(|(c, _)| c.len() + 2)
+                .unwrap_or_else(|| panic!("an unknown command: {row}"));
+            let gap = row[command..].len() - row[command..].trim_start().len();
+            assert!(gap >= 2, "{row}");
+            command + gap
+        };
+        let first = column(rows[0]);
+        for row in &rows {
+            assert_eq!(column(row), first, "{help}");
+        }
+        assert!(help.lines().all(|l| l.chars().count() <= 80), "{help}");
     }
 }

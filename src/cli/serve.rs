@@ -3,11 +3,15 @@
 use super::remote::{self, Remote};
 use super::{repl, run_files, state_dir, Args, EXIT_OK, EXIT_STATEMENT_FAILED, EXIT_USAGE};
 use dpq::output::Format;
+use dpq::server::activity::{Activity, Log, Summary};
 use dpq::server::policy::Policy;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::Arc;
 
 /// Seeded noise and practice are a local curator's tools: a served dataset never has them.
 fn refuse_local_flags(args: &Args, what: &str) -> Option<ExitCode> {
@@ -42,8 +46,19 @@ fn policy_state_dir(args: &Args, policy: &Policy) -> Result<Option<PathBuf>, Str
     }
 }
 
-/// `dpq serve --policy FILE [--listen ADDR] [--allow-public-tokens]`.
-pub fn serve(args: &Args, policy: &Path, listen: SocketAddr, allow_public: bool) -> ExitCode {
+/// What `dpq serve` is asked besides its policy and address.
+#[derive(Debug, Clone, Copy)]
+pub struct ServeFlags {
+    /// Serve a policy admitting the public demo tokens.
+    pub allow_public_tokens: bool,
+    /// Print no line per statement (the summary at exit stays).
+    pub quiet: bool,
+    /// Clear a demo's state directory first.
+    pub reset_demo: bool,
+}
+
+/// `dpq serve --policy FILE [--listen ADDR] [--allow-public-tokens] [--quiet] [--reset-demo]`.
+pub fn serve(args: &Args, policy: &Path, listen: SocketAddr, flags: ServeFlags) -> ExitCode {
     if let Some(code) = refuse_local_flags(args, "serve") {
         return code;
     }
@@ -55,7 +70,7 @@ pub fn serve(args: &Args, policy: &Path, listen: SocketAddr, allow_public: bool)
         }
     };
     if let Some(message) = public_tokens(&policy) {
-        if !allow_public {
+        if !flags.allow_public_tokens {
             eprintln!("dpq serve: {message}");
             return ExitCode::from(EXIT_USAGE);
         }
@@ -74,16 +89,50 @@ pub fn serve(args: &Args, policy: &Path, listen: SocketAddr, allow_public: bool)
         eprintln!("dpq: no state directory: give --state-dir DIR or state_dir in the policy");
         return ExitCode::from(EXIT_USAGE);
     };
-    let options = dpq::server::Options { listen, state_dir };
-    let served = dpq::server::serve(&policy, options, |started| {
-        for note in &started.notes {
-            eprintln!("dpq serve: {note}");
+    if flags.reset_demo {
+        match dpq::server::reset_demo(&policy, &state_dir) {
+            Ok(removed) if removed.is_empty() => eprintln!(
+                "dpq serve: --reset-demo: {} holds no state: every budget is whole",
+                state_dir.display()
+            ),
+            Ok(removed) => eprintln!(
+                "dpq serve: --reset-demo: the demo's state in {} is cleared ({}): every budget is whole again",
+                state_dir.display(),
+                removed.join(", ")
+            ),
+            Err(message) => {
+                eprintln!("dpq serve: --reset-demo: {message}");
+                return ExitCode::from(EXIT_USAGE);
+            }
         }
-        println!("dpq serve: listening on http://{}", started.addr);
-        let _ = std::io::stdout().flush();
-    });
+    }
+    let widths = Widths::of(&policy);
+    let printer = (!flags.quiet).then(|| Printer::start(widths));
+    let log = printer.as_ref().map(Printer::log);
+    let options = dpq::server::Options { listen, state_dir };
+    let served = dpq::server::serve(
+        &policy,
+        options,
+        |started| {
+            for note in &started.notes {
+                eprintln!("dpq serve: {note}");
+            }
+            // Written, not printed: a closed output must not stop the server.
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "dpq serve: listening on http://{}", started.addr);
+            if !flags.quiet {
+                let _ = writeln!(out, "{}", widths.header());
+            }
+            let _ = out.flush();
+        },
+        log,
+    );
+    let dropped = printer.map_or(0, Printer::finish);
     match served {
-        Ok(()) => {
+        Ok(summary) => {
+            let mut out = std::io::stdout().lock();
+            let _ = write!(out, "{}", summary_text(&summary, widths, dropped));
+            let _ = out.flush();
             eprintln!("dpq serve: stopped");
             ExitCode::from(EXIT_OK)
         }
@@ -92,6 +141,174 @@ pub fn serve(args: &Args, policy: &Path, listen: SocketAddr, allow_public: bool)
             ExitCode::from(EXIT_STATEMENT_FAILED)
         }
     }
+}
+
+/// The widths of the curator's columns: the policy's longest analyst and dataset names.
+#[derive(Debug, Clone, Copy)]
+struct Widths {
+    analyst: usize,
+    dataset: usize,
+}
+
+/// The widest statement kind (`COMPARE NOISE`) and outcome (`over dataset budget`).
+const KIND_WIDTH: usize = 13;
+const OUTCOME_WIDTH: usize = 19;
+
+impl Widths {
+    fn of(policy: &Policy) -> Widths {
+        let longest = |names: &mut dyn Iterator<Item = usize>, least: usize| {
+            names.max().unwrap_or(0).max(least)
+        };
+        Widths {
+            analyst: longest(&mut policy.analysts.iter().map(|a| a.name.len()), 7),
+            dataset: longest(&mut policy.datasets.iter().map(|d| d.name.len()), 7),
+        }
+    }
+
+    fn header(self) -> String {
+        format!(
+            "{:8}  {:aw$}  {:dw$}  {:KIND_WIDTH$}  {:OUTCOME_WIDTH$}  {:>5}  left",
+            "time",
+            "analyst",
+            "dataset",
+            "statement",
+            "outcome",
+            "eps",
+            aw = self.analyst,
+            dw = self.dataset,
+        )
+    }
+
+    /// A statement's line: its local time, who, where, what kind, how it ended, the epsilon
+    /// it spent and what the analyst has left. Never an answer, nor the statement's text.
+    fn line(self, a: &Activity) -> String {
+        let time = chrono::DateTime::<chrono::Local>::from(a.time);
+        format!(
+            "{}  {:aw$}  {:dw$}  {:KIND_WIDTH$}  {:OUTCOME_WIDTH$}  {:>5}  {}",
+            time.format("%H:%M:%S"),
+            a.analyst,
+            a.dataset.as_deref().unwrap_or("-"),
+            a.statement,
+            a.outcome.to_string(),
+            a.eps_spent.normalize().to_string(),
+            a.budget
+                .map_or("-".to_string(), |b| b.remaining.normalize().to_string()),
+            aw = self.analyst,
+            dw = self.dataset,
+        )
+    }
+}
+
+/// The day a line's time falls on, for a line of its own when it changes.
+fn day(a: &Activity) -> String {
+    chrono::DateTime::<chrono::Local>::from(a.time)
+        .format("-- %A %-d %B %Y, local time --")
+        .to_string()
+}
+
+/// What goes to the printing thread.
+enum Message {
+    Line(Box<Activity>),
+    End,
+}
+
+/// Prints the curator's lines on a thread of its own, so that a slow or paused terminal
+/// never holds up a statement: lines it cannot take at once are counted, not waited for.
+struct Printer {
+    sender: SyncSender<Message>,
+    thread: std::thread::JoinHandle<()>,
+    dropped: Arc<AtomicU64>,
+}
+
+/// Lines waiting to be printed before more are dropped.
+const WAITING_LINES: usize = 4096;
+
+impl Printer {
+    fn start(widths: Widths) -> Printer {
+        let (sender, receiver) = sync_channel::<Message>(WAITING_LINES);
+        let thread = std::thread::spawn(move || {
+            let mut today = String::new();
+            while let Ok(Message::Line(a)) = receiver.recv() {
+                let mut out = std::io::stdout().lock();
+                let date = day(&a);
+                if date != today {
+                    let _ = writeln!(out, "{date}");
+                    today = date;
+                }
+                let _ = writeln!(out, "{}", widths.line(&a));
+                let _ = out.flush();
+            }
+        });
+        Printer {
+            sender,
+            thread,
+            dropped: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// What the server calls with each statement: hands it over without waiting.
+    fn log(&self) -> Log {
+        let sender = self.sender.clone();
+        let dropped = Arc::clone(&self.dropped);
+        Arc::new(move |a: &Activity| {
+            if sender.try_send(Message::Line(Box::new(a.clone()))).is_err() {
+                dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    }
+
+    /// Prints what is waiting and stops; returns how many lines were dropped.
+    fn finish(self) -> u64 {
+        let _ = self.sender.send(Message::End);
+        let _ = self.thread.join();
+        self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+/// The summary printed when the server stops.
+fn summary_text(summary: &Summary, widths: Widths, dropped: u64) -> String {
+    let mut out = String::new();
+    if dropped > 0 {
+        out.push_str(&format!(
+            "dpq serve: {dropped} line(s) were not printed: the output did not keep up\n"
+        ));
+    }
+    if summary.analysts.is_empty() {
+        out.push_str("dpq serve: this run, no analyst ran a statement\n");
+    } else {
+        out.push_str("dpq serve: this run, by analyst and dataset:\n");
+        out.push_str(&format!(
+            "  {:aw$}  {:dw$}  {:>10}  {:>5}  left\n",
+            "analyst",
+            "dataset",
+            "statements",
+            "spent",
+            aw = widths.analyst,
+            dw = widths.dataset,
+        ));
+        for r in &summary.analysts {
+            out.push_str(&format!(
+                "  {:aw$}  {:dw$}  {:>10}  {:>5}  {}\n",
+                r.analyst,
+                r.dataset,
+                r.statements,
+                r.spent.normalize().to_string(),
+                r.remaining
+                    .map_or("-".to_string(), |d| d.normalize().to_string()),
+                aw = widths.analyst,
+                dw = widths.dataset,
+            ));
+        }
+    }
+    for (name, b) in &summary.datasets {
+        out.push_str(&format!(
+            "dpq serve: dataset `{name}`: {} of {} spent by all its analysts, {} left\n",
+            b.spent.normalize(),
+            b.total.normalize(),
+            b.remaining.normalize()
+        ));
+    }
+    out
 }
 
 /// `dpq connect URL` (the prompt) and `dpq run --server URL FILE...` (scripts).
@@ -123,10 +340,18 @@ pub fn connect(
             return ExitCode::from(EXIT_STATEMENT_FAILED);
         }
     };
+    // The server renders for no width: dpq fits its tables and prose to this terminal.
+    super::fit_terminal();
     let ok = match (files, &args.statements) {
         (Some(files), _) => run_files(&mut server, files, format),
         (None, Some(statements)) => super::run_text(&mut server, "-c", statements, format),
-        (None, None) => repl::run(&mut server, format),
+        (None, None) => {
+            // At a terminal, as the prompt's banner: piped output stays results only.
+            if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+                println!("{}", dpq::output::fit(&server.greeting()));
+            }
+            repl::run(&mut server, format)
+        }
     };
     ExitCode::from(if ok { EXIT_OK } else { EXIT_STATEMENT_FAILED })
 }

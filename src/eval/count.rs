@@ -325,6 +325,7 @@ impl Session {
             eps_alone: explain.as_ref().map(|why| why.eps_alone),
             combined: None,
             explain: explain.map(|why| why.text),
+            outside_cube: plan.outside,
             gamma: stairs.map(|law| law.gamma()),
             posterior_shape,
             plot,
@@ -368,7 +369,11 @@ fn within(
     );
     let (why, scales) = match history_error(entry, history, plan, span)? {
         HistoryError::NoCube => (
-            "no cube is declared, so earlier answers cannot be combined".to_string(),
+            if plan.outside.is_some() {
+                "the count is outside the cube, so earlier answers cannot be combined".to_string()
+            } else {
+                "no cube is declared, so earlier answers cannot be combined".to_string()
+            },
             None,
         ),
         HistoryError::NotEstimable(cells) => (
@@ -516,7 +521,7 @@ fn combined_eps(
 
 /// The query's coefficients over the cells of the entry's cube, when it has one.
 fn dense_query(plan: &CountPlan, entry: &Entry) -> Option<Vec<f64>> {
-    let cube = entry.cube.as_ref()?;
+    let cube = entry.cube.as_ref().filter(|_| plan.outside.is_none())?;
     let mut query = vec![0.0; cube.cells()];
     for (j, coefficient) in &plan.row {
         query[*j] = coefficient.to_f64().unwrap_or(f64::NAN);

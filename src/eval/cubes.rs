@@ -9,8 +9,8 @@ use crate::error::EvalError;
 use crate::output::{Bound, CubeReport, EstimateResult, Output, PairReport, ProbResult};
 use crate::plan::{CubeRef, Event};
 use crate::privacy::{
-    CubeDecl, History, Ledger, Measure, Mechanism, Neighbours, Prepared, Refusal, ReleaseError,
-    Request, Row, Where,
+    Carry, CubeDecl, History, Ledger, Measure, Mechanism, Neighbours, Prepared, Refusal,
+    ReleaseError, Request, Row, Where,
 };
 use crate::span::Span;
 use crate::stats::blue::{self, Measurement};
@@ -79,16 +79,21 @@ impl Session {
             .begin()
             .map_err(ledger_error(span))?;
         let declared = txn.history().cube().cloned();
+        // Another session changed the cube: its refinements are checked before they are used.
+        let entry = &self.entries[i];
+        if declared.as_ref().map(|c| &c.spec) != entry.cube.as_ref().map(Cube::declaration).as_ref()
+        {
+            check_refinements(txn.history(), &entry.table, &entry.name)
+                .map_err(|message| EvalError::CubeUnusable { message, span })?;
+        }
+        let mut carried = None;
         if declared.as_ref().map(|c| &c.spec) != Some(&spec) {
             let releases = txn.history().rows_released();
-            if let (Some(current), true) = (&declared, releases > 0) {
-                return Err(EvalError::CubeFixed {
-                    table,
-                    current: current.spec.clone(),
-                    releases,
-                    span,
-                });
-            }
+            let carry = match &declared {
+                Some(current) if releases > 0 => Some(carry_to(current, &self.entries[i], &cube)),
+                _ => None,
+            };
+            carried = carry.as_ref().map(|c| carried_words(c, releases));
             let decl = CubeDecl {
                 spec,
                 cells: cube.cells(),
@@ -100,7 +105,8 @@ impl Session {
                 restore_cube(Some(&decl), &entry.table, &entry.name, entry.header)
                     .map_err(|message| EvalError::CubeUnusable { message, span })?;
             }
-            txn.declare_cube(&decl, time).map_err(ledger_error(span))?;
+            txn.declare_cube(&decl, carry.as_ref(), time)
+                .map_err(ledger_error(span))?;
         }
         let declared = txn.history().cube().cloned();
         drop(txn);
@@ -108,7 +114,22 @@ impl Session {
             sync_cube(entry, declared.as_ref(), span)?;
         }
         self.teaching_focus = false;
-        Ok(Output::Cube(self.table_cube_report(i, false)))
+        let mut report = self.table_cube_report(i, false);
+        report.carried = carried;
+        Ok(Output::Cube(report))
+    }
+
+    /// How releases over table `i`'s current cube would carry over to `cube`, in words, when
+    /// declaring it would change the cube under releases with a row (for EXPLAIN).
+    pub(super) fn carried_to(&self, i: usize, cube: &Cube) -> Option<String> {
+        let entry = &self.entries[i];
+        let history = self.ledgers.get(entry.ledger).history();
+        let releases = history.rows_released();
+        let current = history.cube()?;
+        if releases == 0 || current.spec == cube.declaration() {
+            return None;
+        }
+        Some(carried_words(&carry_to(current, entry, cube), releases))
     }
 
     /// `CUBE n`: a teaching cube, which may be declared again while it has no measurement.
@@ -137,7 +158,7 @@ impl Session {
         let time = (self.clock)();
         cube.ledger
             .begin()
-            .and_then(|mut txn| txn.declare_cube(&decl, time))
+            .and_then(|mut txn| txn.declare_cube(&decl, None, time))
             .map_err(ledger_error(span))?;
         self.cube = Some(cube);
         self.teaching_focus = true;
@@ -317,6 +338,7 @@ impl Session {
             neighbours: history.neighbours(),
             pair: pair_report(history, &|j| cube.cell_name(j)),
             history: with_history.then(|| dense_rows(cube.cells(), &measurements)),
+            carried: None,
         }
     }
 
@@ -343,6 +365,7 @@ impl Session {
             neighbours: history.neighbours(),
             pair: pair_report(history, &teaching_name),
             history: None,
+            carried: None,
         }
     }
 
@@ -369,6 +392,30 @@ impl Session {
                 table_posterior(entry, history, query, measure, span)
             }
         }
+    }
+}
+
+/// How releases with a row over the cube a ledger declares (`current`, read again over the
+/// entry's table: another session may have declared it) carry over to a new cube: spread
+/// over its cells when it refines `current`, else charged in full.
+fn carry_to(current: &CubeDecl, entry: &Entry, cube: &Cube) -> Carry {
+    let from = current.spec.clone();
+    let old = restore_cube(Some(current), &entry.table, &entry.name, entry.header);
+    match old.ok().flatten().and_then(|old| cube.refinement_of(&old)) {
+        Some(parents) => Carry::Refine { from, parents },
+        None => Carry::Full { from },
+    }
+}
+
+/// What happens to the releases made over the cube before, in words.
+fn carried_words(carry: &Carry, releases: usize) -> String {
+    match carry {
+        Carry::Refine { from, .. } => format!(
+            "refines {from}: its {releases} release(s) with a row keep their costs and stay evidence, each spread over the new cells it covers"
+        ),
+        Carry::Full { from } => format!(
+            "cuts across {from}: its {releases} release(s) with a row are now charged in full, their epsilon on every cell (and pair), as releases made before any cube; a cube that refines it (every cut and value kept, dimensions added) would keep their costs per cell"
+        ),
     }
 }
 
@@ -640,19 +687,50 @@ pub(super) fn restore_cube(
             read(header)
         ));
     }
+    let cube = read_cube(spec, table, name)?;
+    if cube.cells() == *cells {
+        Ok(Some(cube))
+    } else {
+        Err(format!("{spec} reads back as {}", cube.declaration()))
+    }
+}
+
+/// A cube a ledger records, built again over a table.
+fn read_cube(spec: &str, table: &crate::data::Source, name: &str) -> Result<Cube, String> {
     let statements = crate::syntax::parse_script(spec).map_err(|e| e.to_string())?;
     match statements.first().map(|s| &s.kind) {
         Some(StatementKind::CubeBy { dims }) => {
             let cube =
                 check::build_cube(dims, table, name, Span::default()).map_err(|e| e.to_string())?;
-            if cube.declaration() == *spec && cube.cells() == *cells {
-                Ok(Some(cube))
+            if cube.declaration() == spec {
+                Ok(cube)
             } else {
                 Err(format!("{spec} reads back as {}", cube.declaration()))
             }
         }
         _ => Err(format!("{spec} is not a cube declaration")),
     }
+}
+
+/// Checks every refinement a ledger records against the declarations, read over a table:
+/// the map of new cells to old must be the one the declarations give, or the releases
+/// spread by it could be charged less than they cost.
+pub(super) fn check_refinements(
+    history: &History,
+    table: &crate::data::Source,
+    name: &str,
+) -> Result<(), String> {
+    for r in history.refinements() {
+        let old = read_cube(&r.from, table, name)?;
+        let new = read_cube(&r.to, table, name)?;
+        if new.refinement_of(&old).as_deref() != Some(r.parents.as_slice()) {
+            return Err(format!(
+                "the ledger records {} as refining {} cell by cell, which the two declarations do not give over this table's columns (read with other types than when the cubes were declared, or a ledger dpq did not write)",
+                r.to, r.from
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Which cells lack evidence, in the words of the statements.

@@ -135,13 +135,18 @@ impl Session {
                     crate::privacy::Neighbours::AddRemove => "added or removed",
                 }),
             )],
-            Plan::CubeBy { table, cube, .. } => vec![step(
-                "does",
-                format!(
-                    "declares {} public cells over `{table}` (cells exist whatever the data, so declaring them reveals nothing); per-cell budgets start; {free}",
-                    cube.cells()
-                ),
-            )],
+            Plan::CubeBy { table, cube, .. } => {
+                let carried = self.carried_to(self.index(&table), &cube);
+                let mut steps = vec![step(
+                    "does",
+                    format!(
+                        "declares {} public cells over `{table}` (cells exist whatever the data, so declaring them reveals nothing); per-cell budgets start; {free}",
+                        cube.cells()
+                    ),
+                )];
+                steps.extend(carried.map(|words| step("history", words)));
+                steps
+            }
             Plan::Observe { row, eps_exact, .. } => {
                 let (model, cells) = self
                     .cube
@@ -338,6 +343,18 @@ impl Session {
             ),
         ];
         steps.push(match &entry.cube {
+            Some(cube) if plan.outside.is_some() => step(
+                "cells",
+                format!(
+                    "answered outside the cube ({}): charged in full, its epsilon on every one of the {} cells{}, as a count made before the cube",
+                    plan.outside.as_deref().unwrap_or_default(),
+                    cube.cells(),
+                    match self.ledgers.get(entry.ledger).history().neighbours() {
+                        crate::privacy::Neighbours::Replace => " and every pair",
+                        crate::privacy::Neighbours::AddRemove => "",
+                    }
+                ),
+            ),
             Some(cube) => {
                 let listed: Vec<String> = plan
                     .row
@@ -413,7 +430,10 @@ impl Session {
                 ),
             ));
         }
-        if matches!(plan.spend, Spend::Within { .. }) && entry.cube.is_some() {
+        if matches!(plan.spend, Spend::Within { .. })
+            && entry.cube.is_some()
+            && plan.outside.is_none()
+        {
             steps.push(step(
                 "evidence",
                 "the release becomes evidence for later estimates of the cube",

@@ -10,7 +10,7 @@ use crate::output::{
 };
 use crate::plan::{SimAxis, SimulatePlan};
 use crate::span::Span;
-use crate::stats::simulate::{self, McEstimate, SimPoint};
+use crate::stats::simulate::{self, McEstimate, SimError, SimPoint};
 use crate::stats::staircase::{self, Staircase};
 use crate::stats::{accuracy, Epsilon, Positive, Probability};
 use rand::RngCore;
@@ -104,9 +104,13 @@ impl Session {
                 p.advance(done);
             }
         };
+        // Ctrl-C at the prompt stops the runs between chunks: a simulation spends nothing, so
+        // any point of it is a safe place to stop.
+        let stop = crate::sys::interrupt::requested;
         let mut rows = Vec::with_capacity(points.len());
         for (&(n, p, eps), &seed) in points.iter().zip(&seeds) {
-            let run = || simulate::simulate(SimPoint { n, p, eps }, plan.runs, seed, &advance);
+            let point = SimPoint { n, p, eps };
+            let run = || simulate::simulate_until(point, plan.runs, seed, &advance, &stop);
             let outcome = match lab_pool() {
                 Some(pool) => pool.install(run),
                 None => run(),
@@ -117,9 +121,15 @@ impl Session {
                     if let Some(p) = progress {
                         p.finish();
                     }
-                    return Err(EvalError::Simulation {
-                        message: e.to_string(),
-                        span,
+                    return Err(match e {
+                        SimError::Interrupted => EvalError::Interrupted {
+                            what: "SIMULATE stopped before its runs were done".into(),
+                            span,
+                        },
+                        e => EvalError::Simulation {
+                            message: e.to_string(),
+                            span,
+                        },
                     });
                 }
             };

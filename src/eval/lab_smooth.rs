@@ -12,8 +12,10 @@
 
 use super::{ninety_five, Session};
 use crate::ast::StatKind;
+use crate::error::EvalError;
 use crate::output::{CompareSmoothResult, CompareSmoothRow, RegionRow};
 use crate::plan::LabSmoothPlan;
+use crate::span::Span;
 use crate::stats::smooth::{self, Rank};
 use crate::stats::{laplace, regions, Epsilon};
 use rand::{RngCore, SeedableRng};
@@ -90,7 +92,14 @@ fn draw_values(n: u64, beta: Option<(f64, f64)>, seed: u64) -> Vec<f64> {
 
 impl Session {
     /// `COMPARE NOISE ...` of the data-dependent side. Touches no table and spends nothing.
-    pub(super) fn compare_smooth(&mut self, plan: LabSmoothPlan) -> CompareSmoothResult {
+    pub(super) fn compare_smooth(
+        &mut self,
+        plan: LabSmoothPlan,
+        span: Span,
+    ) -> Result<CompareSmoothResult, EvalError> {
+        // Ctrl-C at the prompt stops it (a row over a large n can take a minute).
+        let stopped = crate::sys::interrupt::requested;
+        let go_on = || not_stopped(span);
         let (rule_gamma, rule_ratio) = smooth::rule_of_thumb();
         let mut result = CompareSmoothResult {
             function: String::new(),
@@ -114,10 +123,17 @@ impl Session {
                     for &f in &m {
                         let m = (f * n as f64).round() as u64;
                         for &e in &eps {
+                            // Once stopped, each smooth sensitivity is skipped, and the row
+                            // (now meaningless) is dropped.
                             let at = |beta: f64| {
+                                if stopped() {
+                                    return f64::INFINITY;
+                                }
                                 smooth::share_smooth(n, m, beta).unwrap_or(f64::INFINITY)
                             };
-                            result.rows.push(row(e, 0.5, at, Some(n), Some(m)));
+                            let r = row(e, 0.5, at, Some(n), Some(m));
+                            go_on()?;
+                            result.rows.push(r);
                         }
                     }
                 }
@@ -141,13 +157,19 @@ impl Session {
                         Some(s) => data_seed(s, n, beta),
                         None => self.rng.next_u64(),
                     };
+                    go_on()?;
                     let xs = draw_values(n, beta, seed);
                     for &e in &eps {
                         let at = |b: f64| {
+                            if stopped() {
+                                return f64::INFINITY;
+                            }
                             smooth::order_smooth(&xs, 0.0, 1.0, rank, b, 0.0)
                                 .unwrap_or(f64::INFINITY)
                         };
-                        result.rows.push(row(e, 1.0, at, Some(n), None));
+                        let r = row(e, 1.0, at, Some(n), None);
+                        go_on()?;
+                        result.rows.push(r);
                     }
                 }
             }
@@ -161,25 +183,43 @@ impl Session {
                     crate::output::short_number(sensitivity.0),
                     crate::output::short_number(sensitivity.1)
                 );
-                let e = eps.get();
-                result.regions = at
-                    .iter()
-                    .map(|&level| {
-                        let c = level.get();
-                        let (top, staircase_least) = regions::least_staircase(sensitivity, e, c);
-                        RegionRow {
-                            level: c,
-                            eps: e,
-                            laplace_lattice: regions::laplace_lattice(sensitivity, e, c),
-                            laplace_area: regions::laplace_area(sensitivity, e, c),
-                            staircase_flat: regions::staircase_area(sensitivity, e, 0.0, c),
-                            staircase_least,
-                            top,
-                        }
-                    })
-                    .collect();
+                result.regions = region_rows(sensitivity, eps.get(), &at);
             }
         }
-        result
+        Ok(result)
     }
+}
+
+/// Whether to go on: refused once Ctrl-C was pressed at the prompt.
+fn not_stopped(span: Span) -> Result<(), EvalError> {
+    if crate::sys::interrupt::requested() {
+        return Err(EvalError::Interrupted {
+            what: "COMPARE NOISE stopped before its rows were done".into(),
+            span,
+        });
+    }
+    Ok(())
+}
+
+/// The regions of two queries' answers at each confidence level of `at`.
+fn region_rows(
+    sensitivity: (f64, f64),
+    e: f64,
+    at: &[crate::stats::Probability],
+) -> Vec<RegionRow> {
+    at.iter()
+        .map(|&level| {
+            let c = level.get();
+            let (top, staircase_least) = regions::least_staircase(sensitivity, e, c);
+            RegionRow {
+                level: c,
+                eps: e,
+                laplace_lattice: regions::laplace_lattice(sensitivity, e, c),
+                laplace_area: regions::laplace_area(sensitivity, e, c),
+                staircase_flat: regions::staircase_area(sensitivity, e, 0.0, c),
+                staircase_least,
+                top,
+            }
+        })
+        .collect()
 }

@@ -89,6 +89,9 @@ struct Entry {
     /// Whether the first row of the file named the columns: a cube declared over one
     /// reading of a file is refused over the other, whose rows differ.
     header: bool,
+    /// The declared schema's mark (`~columns:` and its hash), empty without `COLUMNS`: a
+    /// declared schema numbers the file's columns its own way, so its releases' keys name it.
+    schema: String,
     /// The privacy unit its rows were bounded with, as its ledger recorded it when loaded.
     unit: Option<crate::privacy::Unit>,
     /// The ledger's cube, built over this table's own columns.
@@ -116,7 +119,7 @@ impl Entry {
     /// ways are two tables (the first line is a row of one and the names of the other, and
     /// `c1` names another column): no answer, and no evidence, about one is about the other.
     fn key_prefix(&self) -> String {
-        reading(&self.fingerprint, self.header)
+        format!("{}{}", reading(&self.fingerprint, self.header), self.schema)
     }
 
     /// What a seeded release's noise derives from: the plain hash of its content, and the
@@ -304,7 +307,9 @@ impl Session {
             Plan::Histogram(plan) => self.histogram(*plan, span)?,
             Plan::Sum(plan) => self.sum(*plan, span)?,
             Plan::Statistic(plan) => self.statistic(*plan, span)?,
-            Plan::CompareSmooth(plan) => Output::CompareSmooth(Box::new(self.compare_smooth(plan))),
+            Plan::CompareSmooth(plan) => {
+                Output::CompareSmooth(Box::new(self.compare_smooth(plan, span)?))
+            }
             Plan::Binned(plan) => self.binned(*plan, span)?,
             Plan::ChooseEps(plan) => Output::ChooseEps(count::choose_eps(plan, span)?),
             Plan::Simulate(plan) => Output::Simulate(self.simulate(plan, span)?),
@@ -358,6 +363,13 @@ impl Session {
             .map_err(ledger_error(span))?;
         same_unit(entry, txn.history(), span)?;
         let declared = txn.history().cube().cloned();
+        // Another session changed the cube: every refinement the ledger now records must be
+        // the one the declarations give, before its costs are trusted.
+        if declared.as_ref().map(|c| &c.spec) != entry.cube.as_ref().map(Cube::declaration).as_ref()
+        {
+            cubes::check_refinements(txn.history(), &entry.table, &entry.name)
+                .map_err(|message| EvalError::CubeUnusable { message, span })?;
+        }
         drop(txn);
         cubes::sync_cube(entry, declared.as_ref(), span)
     }

@@ -217,6 +217,8 @@ impl Session {
             content: tables::hex(&served.content),
             changed: opened.changed,
             header: served.header,
+            // A dataset's ledger is its own: one reading, one schema.
+            schema: String::new(),
             unit: served.unit.clone(),
             cube,
             rules: served.rules,

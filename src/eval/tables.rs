@@ -55,16 +55,15 @@ impl Session {
             columns,
             ..self.load_options.clone()
         };
-        let read = match &postgres {
+        let (table, content, data_file, shown, mut warnings) = match &postgres {
             Some(relation) => read_postgres(&path, relation, header),
             None => read_table(&path, &options),
-        };
-        let (table, content, data_file, shown, mut warnings) =
-            read.map_err(|(shown, error)| EvalError::Load {
-                path: shown,
-                error,
-                span: path_span,
-            })?;
+        }
+        .map_err(|(shown, error)| EvalError::Load {
+            path: shown,
+            error,
+            span: path_span,
+        })?;
         let file_id = std::fs::metadata(&data_file)
             .ok()
             .filter(|_| postgres.is_none())
@@ -119,6 +118,7 @@ impl Session {
             content: hex(&content),
             changed: opened.changed,
             header,
+            schema: schema_mark(options.columns.as_deref()),
             unit,
             cube,
             rules: None,
@@ -321,9 +321,22 @@ pub(super) fn accept(
             });
         }
     }
+    cubes::check_refinements(history, table, name)
+        .map_err(|message| EvalError::CubeUnusable { message, span })?;
     *cube = cubes::restore_cube(history.cube(), table, name, header)
         .map_err(|message| EvalError::CubeUnusable { message, span })?;
     Ok(())
+}
+
+/// The mark a declared schema puts in its releases' keys: `~columns:` and a hash of the
+/// declaration; nothing for a schema read from the file.
+fn schema_mark(columns: Option<&[data::Declared]>) -> String {
+    columns
+        .map(|c| {
+            let hash = blake3::hash(format!("{c:?}").as_bytes());
+            format!("~columns:{}", &hash.to_hex()[..16])
+        })
+        .unwrap_or_default()
 }
 
 /// The index of a unit's column in `table`: a public fact of the schema.

@@ -43,6 +43,7 @@ pub fn render_json(response: &Response) -> String {
             "budget_remaining": dec(c.budget_remaining),
             "sensitivity": c.sensitivity,
             "explain": c.explain,
+            "outside_cube": c.outside_cube,
             "eps_alone": c.eps_alone.map(dec),
             "combined": c.combined.as_ref().map(|a| json!({
                 "estimate": a.estimate,
@@ -227,6 +228,7 @@ pub fn render_json(response: &Response) -> String {
             "total": dec(c.total),
             "neighbours": c.neighbours.to_string(),
             "pair": c.pair.as_ref().map(pair),
+            "carried": c.carried,
             "history": c.history.as_ref().map(|h| h.iter().map(|m| json!({
                 "row": m.row, "eps": m.eps, "sensitivity": m.sensitivity, "noisy": m.noisy,
             })).collect::<Vec<_>>()),

@@ -6,7 +6,7 @@ mod table;
 mod width;
 
 pub use json::{error_json, render_json};
-pub use table::{num as short_number, percent, render_table, sensitivity_rule};
+pub use table::{num as short_number, percent, refit, render_table, sensitivity_rule};
 pub use width::{fit, layout, set_layout, set_width, width, Layout};
 
 use crate::data::ColumnType;
@@ -154,6 +154,8 @@ pub struct CubeReport {
     pub neighbours: Neighbours,
     /// Under `replace`: the costliest pair of cells.
     pub pair: Option<PairReport>,
+    /// When declaring it changed the cube under releases: how they carried over, in words.
+    pub carried: Option<String>,
 }
 
 /// One measurement of a cube's history: a row of `H`, its `alpha`, `S` and `y`.
@@ -583,6 +585,9 @@ pub struct CountResult {
     pub plain: bool,
     /// Which path was taken and why, for `WITHIN` requirements.
     pub explain: Option<String>,
+    /// Why a count was answered outside the table's cube (it was charged in full on every
+    /// cell and pair), in words.
+    pub outside_cube: Option<String>,
     /// For `WITHIN`: the epsilon a release alone would need (Xiao and Xiong 2012, Theorem 5.3).
     pub eps_alone: Option<Decimal>,
     /// For `WITHIN` with a history that estimates the query: the answer, the BLUE of this

@@ -172,6 +172,21 @@ impl Axis {
         }
     }
 
+    /// The axis of `n` bars stacked along it, bar `k` over `[k, k + 1]`: its ticks (and so
+    /// its labels) at the bars' centres `k + 0.5`, where plotters' own ticks fall at round
+    /// values between bars.
+    fn bars(n: usize) -> Axis {
+        Axis {
+            lo: 0.0,
+            hi: n as f64,
+            log: false,
+            reversed: false,
+            major: (0..n).map(|k| k as f64 + 0.5).collect(),
+            minor: Vec::new(),
+            decimals: 1,
+        }
+    }
+
     /// Position of `v` along the axis, 0 at the start (left or bottom), 1 at the end.
     fn frac(&self, v: f64) -> f64 {
         let t = if self.log {
@@ -1140,6 +1155,34 @@ pub fn sparkline(values: &[f64], width: usize) -> String {
 /// The most parts a histogram chart draws: beyond them the bars would be thinner than text.
 pub const MAX_BARS: usize = 200;
 
+/// The most characters of a bar's name on a chart; a longer name is shortened in the middle.
+pub const MAX_LABEL: usize = 48;
+
+/// `name` in at most `max` characters: whole when it fits, else its start and its end with
+/// `…` between them.
+fn shorten(name: &str, max: usize) -> String {
+    let count = name.chars().count();
+    if count <= max || max < 3 {
+        return name.to_string();
+    }
+    let tail = (max - 1) / 2;
+    let head = max - 1 - tail;
+    let start: String = name.chars().take(head).collect();
+    let end: String = name.chars().skip(count - tail).collect();
+    format!("{start}…{end}")
+}
+
+/// The name of the bar whose centre is at `y` on [`Axis::bars`], the first of `names` at the
+/// top (bar `k` from the bottom is part `n - 1 - k`); empty anywhere else.
+fn bar_name(names: &[String], y: f64) -> String {
+    let n = names.len();
+    let k = y - 0.5;
+    if k.fract() != 0.0 || !(0.0..n as f64).contains(&k) {
+        return String::new();
+    }
+    names[n - 1 - k as usize].clone()
+}
+
 /// A histogram as horizontal bars, one per part (cell or group), each with its 95% interval
 /// as a whisker; a noisy count below zero is drawn as a bar to the left of zero (it is
 /// noise, not an error). The names are drawn beside the bars.
@@ -1170,12 +1213,10 @@ pub fn histogram_svg(
     let pad = 0.04 * (hi - lo).max(1.0);
     let x_axis = Axis::linear(lo - pad, hi + pad, false, 8);
     let n = parts.len();
-    let label_width = parts
-        .iter()
-        .map(|p| p.name.chars().count())
-        .max()
-        .unwrap_or(0)
-        .min(48) as u32;
+    // Each bar's name, shortened in the middle when long: both ends of a compound name
+    // (`18 <= age < 30, region = 'North'`) are where names differ.
+    let names: Vec<String> = parts.iter().map(|p| shorten(&p.name, MAX_LABEL)).collect();
+    let label_width = names.iter().map(|s| s.chars().count()).max().unwrap_or(0) as u32;
     let height = (120 + 26 * n as u32).max(300);
     let mut svg = String::new();
     {
@@ -1190,21 +1231,13 @@ pub fn histogram_svg(
             .margin_right(24)
             .x_label_area_size(52)
             .y_label_area_size(16 + 7 * label_width)
-            .build_cartesian_2d(x_axis, 0.0..n as f64)
+            .build_cartesian_2d(x_axis, Axis::bars(n))
             .map_err(|e| draw_err(e).to_string())?;
-        let names: Vec<String> = parts.iter().map(|p| p.name.clone()).collect();
         chart
             .configure_mesh()
             .x_desc("Noisy count, with its 95% interval")
-            .y_labels(n)
-            .y_label_formatter(&|y| {
-                let i = (n as f64 - y - 0.5).round();
-                if (0.0..n as f64).contains(&i) && (y - y.floor() - 0.5).abs() < 1e-9 {
-                    names[i as usize].clone()
-                } else {
-                    String::new()
-                }
-            })
+            .disable_y_mesh()
+            .y_label_formatter(&|y| bar_name(&names, *y))
             .label_style((FONT, TICK_SIZE))
             .axis_desc_style((FONT, DESC_SIZE))
             .bold_line_style(BLACK.mix(0.12))

@@ -1,13 +1,15 @@
 //! Rendering of results as comfy-table tables with short explanations, for people.
 
+use super::width::{is_path, lines_of, shorten_middle, SHORTEST_PATH};
 use super::{
     BudgetReport, ChooseEpsResult, CountResult, HistoryReport, Neighbours, Output, PairReport,
     Response, TableInfo,
 };
 use crate::plan::ChoosePlan;
-use comfy_table::{presets, ContentArrangement, Table};
+use comfy_table::{presets, ColumnConstraint, ContentArrangement, Table, Width};
 use rust_decimal::Decimal;
 use std::fmt::Write as _;
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 /// The result as text for a terminal or a transcript: a title, a table, notes.
 pub fn render_table(response: &Response) -> String {
@@ -60,7 +62,10 @@ pub fn render_table(response: &Response) -> String {
 }
 
 /// A table of a result: drawn in boxes, or as records of `column = value` lines (see
-/// [`super::Layout`]), whichever this thread draws in when it is shown.
+/// [`super::Layout`]), whichever this thread draws in when it is shown. At a terminal's width
+/// its cells wrap between words, never inside a word or a number: each column is at least as
+/// wide as its widest word, a path too long for that is shortened in its middle, and a table
+/// that cannot fit so is shown as records.
 struct Grid {
     header: Vec<String>,
     rows: Vec<Vec<String>>,
@@ -73,6 +78,17 @@ fn new_table(header: &[&str]) -> Grid {
     }
 }
 
+/// The widest word of `text` (what lies between spaces and line breaks), in columns.
+fn widest_word(text: &str) -> usize {
+    text.split_whitespace()
+        .map(UnicodeWidthStr::width)
+        .max()
+        .unwrap_or(0)
+}
+
+/// The columns a cell's padding takes, one on each side.
+const PADDING: usize = 2;
+
 impl Grid {
     fn add_row<S: ToString>(&mut self, cells: impl IntoIterator<Item = S>) -> &mut Self {
         self.rows
@@ -80,83 +96,301 @@ impl Grid {
         self
     }
 
-    fn boxes(&self) -> Table {
+    fn columns(&self) -> usize {
+        self.rows
+            .iter()
+            .map(Vec::len)
+            .chain([self.header.len()])
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The cells of column `c`, its header's first.
+    fn column(&self, c: usize) -> impl Iterator<Item = &str> {
+        self.header
+            .get(c)
+            .into_iter()
+            .chain(self.rows.iter().filter_map(move |r| r.get(c)))
+            .map(String::as_str)
+    }
+
+    /// Each column's least width for no word of it to be broken, padding included; and the
+    /// least again when its paths (cells that are one path) are shortened as far as they may.
+    fn least_widths(&self) -> Vec<(usize, usize)> {
+        (0..self.columns())
+            .map(|c| {
+                let whole = self.column(c).map(widest_word).max().unwrap_or(0);
+                let shortened = self
+                    .column(c)
+                    .map(|cell| {
+                        if is_path(cell) {
+                            cell.width().min(SHORTEST_PATH)
+                        } else {
+                            widest_word(cell)
+                        }
+                    })
+                    .max()
+                    .unwrap_or(0);
+                (whole + PADDING, shortened + PADDING)
+            })
+            .collect()
+    }
+
+    /// The table in boxes for `width` columns: each column as wide as its widest word at
+    /// least, the widest paths shortened as far as needed (never below [`SHORTEST_PATH`]);
+    /// `None` when even so it is wider than `width`.
+    fn fitted_boxes(&self, width: usize) -> Option<Table> {
+        let least = self.least_widths();
+        // Borders: one left of every column, and one at the right.
+        let borders = least.len() + 1;
+        let mut widths: Vec<usize> = least.iter().map(|(whole, _)| *whole).collect();
+        let mut excess = (widths.iter().sum::<usize>() + borders).saturating_sub(width);
+        // Paths give up what is needed, the widest column first.
+        while excess > 0 {
+            let c = (0..widths.len())
+                .filter(|&c| widths[c] > least[c].1)
+                .max_by_key(|&c| widths[c])?;
+            let give = (widths[c] - least[c].1).min(excess);
+            widths[c] -= give;
+            excess -= give;
+        }
         let mut t = Table::new();
-        t.load_preset(presets::UTF8_FULL_CONDENSED);
-        // At a terminal's width cells wrap so that the table fits; elsewhere lines are whole.
-        match super::width() {
-            Some(w) => {
-                t.set_content_arrangement(ContentArrangement::Dynamic)
-                    .set_width(u16::try_from(w).unwrap_or(u16::MAX));
+        t.load_preset(presets::UTF8_FULL_CONDENSED)
+            .set_content_arrangement(ContentArrangement::Dynamic)
+            .set_width(u16::try_from(width).unwrap_or(u16::MAX));
+        let shorten = |c: usize, cell: &String| {
+            let room = widths[c] - PADDING;
+            if is_path(cell) && cell.width() > room {
+                shorten_middle(cell, room)
+            } else {
+                cell.clone()
             }
-            None => {
-                t.set_content_arrangement(ContentArrangement::Disabled);
+        };
+        if !self.header.is_empty() {
+            t.set_header(self.header.iter().enumerate().map(|(c, h)| shorten(c, h)));
+        }
+        for row in &self.rows {
+            t.add_row(row.iter().enumerate().map(|(c, cell)| shorten(c, cell)));
+        }
+        for (c, w) in widths.iter().enumerate() {
+            if let Some(column) = t.column_mut(c) {
+                let least = u16::try_from(*w).unwrap_or(u16::MAX);
+                column.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(least)));
             }
         }
+        Some(t)
+    }
+
+    /// The table in boxes, each row on a line (no width), or fitted to `width`.
+    fn boxes(&self) -> Option<Table> {
+        if let Some(w) = super::width() {
+            return self.fitted_boxes(w);
+        }
+        let mut t = Table::new();
+        t.load_preset(presets::UTF8_FULL_CONDENSED)
+            .set_content_arrangement(ContentArrangement::Disabled);
         if !self.header.is_empty() {
             t.set_header(self.header.iter());
         }
         for row in &self.rows {
             t.add_row(row.iter());
         }
-        t
+        Some(t)
     }
 
-    /// A record per row: `name = value` lines, names padded to one width. A table without a
+    /// The records: a record per row, its cells as `(column, value)`. A table without a
     /// header is a list of names and values already (its first cell names the row), so it is
     /// one record.
-    fn lines(&self) -> String {
-        use unicode_width::UnicodeWidthStr;
-        let records: Vec<Vec<(&str, String)>> = if self.header.is_empty() {
-            vec![self
+    fn records(&self) -> Vec<Vec<(&str, String)>> {
+        if self.header.is_empty() {
+            return vec![self
                 .rows
                 .iter()
                 .map(|r| {
                     let name = r.first().map_or("", String::as_str);
                     (name, r.get(1..).map(|v| v.join(" ")).unwrap_or_default())
                 })
-                .collect()]
-        } else {
-            self.rows
-                .iter()
-                .map(|r| {
-                    self.header
-                        .iter()
-                        .zip(r)
-                        .map(|(h, v)| (h.as_str(), v.clone()))
-                        .collect()
-                })
-                .collect()
-        };
+                .collect()];
+        }
+        self.rows
+            .iter()
+            .map(|r| {
+                self.header
+                    .iter()
+                    .zip(r)
+                    .map(|(h, v)| (h.as_str(), v.clone()))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// A record per row: `name = value` lines, names padded to one width, a value too long
+    /// for a terminal's width continued under its start (broken between words, a path
+    /// shortened in its middle). A table with a header shows a `-[ RECORD n ]---` line before
+    /// each record, as psql's expanded display does.
+    fn lines(&self) -> String {
+        let records = self.records();
         let pad = records
             .iter()
             .flatten()
             .map(|(n, _)| n.width())
             .max()
             .unwrap_or(0);
-        // Records are apart by a blank line, and so is the table from what follows it.
+        let indent = " ".repeat(pad + 3);
+        // What a value may take of a line at a terminal's width (at least a path's shortest).
+        let room = super::width().map(|w| w.saturating_sub(pad + 3).max(SHORTEST_PATH));
+        let records: Vec<Vec<String>> = records
+            .iter()
+            .map(|record| {
+                record
+                    .iter()
+                    .map(|(name, value)| {
+                        let gap = " ".repeat(pad - name.width());
+                        let value = match room {
+                            Some(room) if is_path(value) => vec![shorten_middle(value, room)],
+                            Some(room) => lines_of(value, room),
+                            None => value.split('\n').map(str::to_string).collect(),
+                        };
+                        format!("{name}{gap} = {}", value.join(&format!("\n{indent}")))
+                    })
+                    .collect()
+            })
+            .collect();
+        // Each record's line as wide as the widest line of all (at most the terminal's).
+        let widest = records
+            .iter()
+            .flatten()
+            .flat_map(|l| l.split('\n'))
+            .map(UnicodeWidthStr::width)
+            .max()
+            .unwrap_or(0);
+        let widest = super::width().map_or(widest, |w| widest.min(w));
         let mut out = String::new();
-        for (i, record) in records.iter().enumerate() {
-            if i > 0 {
+        for (i, lines) in records.iter().enumerate() {
+            if !self.header.is_empty() {
+                let label = format!("-[ RECORD {} ]", i + 1);
+                let dashes = widest.saturating_sub(label.width()).max(1);
+                out.push_str(&format!("{label}{}\n", "-".repeat(dashes)));
+            }
+            for line in lines {
+                out.push_str(line);
                 out.push('\n');
             }
-            for (name, value) in record {
-                let gap = " ".repeat(pad - name.width());
-                // A value of several lines continues under its first.
-                let value = value.replace('\n', &format!("\n{}   ", " ".repeat(pad)));
-                out.push_str(&format!("{name}{gap} = {value}\n"));
-            }
         }
+        // The table is apart from what follows it by a blank line.
         out
+    }
+
+    /// The table of a result rendered for no width (as a dpq server renders it: each row on
+    /// a line), read back from its lines: the first `┌` to its `└`. `None` when `block` is no
+    /// such table.
+    fn parse(block: &[&str]) -> Option<Grid> {
+        let (top, rest) = block.split_first()?;
+        // The columns' right borders, in columns from the left.
+        let borders: Vec<usize> = top
+            .chars()
+            .enumerate()
+            .filter(|(_, c)| matches!(c, '┬' | '┐'))
+            .map(|(i, _)| i)
+            .collect();
+        let cells = |line: &str| -> Option<Vec<String>> {
+            let mut cells = Vec::with_capacity(borders.len());
+            let mut chars = line.chars();
+            if chars.next()? != '│' {
+                return None;
+            }
+            let (mut at, mut cell) = (1, String::new());
+            for c in chars {
+                if borders.get(cells.len()) == Some(&at) {
+                    if !matches!(c, '┆' | '│') {
+                        return None;
+                    }
+                    cells.push(cell.trim().to_string());
+                    cell.clear();
+                } else {
+                    cell.push(c);
+                }
+                at += c.width().unwrap_or(0);
+            }
+            (cells.len() == borders.len()).then_some(cells)
+        };
+        let mut header: Vec<String> = Vec::new();
+        let mut rows: Vec<Vec<String>> = Vec::new();
+        for line in rest {
+            if line.starts_with('└') {
+                break;
+            }
+            if line.starts_with('╞') {
+                // What came before is the header (a header wrapped over lines, joined).
+                header = vec![String::new(); borders.len()];
+                for row in rows.drain(..) {
+                    for (h, part) in header.iter_mut().zip(row) {
+                        if !part.is_empty() {
+                            *h = if h.is_empty() {
+                                part
+                            } else {
+                                format!("{h} {part}")
+                            };
+                        }
+                    }
+                }
+                continue;
+            }
+            rows.push(cells(line)?);
+        }
+        Some(Grid { header, rows })
     }
 }
 
 impl std::fmt::Display for Grid {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match super::layout() {
-            super::Layout::Boxes => write!(f, "{}", self.boxes()),
-            super::Layout::Lines => f.write_str(&self.lines()),
+        match (super::layout(), self.boxes()) {
+            (super::Layout::Boxes, Some(table)) => write!(f, "{table}"),
+            // Too narrow a terminal for a word a line: records, as `.mode line` shows them.
+            _ => f.write_str(&self.lines()),
         }
+    }
+}
+
+/// A result rendered for no width (as a dpq server renders it) fitted to this thread's width
+/// and layout as local dpq renders it there: its tables drawn anew from their cells, its
+/// prose wrapped. A table's row wrapped over lines (a cell of several lines) is read as rows
+/// of their own.
+pub fn refit(text: &str) -> String {
+    if super::width().is_none() && super::layout() == super::Layout::Boxes {
+        return text.to_string();
+    }
+    let lines: Vec<&str> = text.split('\n').collect();
+    let mut out: Vec<String> = Vec::with_capacity(lines.len());
+    let mut i = 0;
+    while i < lines.len() {
+        let end = lines[i..]
+            .iter()
+            .position(|l| l.starts_with('└'))
+            .map(|n| i + n);
+        let grid = match end {
+            Some(end) if lines[i].starts_with('┌') => Grid::parse(&lines[i..=end]),
+            _ => None,
+        };
+        match (grid, end) {
+            (Some(grid), Some(end)) => {
+                // Records end with a line break, as local dpq's do before the next line.
+                out.push(grid.to_string());
+                i = end + 1;
+            }
+            _ => {
+                out.push(lines[i].to_string());
+                i += 1;
+            }
+        }
+    }
+    let mut out = out.join("\n");
+    if super::layout() == super::Layout::Lines {
+        out.truncate(out.trim_end_matches('\n').len());
+    }
+    match super::width() {
+        Some(w) => super::width::wrap(&out, w),
+        None => out,
     }
 }
 
@@ -352,10 +586,10 @@ fn before_cube(pair: &PairReport) -> String {
     if pair.before_cube.is_zero() {
         String::new()
     } else if pair.before_cube >= pair.cost {
-        ", all of it from answers released before the cube (which may have counted any cells, so each charges every pair in full: every pair costs as much)".to_string()
+        ", all of it from answers released before the cube or outside it (which may have counted any cells, so each charges every pair in full: every pair costs as much)".to_string()
     } else {
         format!(
-            ", {} of it from answers released before the cube (which may have counted any cells, so each charges every pair in full)",
+            ", {} of it from answers released before the cube or outside it (which may have counted any cells, so each charges every pair in full)",
             dec(pair.before_cube)
         )
     }
@@ -388,7 +622,7 @@ fn history(h: &HistoryReport) -> String {
     }
     let mut out = t.to_string();
     if rows {
-        out.push_str("\nCells x1, x2, ... are numbered as SHOW CUBE lists them; a release without a row was made before the cube and charges every cell.");
+        out.push_str("\nCells x1, x2, ... are numbered as SHOW CUBE lists them; a release without a row was made before the cube (or outside it) and charges every cell.");
     }
     out
 }
@@ -508,6 +742,18 @@ fn count(c: &CountResult) -> String {
     }
     if let Some(e) = &c.explain {
         let _ = write!(out, "\nwhy: {e}");
+    }
+    if let Some(why) = &c.outside_cube {
+        let _ = write!(
+            out,
+            "\nAnswered outside the cube ({why}): charged in full, epsilon {} on every cell{}.",
+            dec(c.eps),
+            if c.neighbours == Neighbours::Replace {
+                " and pair"
+            } else {
+                ""
+            }
+        );
     }
     if c.bayes.is_some() {
         out.push_str(
@@ -1160,10 +1406,14 @@ fn cube(c: &super::CubeReport) -> String {
             dec(c.total)
         ),
     };
+    let carried = match &c.carried {
+        Some(words) => format!("\nThe cube {words}."),
+        None => String::new(),
+    };
     title
         + &history
         + &format!(
-            "{t}{more}\ncube of {} cells, {} measurements: {cost}",
+            "{t}{more}\ncube of {} cells, {} measurements: {cost}{carried}",
             c.cells, c.measurements
         )
 }

@@ -63,6 +63,39 @@ pub struct CubeDecl {
     pub header: bool,
 }
 
+/// How the releases made over a declared cube carry over to a new cube.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Carry {
+    /// The new cube refines the old (`from`): each new cell lies in the old cell `parents[j]`,
+    /// so every row is spread exactly over the new cells (a count over old cells is the same
+    /// count over the new cells they hold), and costs and evidence carry over.
+    Refine {
+        /// The old cube's declaration.
+        from: String,
+        /// For each new cell, the old cell holding it.
+        parents: Vec<usize>,
+    },
+    /// The new cube cuts across the old (`from`): every earlier release is charged in full,
+    /// on every cell and pair, as a release made before any cube.
+    Full {
+        /// The old cube's declaration.
+        from: String,
+    },
+}
+
+/// A refinement the history took: the old and new declarations and the map between their
+/// cells, which whoever reads the cubes over a table checks again (a ledger could claim a
+/// map no declaration gives).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refinement {
+    /// The old cube's declaration.
+    pub from: String,
+    /// The new cube's declaration.
+    pub to: String,
+    /// For each new cell, the old cell holding it.
+    pub parents: Vec<usize>,
+}
+
 /// The largest bound on a privacy unit's rows.
 pub const MAX_UNIT_ROWS: u32 = 1_000_000;
 
@@ -133,6 +166,8 @@ pub struct History {
     pairs: Option<PairCosts>,
     /// How many releases have a row.
     rows: usize,
+    /// The refinements of the cube taken, in order.
+    refinements: Vec<Refinement>,
     /// The privacy unit, if rows are bounded per unit (only under `add_remove`).
     unit: Option<Unit>,
 }
@@ -204,6 +239,7 @@ impl History {
             pairs: None,
             rows: 0,
             unit: None,
+            refinements: Vec::new(),
         }
     }
 
@@ -259,6 +295,105 @@ impl History {
             self.cube = Some(cube);
             self.reset_cells();
         }
+    }
+
+    /// Declares a new cube over a history with releases over another: each earlier release's
+    /// row spread over the new cells (a refinement), or charged in full. The caller has
+    /// checked that `carry` starts from the declared cube and maps every new cell.
+    pub(super) fn recube(&mut self, cube: CubeDecl, carry: &Carry) {
+        let parents = match carry {
+            Carry::Refine { from, parents } => {
+                self.refinements.push(Refinement {
+                    from: from.clone(),
+                    to: cube.spec.clone(),
+                    parents: parents.clone(),
+                });
+                Some(parents.as_slice())
+            }
+            Carry::Full { .. } => None,
+        };
+        let releases = std::mem::take(&mut self.releases);
+        let old_cells = self.cube.as_ref().map_or(0, |c| c.cells);
+        let new_cells = cube.cells;
+        // Each old cell's new cells, by increasing cell: a row spreads in the time of its new
+        // cells, not of the whole cube.
+        let children = parents.map(|p| {
+            let mut children = vec![Vec::new(); old_cells];
+            for (j, &parent) in p.iter().enumerate() {
+                if let Some(c) = children.get_mut(parent) {
+                    c.push(j);
+                }
+            }
+            children
+        });
+        self.cube = Some(cube);
+        self.answered.clear();
+        self.sequential = Decimal::ZERO;
+        self.rowless = Decimal::ZERO;
+        self.rows = 0;
+        self.reset_cells();
+        let spread = |row: &Row| match &children {
+            Some(c) => row.spread(c),
+            None => Row::default(),
+        };
+        // A key naming the old cells names another query over the new ones: a count's is
+        // rewritten over its spread row (asked again, it is answered from the record), any
+        // other's is retired, so that no answer is ever given for another query.
+        let rekey = |release: &Release, row: &Row| -> String {
+            let key = &release.key;
+            if release.row.is_empty() || !key.contains(&format!("cells{old_cells}|")) {
+                return key.clone();
+            }
+            let old = format!("|cells{old_cells}|{}|", release.row.key_text());
+            match (key.matches(&old).count(), row.is_empty(), release.part) {
+                (1, false, None) => {
+                    key.replacen(&old, &format!("|cells{new_cells}|{}|", row.key_text()), 1)
+                }
+                _ => format!("{key}|carried"),
+            }
+        };
+        let mut i = 0;
+        while i < releases.len() {
+            let first = &releases[i];
+            match first.part {
+                // A vector spends its epsilon once over all its parts.
+                Some((0, n)) if n > 0 && i + n <= releases.len() => {
+                    self.sequential = self.sequential.add_up(first.eps);
+                    let s = Decimal::try_from(first.sensitivity).unwrap_or(Decimal::MAX);
+                    for part in &releases[i..i + n] {
+                        let row = spread(&part.row);
+                        if row.is_empty() {
+                            if part.part == Some((0, n)) {
+                                self.rowless = self.rowless.add_up(first.eps);
+                            }
+                        } else {
+                            self.rows += 1;
+                            self.charge_row(first.eps, &row, s);
+                        }
+                        self.push(Release {
+                            key: rekey(part, &row),
+                            row,
+                            ..part.clone()
+                        });
+                    }
+                    i += n;
+                }
+                _ => {
+                    let row = spread(&first.row);
+                    self.record(Release {
+                        key: rekey(first, &row),
+                        row,
+                        ..first.clone()
+                    });
+                    i += 1;
+                }
+            }
+        }
+    }
+
+    /// The refinements of the cube taken, in order.
+    pub fn refinements(&self) -> &[Refinement] {
+        &self.refinements
     }
 
     /// Sets the neighbour model; the caller has checked that nothing was released yet.
@@ -725,6 +860,7 @@ impl History {
             pairs: self.pairs.clone(),
             rows: self.rows,
             unit: self.unit.clone(),
+            refinements: Vec::new(),
         }
     }
 

@@ -21,7 +21,7 @@
 //! Nothing in a ledger comes from the data but keyed fingerprints: statements are the
 //! analyst's own text, and noisy answers were released.
 
-use super::history::{CubeDecl, History, Release, Unit};
+use super::history::{Carry, CubeDecl, History, Release, Unit};
 use super::measure::Measure;
 use super::row::Row;
 use super::{Mechanism, Neighbours, MAX_CELLS};
@@ -284,6 +284,12 @@ enum Entry<'a> {
         /// Written only when false (a table read with `NO HEADER`).
         #[serde(skip_serializing_if = "Option::is_none")]
         header: Option<bool>,
+        /// A cube declared over releases made over another: that cube's declaration.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        from: Option<&'a str>,
+        /// ... when this one refines it: for each new cell, the old cell holding it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        parents: Option<&'a [usize]>,
         time: u64,
     },
     Spend {
@@ -391,6 +397,9 @@ struct Raw<'a> {
     spec: Option<Cow<'a, str>>,
     cells: Option<u64>,
     #[serde(borrow)]
+    from: Option<Cow<'a, str>>,
+    parents: Option<Vec<u64>>,
+    #[serde(borrow)]
     column: Option<Cow<'a, str>>,
     max_rows: Option<u32>,
     seq: Option<u64>,
@@ -443,7 +452,8 @@ enum Action {
         fingerprint: String,
         path: String,
     },
-    Cube(CubeDecl),
+    /// A cube, and how the releases over an earlier one carry over to it.
+    Cube(CubeDecl, Option<Carry>),
     /// A spending, and the analyst it was released to on a served dataset.
     Spend(Release, Option<String>),
     /// A vector's spending: its first part's release (number, statement, key, epsilon,
@@ -999,12 +1009,7 @@ impl Ledger {
                 fingerprint: e.fingerprint.ok_or(missing)?.into_owned(),
                 path: e.path.ok_or(missing)?.into_owned(),
             },
-            "cube" => Action::Cube(CubeDecl {
-                spec: e.spec.ok_or(missing)?.into_owned(),
-                cells: usize::try_from(e.cells.ok_or(missing)?)
-                    .map_err(|_| "a cube is malformed")?,
-                header: e.header.unwrap_or(true),
-            }),
+            "cube" => parse_cube(e)?,
             "spend" if e.parts.is_some() => parse_vector(e)?,
             "spend" => {
                 let measure = match &e.measure {
@@ -1129,17 +1134,7 @@ impl Ledger {
                     return Err("a privacy unit is declared under a model other than add_remove");
                 }
             }
-            Action::Cube(c) => {
-                if !(1..=MAX_CELLS).contains(&c.cells) {
-                    return Err("a cube is malformed");
-                }
-                let same = h
-                    .cube()
-                    .is_some_and(|d| d.spec == c.spec && d.header == c.header);
-                if !same && h.rows_released() > 0 {
-                    return Err("the cube changes after releases over it");
-                }
-            }
+            Action::Cube(c, carry) => check_cube(h, c, carry.as_ref())?,
             Action::Spend(r, _) => {
                 if r.seq != h.next_seq() {
                     return Err("a release is out of order");
@@ -1225,11 +1220,17 @@ impl Ledger {
                 }
             }
             Action::Data { fingerprint, path } => self.note(&fingerprint, Some(&path)),
-            Action::Cube(c) => {
+            Action::Cube(c, carry) => {
                 if let Some(v) = &mut self.view {
-                    v.own.set_cube(c.clone());
+                    match &carry {
+                        Some(carry) => v.own.recube(c.clone(), carry),
+                        None => v.own.set_cube(c.clone()),
+                    }
                 }
-                self.history.set_cube(c);
+                match &carry {
+                    Some(carry) => self.history.recube(c, carry),
+                    None => self.history.set_cube(c),
+                }
             }
             Action::Spend(r, analyst) => {
                 if let Some(v) = self
@@ -1413,20 +1414,31 @@ impl Ledger {
         self.paths.contains(path)
     }
 
-    /// Records the cube declared on the data file.
+    /// Records the cube declared on the data file, and how releases over an earlier cube
+    /// carry over to it.
     pub(super) fn declare_cube(
         &mut self,
         lock: &Lock,
         cube: &CubeDecl,
+        carry: Option<&Carry>,
         time: u64,
     ) -> Result<(), LedgerError> {
+        let (from, parents) = match carry {
+            None => (None, None),
+            Some(Carry::Full { from }) => (Some(from.as_str()), None),
+            Some(Carry::Refine { from, parents }) => {
+                (Some(from.as_str()), Some(parents.as_slice()))
+            }
+        };
         let entry = Entry::Cube {
             spec: &cube.spec,
             cells: cube.cells,
             header: (!cube.header).then_some(false),
+            from,
+            parents,
             time,
         };
-        self.append(lock, &entry, Action::Cube(cube.clone()))
+        self.append(lock, &entry, Action::Cube(cube.clone(), carry.cloned()))
     }
 
     /// Records a spending before its noise is drawn. `release.noisy` is ignored.
@@ -1673,6 +1685,73 @@ pub(super) fn sync_dir(dir: Option<&Path>) -> std::io::Result<()> {
     Ok(())
 }
 
+/// A cube entry's action: its declaration, and how the releases over the cube before carry
+/// over to it (`from` alone: in full; `from` and `parents`: spread over the new cells).
+fn parse_cube(e: Raw) -> Result<Action, &'static str> {
+    let malformed = "a cube is malformed";
+    let carry = match (e.from, e.parents) {
+        (None, None) => None,
+        (Some(from), None) => Some(Carry::Full {
+            from: from.into_owned(),
+        }),
+        (Some(from), Some(parents)) => Some(Carry::Refine {
+            from: from.into_owned(),
+            parents: parents
+                .into_iter()
+                .map(usize::try_from)
+                .collect::<Result<_, _>>()
+                .map_err(|_| malformed)?,
+        }),
+        (None, Some(_)) => return Err(malformed),
+    };
+    let decl = CubeDecl {
+        spec: e.spec.ok_or("a field is missing")?.into_owned(),
+        cells: usize::try_from(e.cells.ok_or("a field is missing")?).map_err(|_| malformed)?,
+        header: e.header.unwrap_or(true),
+    };
+    Ok(Action::Cube(decl, carry))
+}
+
+/// Whether a cube entry could have been written over history `h`: a cube changes under
+/// releases with a row only by carrying them over from the cube declared, and a refinement
+/// maps every new cell into an old one and covers every old cell.
+fn check_cube(h: &History, c: &CubeDecl, carry: Option<&Carry>) -> Result<(), &'static str> {
+    if !(1..=MAX_CELLS).contains(&c.cells) {
+        return Err("a cube is malformed");
+    }
+    let same = h
+        .cube()
+        .is_some_and(|d| d.spec == c.spec && d.header == c.header);
+    match (carry, h.cube()) {
+        (None, _) if !same && h.rows_released() > 0 => {
+            return Err("the cube changes after releases over it");
+        }
+        (None, _) => {}
+        (Some(_), None) => return Err("a cube carries releases over no cube"),
+        (Some(Carry::Full { from }), Some(old)) => {
+            if *from != old.spec || same {
+                return Err("a cube carries releases over another cube");
+            }
+        }
+        (Some(Carry::Refine { from, parents }), Some(old)) => {
+            if *from != old.spec || same || old.header != c.header {
+                return Err("a cube carries releases over another cube");
+            }
+            // Every new cell in an old one, and every old cell covered: only then
+            // are the costs of the old cells those of the new (the map itself is
+            // checked against the declarations where the table is read).
+            let mut covered = vec![false; old.cells];
+            for &p in parents {
+                *covered.get_mut(p).ok_or("a refinement is malformed")? = true;
+            }
+            if parents.len() != c.cells || covered.contains(&false) {
+                return Err("a refinement is malformed");
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1766,6 +1845,8 @@ mod tests {
             spec: "CUBE BY id (2, 3)",
             cells: 3,
             header: None,
+            from: None,
+            parents: None,
             time: 0,
         };
         let spend = Entry::Spend {
@@ -1831,6 +1912,7 @@ mod tests {
                     cells: 3,
                     header: true,
                 },
+                None,
                 0,
             )
             .expect("a cube");
@@ -1870,7 +1952,7 @@ mod tests {
             cells: 2,
             header: false,
         };
-        ledger.declare_cube(&lock, &decl, 0).expect("a cube");
+        ledger.declare_cube(&lock, &decl, None, 0).expect("a cube");
         drop(lock);
         let text = std::fs::read_to_string(&path).expect("the ledger");
         assert!(text.contains(r#""header":false"#), "{text}");
@@ -1887,6 +1969,8 @@ mod tests {
             spec: "CUBE BY id (2, 3)",
             cells: 3,
             header: None,
+            from: None,
+            parents: None,
             time: 0,
         };
         let spend = |row: Option<Vec<(usize, String)>>,

@@ -19,8 +19,8 @@ mod store;
 mod toptwo;
 
 pub use history::{
-    charge, row_sensitivity, sensitivity, CubeDecl, History, Overspend, Release, Unit, Where,
-    MAX_UNIT_ROWS,
+    charge, row_sensitivity, sensitivity, Carry, CubeDecl, History, Overspend, Refinement, Release,
+    Unit, Where, MAX_UNIT_ROWS,
 };
 pub use identities::{Identities, IdentityError};
 pub use ledger::{Ledger, LedgerError, Lock, MAX_LINE};

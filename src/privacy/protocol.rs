@@ -8,7 +8,7 @@
 //! spending is appended durably, then the noise is drawn, then the answer is appended durably,
 //! and only then returned to be shown. A statement never writes a spending any other way.
 
-use super::history::{CubeDecl, History, Overspend, Release};
+use super::history::{Carry, CubeDecl, History, Overspend, Release};
 use super::ledger::{Ledger, LedgerError, Lock};
 use super::row::Row;
 use super::Mechanism;
@@ -431,10 +431,15 @@ impl Txn<'_> {
         self.ledger.set_total(&self.lock, total, time)
     }
 
-    /// Records the cube declared on the data file; the caller has checked that no release
-    /// was made over another cube.
-    pub fn declare_cube(&mut self, cube: &CubeDecl, time: u64) -> Result<(), LedgerError> {
-        self.ledger.declare_cube(&self.lock, cube, time)
+    /// Records the cube declared on the data file; `carry` says how the releases made over
+    /// the cube declared before (if any has a row) carry over to it.
+    pub fn declare_cube(
+        &mut self,
+        cube: &CubeDecl,
+        carry: Option<&Carry>,
+        time: u64,
+    ) -> Result<(), LedgerError> {
+        self.ledger.declare_cube(&self.lock, cube, carry, time)
     }
 
     /// Records how neighbouring tables differ; refused once anything was released.

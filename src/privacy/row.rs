@@ -117,6 +117,17 @@ impl Row {
             .flat_map(|r| (r.start..r.end()).map(move |j| (j, r.coef)))
     }
 
+    /// The row over a finer cube whose cells `children[k]` (each by increasing cell) lie in
+    /// this row's cell `k`: each new cell takes the coefficient of the cell holding it.
+    pub fn spread(&self, children: &[Vec<usize>]) -> Self {
+        let mut cells: Vec<(usize, Decimal)> = self
+            .iter()
+            .flat_map(|(k, c)| children.get(k).into_iter().flatten().map(move |&j| (j, c)))
+            .collect();
+        cells.sort_unstable_by_key(|(j, _)| *j);
+        Self::from_cells(&cells).unwrap_or_default()
+    }
+
     /// The row as `(cell, coefficient)` pairs.
     pub fn to_cells(&self) -> Vec<(usize, Decimal)> {
         self.iter().collect()

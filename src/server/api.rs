@@ -4,6 +4,7 @@
 //! |---|---|---|
 //! | `POST /v1/run` | [`RunRequest`] | [`RunResponse`] (200), or [`Problem`] (400, 401, 413) |
 //! | `GET /v1/catalog` | | [`Catalog`] (200), or [`Problem`] (401) |
+//! | `GET /v1/account` | | [`Account`] (200), or [`Problem`] (401) |
 //! | `GET /v1/health` | | `{"status": "ok"}`, without a token |
 //!
 //! Every request but `health` carries `Authorization: Bearer TOKEN`.
@@ -75,4 +76,39 @@ pub struct DatasetInfo {
     pub columns: Vec<(String, String)>,
     /// The statement families allowed.
     pub statements: Vec<String>,
+}
+
+/// Who a token is and what each of their datasets has left: `dpq connect`'s greeting. Only
+/// public facts: names, the row count where it is public, and budgets.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Account {
+    /// The analyst.
+    pub analyst: String,
+    /// Their datasets.
+    pub datasets: Vec<AccountDataset>,
+}
+
+/// One of an analyst's datasets, with what is left of it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AccountDataset {
+    /// The name to `USE`.
+    pub name: String,
+    /// Its row count, when it is public (`NEIGHBOURS replace`), as `DESCRIBE` shows it.
+    pub n: Option<u64>,
+    /// The analyst's own budget on it: their cap, what they spent, what is left.
+    pub budget: Amounts,
+    /// The dataset's budget over all its analysts, when the policy shows it
+    /// (`show_dataset_budget`).
+    pub dataset: Option<Amounts>,
+}
+
+/// A budget in three numbers.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct Amounts {
+    /// The total epsilon.
+    pub total: f64,
+    /// The epsilon spent.
+    pub spent: f64,
+    /// What is left.
+    pub remaining: f64,
 }

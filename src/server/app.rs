@@ -1,18 +1,21 @@
 //! The HTTP server: one session per analyst over the datasets of the curator's policy, each
-//! request run in it, every statement written to the audit log.
+//! request run in it, every statement written to the audit log and handed to the curator's
+//! log ([`super::activity`]).
 //!
 //! Every dataset is read once, at start, and shared by the analysts' sessions. A request runs
 //! on a blocking thread while the server goes on serving others; one analyst's requests run
 //! one at a time in their own session, and the datasets' ledgers (locked per statement) keep
 //! analysts racing for the last of a budget from both getting it.
 
-use super::api::StatementResult;
+use super::activity::{statement_kind, Activity, Log, Outcome, Summary, Tally};
+use super::api::{Account, AccountDataset, Amounts, StatementResult};
 use super::api::{Catalog, DatasetInfo, ErrorBody, Problem, RunRequest, RunResponse};
 use super::policy::{DataSource, Dataset, Limits, Policy};
+use crate::ast::{Ident, Statement, StatementKind};
 use crate::data::{load_csv, LoadOptions, Source};
 use crate::error::Error;
 use crate::eval::{Randomness, ServedTable, Session};
-use crate::output::{render_json, render_table, Output};
+use crate::output::{render_json, render_table, Budget, Output, TableInfo};
 use crate::privacy::Store;
 use crate::syntax;
 use axum::body::Bytes;
@@ -22,7 +25,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::Write;
 use std::net::SocketAddr;
@@ -70,17 +73,27 @@ struct App {
     audit: Mutex<File>,
     /// Each dataset's deadline, by the name analysts `USE` (zero: not padded).
     deadlines: Deadlines,
+    /// The curator's session over every dataset: the budgets of all analysts together.
+    curator: Mutex<Session>,
+    /// The datasets whose budget, shared by all analysts, the analysts may see.
+    shown: HashSet<String>,
+    /// Where each statement's record goes, if anywhere.
+    log: Option<Log>,
+    /// The run's statements and spending, per analyst and dataset.
+    tally: Mutex<Tally>,
 }
 
 /// The least time a statement that read a dataset takes to answer, by the dataset's name.
 type Deadlines = HashMap<String, Duration>;
 
-/// Serves `policy` until SIGTERM or SIGINT; `started` is told where, once listening.
+/// Serves `policy` until SIGTERM or SIGINT; `started` is told where, once listening, and
+/// `log`, if given, of every statement as it finishes. Returns the run's summary.
 pub fn serve(
     policy: &Policy,
     options: Options,
     started: impl FnOnce(&Started),
-) -> Result<(), String> {
+    log: Option<Log>,
+) -> Result<Summary, String> {
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -91,7 +104,15 @@ pub fn serve(
                 options.state_dir.display()
             )
         })?;
-    let (analysts, deadlines, notes) = prepare(policy, &options.state_dir)?;
+    // Held while serving: a demo's reset waits for no server to be running.
+    let serving = super::reset::open_lock(&options.state_dir)?;
+    serving.try_lock_shared().map_err(|_| {
+        format!(
+            "the state directory {} is being reset (dpq serve --reset-demo): start again once it is done",
+            options.state_dir.display()
+        )
+    })?;
+    let prepared = prepare(policy, &options.state_dir)?;
     let audit_path = options.state_dir.join("audit.log");
     let audit = std::fs::OpenOptions::new()
         .create(true)
@@ -100,15 +121,26 @@ pub fn serve(
         .open(&audit_path)
         .map_err(|e| format!("cannot open the audit log {}: {e}", audit_path.display()))?;
     let app = Arc::new(App {
-        analysts,
+        analysts: prepared.analysts,
         limits: policy.limits,
         audit: Mutex::new(audit),
-        deadlines,
+        deadlines: prepared.deadlines,
+        curator: Mutex::new(prepared.curator),
+        shown: policy
+            .datasets
+            .iter()
+            .filter(|d| d.rules.show_dataset_budget)
+            .map(|d| d.name.clone())
+            .collect(),
+        log,
+        tally: Mutex::new(prepared.tally),
     });
+    let notes = prepared.notes;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the server's runtime: {e}"))?;
+    let served = Arc::clone(&app);
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(options.listen)
             .await
@@ -117,9 +149,14 @@ pub fn serve(
             .local_addr()
             .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
         started(&Started { addr, notes });
-        accept(listener, app).await;
-        Ok(())
-    })
+        accept(listener, served).await;
+        Ok::<(), String>(())
+    })?;
+    // Every request's statements have finished once the runtime is gone.
+    drop(runtime);
+    let summary = app.summary(policy);
+    drop(serving);
+    Ok(summary)
 }
 
 /// How long the requests under way may take to finish once SIGTERM came.
@@ -171,6 +208,7 @@ fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/v1/run", post(run))
         .route("/v1/catalog", get(catalog))
+        .route("/v1/account", get(account))
         .route(
             "/v1/health",
             get(|| async { Json(serde_json::json!({ "status": "ok" })) }),
@@ -214,12 +252,21 @@ async fn shutdown() {
     }
 }
 
+/// What a server starts with.
+struct Prepared {
+    analysts: Analysts,
+    deadlines: Deadlines,
+    /// What the start found worth telling the curator.
+    notes: Vec<String>,
+    /// The curator's session over every dataset.
+    curator: Session,
+    /// What each analyst had spent on each dataset when the server started.
+    tally: Tally,
+}
+
 /// Reads every dataset once, records its policy in its ledger through a curator's session,
 /// and opens each analyst's session over their datasets; with each dataset's deadline.
-fn prepare(
-    policy: &Policy,
-    state_dir: &Path,
-) -> Result<(Analysts, Deadlines, Vec<String>), String> {
+fn prepare(policy: &Policy, state_dir: &Path) -> Result<Prepared, String> {
     let mut notes = Vec::new();
     let mut deadlines = Deadlines::new();
     // Each dataset's `id` becomes the id whose ledger it keeps; what it serves is recorded.
@@ -281,8 +328,8 @@ fn prepare(
     // Every dataset read and claimed: what the state directory remembers of their identities
     // is written now, before any analyst is served (a start that failed above wrote nothing).
     identities.commit()?;
-    drop(curator);
     let mut analysts = HashMap::new();
+    let mut tally = Tally::default();
     for a in &policy.analysts {
         let mut session = Session::with_store(Randomness::Os, Store::dir(state_dir));
         session.serve_analyst(policy.limits.quotas);
@@ -313,6 +360,9 @@ fn prepare(
                     .collect(),
             });
         }
+        for info in own_budgets(&mut session) {
+            tally.start(&a.name, &info.name, info.budget);
+        }
         let catalog = Catalog {
             analyst: a.name.clone(),
             datasets,
@@ -327,7 +377,56 @@ fn prepare(
         };
         analysts.insert(a.token_hash, Arc::new(analyst));
     }
-    Ok((analysts, deadlines, notes))
+    Ok(Prepared {
+        analysts,
+        deadlines,
+        notes,
+        curator,
+        tally,
+    })
+}
+
+/// The public facts of the session's datasets, each with the analyst's own budget on it (as
+/// `SHOW TABLES` gives them: nothing is read or changed).
+fn own_budgets(session: &mut Session) -> Vec<TableInfo> {
+    let show = Statement {
+        kind: StatementKind::ShowTables,
+        span: crate::span::Span::default(),
+    };
+    match session.execute(&show) {
+        Ok(r) => match r.output {
+            Output::Tables(tables) => tables,
+            _ => Vec::new(),
+        },
+        Err(_) => Vec::new(),
+    }
+}
+
+/// A dataset's budget over all its analysts, as the curator's session reads its ledger now.
+fn whole_budget(curator: &mut Session, dataset: &str) -> Option<Budget> {
+    let statement = |kind| Statement {
+        kind,
+        span: crate::span::Span::default(),
+    };
+    let table = Ident {
+        name: dataset.to_string(),
+        span: crate::span::Span::default(),
+    };
+    curator
+        .execute(&statement(StatementKind::Use { table }))
+        .ok()?;
+    match curator
+        .execute(&statement(StatementKind::ShowBudget))
+        .ok()?
+        .output
+    {
+        Output::Budget(b) => Some(Budget {
+            total: b.total,
+            spent: b.spent,
+            remaining: b.remaining,
+        }),
+        _ => None,
+    }
 }
 
 /// What identifies a served dataset's data in the state directory: its content and, for
@@ -519,6 +618,39 @@ async fn catalog(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     }
 }
 
+/// `GET /v1/account`: who the token is, and what each of their datasets has left.
+async fn account(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    let who = match analyst(&app, &headers) {
+        Ok(a) => a,
+        Err(r) => return *r,
+    };
+    // Counted with the analyst's requests under way, as a run is: a flood of them never
+    // holds the threads others need.
+    let Ok(permit) = Arc::clone(&who.in_flight).try_acquire_owned() else {
+        return problem(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!(
+                "at most {} requests of one analyst may be under way at once",
+                app.limits.max_requests_in_flight
+            ),
+        );
+    };
+    // The sessions' locks may wait for a request under way: not on the server's own threads.
+    let worker = Arc::clone(&app);
+    let done = tokio::task::spawn_blocking(move || {
+        let account = worker.account(&who);
+        drop(permit);
+        account
+    });
+    match done.await {
+        Ok(account) => Json(account).into_response(),
+        Err(_) => problem(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the request failed inside the server",
+        ),
+    }
+}
+
 async fn run(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
@@ -577,7 +709,10 @@ async fn run(
             &request.source,
             limits,
             &worker.deadlines,
-            &mut |a| worker.write_audit(&who.name, a),
+            &mut |a| {
+                worker.write_audit(&who.name, a);
+                worker.record(&who.name, a);
+            },
         );
         drop(session);
         drop(permit);
@@ -601,14 +736,85 @@ async fn run(
 }
 
 /// One statement as the audit log records it: who asked what, and what it cost; never an
-/// answer.
+/// answer. With what the curator's log shows of it.
 struct Audited {
     statement: String,
     table: Option<String>,
     outcome: serde_json::Value,
+    /// The statement's kind (`COUNT`), how it ended, the epsilon it spent, and the analyst's
+    /// budget on the table after it.
+    kind: &'static str,
+    ended: Outcome,
+    eps_spent: rust_decimal::Decimal,
+    budget: Option<Budget>,
 }
 
 impl App {
+    /// Counts a statement in the run's tally and hands its record to the curator's log. Both
+    /// take a moment that depends on no data (the record holds public facts only), inside the
+    /// statement's padded time.
+    fn record(&self, analyst: &str, l: &Audited) {
+        let activity = Activity {
+            time: std::time::SystemTime::now(),
+            analyst: analyst.to_string(),
+            dataset: l.table.clone(),
+            statement: l.kind,
+            outcome: l.ended,
+            eps_spent: l.eps_spent,
+            budget: l.budget,
+        };
+        self.tally
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .add(&activity);
+        if let Some(log) = &self.log {
+            log(&activity);
+        }
+    }
+
+    /// The analyst's datasets with their public facts and budgets: their own and, where the
+    /// policy shows it, the dataset's over all its analysts.
+    fn account(&self, who: &Analyst) -> Account {
+        let mut session = who.session.lock().unwrap_or_else(PoisonError::into_inner);
+        let tables = own_budgets(&mut session);
+        drop(session);
+        let mut curator = self.curator.lock().unwrap_or_else(PoisonError::into_inner);
+        let datasets = tables
+            .into_iter()
+            .map(|t| AccountDataset {
+                dataset: self
+                    .shown
+                    .contains(&t.name)
+                    .then(|| whole_budget(&mut curator, &t.name))
+                    .flatten()
+                    .map(amounts),
+                name: t.name,
+                n: t.n,
+                budget: amounts(t.budget),
+            })
+            .collect();
+        Account {
+            analyst: who.name.clone(),
+            datasets,
+        }
+    }
+
+    /// The run's totals, and each dataset's budget as its ledger now says.
+    fn summary(&self, policy: &Policy) -> Summary {
+        let analysts = self
+            .tally
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .analysts();
+        let mut curator = self.curator.lock().unwrap_or_else(PoisonError::into_inner);
+        let datasets = policy
+            .datasets
+            .iter()
+            .filter_map(|d| Some((d.name.clone(), whole_budget(&mut curator, &d.name)?)))
+            .collect();
+        Summary { analysts, datasets }
+    }
+
     /// Appends a statement's audit line, as soon as the statement has run (before the next
     /// one, and before the answer leaves). Not made durable: the ledger's spending lines,
     /// which name the analyst and the statement, are the durable record of every spending.
@@ -676,12 +882,17 @@ fn run_statements(
         }
         let asked = session.questions_asked();
         let start = Instant::now();
-        let result = syntax::parse_statement_at(source, piece.span)
-            .map_err(Error::from)
-            .and_then(|stmt| session.execute(&stmt));
+        let parsed = syntax::parse_statement_at(source, piece.span).map_err(Error::from);
+        let kind = parsed.as_ref().map_or("?", |s| statement_kind(&s.kind));
+        let result = parsed.and_then(|stmt| session.execute(&stmt));
         let table = session.current_table_name();
         let deadline = deadline_of(deadlines, &asked, &session.questions_asked());
-        let (outcome, done) = match result {
+        // The analyst's budget on the table after the statement, for the curator's log.
+        let budget = own_budgets(session)
+            .into_iter()
+            .find(|t| Some(&t.name) == table.as_ref())
+            .map(|t| t.budget);
+        let (outcome, done, ended) = match result {
             Ok(response) => {
                 let json_text = render_json(&response);
                 let json: serde_json::Value =
@@ -689,40 +900,32 @@ fn run_statements(
                 let rendered = render_table(&response);
                 bytes += json_text.len() + rendered.len();
                 let outcome = cost(&json);
+                let ended = Outcome::of_result(&json);
                 results.push(StatementResult {
                     json,
                     table: rendered,
                 });
-                (outcome, None)
+                (outcome, None, ended)
             }
             Err(e) => {
                 let body = error_body(&e);
                 let outcome = serde_json::json!({ "error": body.message });
-                (outcome, Some(body))
+                (outcome, Some(body), Outcome::of_error(&e))
             }
         };
         let (until, multiple) = padded(start, start.elapsed(), deadline);
         let mut outcome = outcome;
         if multiple > 1 {
-            // The curator's to know: the deadline was too short for this statement.
-            eprintln!(
-                "dpq serve: a statement on `{}` took {} ms, over its deadline of {} ms; answered at {} times the deadline",
-                table.as_deref().unwrap_or("?"),
-                start.elapsed().as_millis(),
-                deadline.as_millis(),
-                multiple
-            );
-            if let Some(o) = outcome.as_object_mut() {
-                o.insert(
-                    "overran_deadline_ms".into(),
-                    serde_json::json!(deadline.as_millis() as u64),
-                );
-            }
+            overran(table.as_deref(), start, deadline, multiple, &mut outcome);
         }
         audit(&Audited {
             statement: text,
             table,
             outcome,
+            kind,
+            ended: ended.0,
+            eps_spent: ended.1,
+            budget,
         });
         std::thread::sleep(until.saturating_duration_since(Instant::now()));
         if let Some(body) = done {
@@ -736,6 +939,30 @@ fn run_statements(
         }
     }
     RunResponse { results, error }
+}
+
+/// Tells the curator that a statement that began at `start` overran its `deadline` (the
+/// deadline was too short for it), on standard error and in its audit `outcome`.
+fn overran(
+    table: Option<&str>,
+    start: Instant,
+    deadline: Duration,
+    multiple: u32,
+    outcome: &mut serde_json::Value,
+) {
+    eprintln!(
+        "dpq serve: a statement on `{}` took {} ms, over its deadline of {} ms; answered at {} times the deadline",
+        table.unwrap_or("?"),
+        start.elapsed().as_millis(),
+        deadline.as_millis(),
+        multiple
+    );
+    if let Some(o) = outcome.as_object_mut() {
+        o.insert(
+            "overran_deadline_ms".into(),
+            serde_json::json!(deadline.as_millis() as u64),
+        );
+    }
 }
 
 /// The deadline of a statement that asked the questions between `before` and `after` (each
@@ -758,6 +985,17 @@ fn deadline_of(
         .copied()
         .max()
         .unwrap_or(Duration::ZERO)
+}
+
+/// A budget as the API carries it.
+fn amounts(b: Budget) -> Amounts {
+    use rust_decimal::prelude::ToPrimitive;
+    let f = |d: rust_decimal::Decimal| d.to_f64().unwrap_or(f64::NAN);
+    Amounts {
+        total: f(b.total),
+        spent: f(b.spent),
+        remaining: f(b.remaining),
+    }
 }
 
 /// What the audit log says a result cost: its kind, the epsilon it spent and whether it came

@@ -34,6 +34,9 @@ pub struct Policy {
     pub analysts: Vec<Analyst>,
     /// Limits on requests.
     pub limits: Limits,
+    /// Whether the policy is a demo (`demo = true`): its state directory may be cleared by
+    /// `dpq serve --reset-demo`, every budget with it. Never for real data.
+    pub demo: bool,
 }
 
 /// One served dataset.
@@ -197,6 +200,7 @@ impl Policy {
             .map_err(|e: toml::de::Error| format!("not valid TOML: {}", e.message()))?;
         let mut t = Keys::new("the policy", &doc);
         let state_dir = t.string("state_dir")?.map(|d| base.join(d));
+        let demo = t.boolean("demo")?.unwrap_or(false);
         let limits = match t.table("limits")? {
             Some(l) => limits(l)?,
             None => Limits::default(),
@@ -226,6 +230,7 @@ impl Policy {
             datasets,
             analysts,
             limits,
+            demo,
         })
     }
 
@@ -291,6 +296,9 @@ impl Policy {
             ));
         }
         out.push_str("No analyst may LOAD, SET BUDGET, SET SEED, declare a cube or write a chart; the dataset's budget bounds all its analysts together.");
+        if self.demo {
+            out.push_str("\nA demo (`demo = true`): `dpq serve --reset-demo` clears its state directory, and every budget with it.");
+        }
         out
     }
 }
@@ -1046,5 +1054,21 @@ budgets = {{ survey = 0.5 }}
             base("", "")
         );
         assert!(parse(&two).expect_err("shared").contains("token hash"));
+    }
+
+    #[test]
+    fn a_policy_is_a_demo_only_when_it_says_so() {
+        let dataset = "[[dataset]]\nname = \"s\"\nid = \"s-1\"\nsource = \"s.csv\"\nbudget = 1\n";
+        assert!(!parse(dataset).expect("valid").demo);
+        let demo = parse(&format!("demo = true\n{dataset}")).expect("valid");
+        assert!(demo.demo);
+        assert!(demo.describe().contains("--reset-demo"));
+        assert!(
+            !parse(&format!("demo = false\n{dataset}"))
+                .expect("valid")
+                .demo
+        );
+        let err = parse(&format!("demo = \"yes\"\n{dataset}")).expect_err("not a boolean");
+        assert!(err.contains("demo"), "{err}");
     }
 }

@@ -132,6 +132,9 @@ pub enum SimError {
         /// [`MAX_N`].
         max: u64,
     },
+    /// Stopped when asked (Ctrl-C at the prompt), before all its runs were done.
+    #[error("interrupted before its runs were done")]
+    Interrupted,
 }
 
 /// The sums of one table row `j` (paper 1, eq. 11 split at `j`; `rho_k = pi_k / pi_mode`,
@@ -677,6 +680,20 @@ pub fn simulate(
     seed: u64,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<SimOutcome, SimError> {
+    simulate_until(point, runs, seed, progress, &|| false)
+}
+
+/// [`simulate`], stopped early when `stop` says so: it is asked before the table is built
+/// and before each chunk, and once it says yes no chunk starts and [`SimError::Interrupted`]
+/// is returned (after the chunks already under way end, a few milliseconds each). A
+/// simulation that is not stopped gives exactly what [`simulate`] gives.
+pub fn simulate_until(
+    point: SimPoint,
+    runs: u64,
+    seed: u64,
+    progress: &(dyn Fn(u64) + Sync),
+    stop: &(dyn Fn() -> bool + Sync),
+) -> Result<SimOutcome, SimError> {
     if runs == 0 {
         return Err(SimError::NoRuns);
     }
@@ -686,24 +703,31 @@ pub fn simulate(
             max: MAX_RUNS,
         });
     }
+    if stop() {
+        return Err(SimError::Interrupted);
+    }
     let table = BayesTable::new(point.n, point.p, point.eps)?;
     let prior = Binomial::new(point.n, point.p.get())
         .expect("a Probability lies in (0, 1), which Binomial accepts");
     let scale = 1.0 / point.eps.get();
     let chunks = runs.div_ceil(CHUNK_RUNS);
-    let partials: Vec<Partial> = (0..chunks)
+    let partials: Vec<Option<Partial>> = (0..chunks)
         .into_par_iter()
         .map(|c| {
+            if stop() {
+                return None;
+            }
             let len = CHUNK_RUNS.min(runs - c * CHUNK_RUNS);
             let partial = run_chunk(&table, &prior, scale, seed, c, len);
             progress(len);
-            partial
+            Some(partial)
         })
         .collect();
     // Sequential, in chunk order: the same floats whatever the threads did.
     let total = partials
         .into_iter()
-        .fold(Partial::default(), Partial::merge);
+        .try_fold(Partial::default(), |total, p| Some(total.merge(p?)))
+        .ok_or(SimError::Interrupted)?;
     Ok(SimOutcome {
         point,
         runs,
@@ -781,6 +805,44 @@ mod tests {
         let est = Moments::of(&[0.0, 2.0]).estimate();
         assert_eq!(est.value, 1.0);
         assert!((est.lower - (1.0 - 1.96)).abs() < 1e-15 && (est.upper - 2.96).abs() < 1e-15);
+    }
+
+    fn point() -> SimPoint {
+        SimPoint {
+            n: 1000,
+            p: Probability::new(0.5).expect("in (0, 1)"),
+            eps: Epsilon::new(1.0).expect("positive"),
+        }
+    }
+
+    #[test]
+    fn a_stop_asked_for_ends_the_runs_and_one_never_asked_changes_nothing() {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let at = point();
+        // Asked before anything: no run is made.
+        let done = AtomicU64::new(0);
+        let count = |n: u64| {
+            done.fetch_add(n, Ordering::Relaxed);
+        };
+        let stopped = simulate_until(at, 50 * CHUNK_RUNS, 7, &count, &|| true);
+        assert_eq!(stopped, Err(SimError::Interrupted));
+        assert_eq!(done.load(Ordering::Relaxed), 0);
+        // Asked once some runs are done: the rest are never made.
+        let done = AtomicU64::new(0);
+        let count = |n: u64| {
+            done.fetch_add(n, Ordering::Relaxed);
+        };
+        let after_three = || done.load(Ordering::Relaxed) >= 3 * CHUNK_RUNS;
+        let runs = 1000 * CHUNK_RUNS;
+        let stopped = simulate_until(at, runs, 7, &count, &after_three);
+        assert_eq!(stopped, Err(SimError::Interrupted));
+        assert!(done.load(Ordering::Relaxed) < runs / 2, "{done:?}");
+        // Never asked: the same outcome as without a stop.
+        let quiet = |_: u64| {};
+        assert_eq!(
+            simulate_until(at, 3 * CHUNK_RUNS + 5, 7, &quiet, &|| false),
+            simulate(at, 3 * CHUNK_RUNS + 5, 7, &quiet)
+        );
     }
 
     #[test]

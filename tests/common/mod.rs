@@ -2,6 +2,7 @@
 //! written into a test's own directory.
 #![allow(dead_code)]
 
+pub mod cubes;
 pub mod serve;
 pub mod shards;
 pub mod transcript;
