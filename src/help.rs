@@ -231,6 +231,19 @@ pub fn topic(name: &str) -> Option<&'static Topic> {
     TOPICS.iter().find(|t| t.name.eq_ignore_ascii_case(word))
 }
 
+/// What `help TOPIC` answers: the overview for no topic, a topic's help, or the overview
+/// after saying there is no such topic. The prompt and the page both answer with it.
+pub fn answer(topic: &str) -> String {
+    let topic = topic.split_whitespace().collect::<Vec<_>>().join(" ");
+    if topic.is_empty() {
+        return overview();
+    }
+    match self::topic(&topic) {
+        Some(t) => render(t),
+        None => format!("No help for `{topic}`.\n{}", overview()),
+    }
+}
+
 /// The overview printed by `help`.
 pub fn overview() -> String {
     let mut out = String::from("Statements (end each with ;):\n");

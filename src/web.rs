@@ -26,15 +26,7 @@ pub fn provide_file(path: &str, bytes: Vec<u8>) {
 /// prompt gives it.
 #[wasm_bindgen]
 pub fn help(topic: &str) -> String {
-    let topic = topic.split_whitespace().collect::<Vec<_>>().join(" ");
-    if topic.is_empty() {
-        crate::help::overview()
-    } else {
-        match crate::help::topic(&topic) {
-            Some(t) => crate::help::render(t),
-            None => format!("No help for `{topic}`.\n{}", crate::help::overview()),
-        }
-    }
+    crate::help::answer(topic)
 }
 
 /// `text` (one statement) with its `--` comments cut off.

@@ -348,20 +348,12 @@ fn quiet_prints_no_line_per_statement() {
 #[test]
 fn the_account_tells_an_analyst_their_datasets_and_what_is_left() {
     let setup = Setup::new(2);
-    let people = std::fs::read_to_string(setup.path("people.csv")).expect("read");
-    let half: Vec<&str> = people.lines().take(5000).collect();
-    std::fs::write(setup.path("other.csv"), half.join("\n") + "\n").expect("write");
     let policy = setup.policy("budget = 1", &["0.5", "0.5"], "");
-    let mut text = std::fs::read_to_string(&policy).expect("read");
-    text = text.replace(
-        "[[analyst]]\nname = \"a0\"",
-        "[[dataset]]\nname = \"other\"\nid = \"other-v1\"\nsource = \"other.csv\"\nbudget = 2\nneighbours = \"add_remove\"\nshow_dataset_budget = false\n\n[[analyst]]\nname = \"a0\"",
+    setup.add_other_dataset(
+        &policy,
+        "budget = 2\nneighbours = \"add_remove\"\nshow_dataset_budget = false",
+        "1",
     );
-    text = text.replace(
-        "budgets = { people = 0.5 }\n\n[[analyst]]\nname = \"a1\"",
-        "budgets = { people = 0.5, other = 1 }\n\n[[analyst]]\nname = \"a1\"",
-    );
-    std::fs::write(&policy, text).expect("write");
     let teacher = Teacher::start(&policy, &setup.state(), &["--quiet"]);
     assert_eq!(teacher.get(None, "/v1/account").0, 401);
     assert_eq!(teacher.get(Some("dpq_wrong"), "/v1/account").0, 401);

@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::chain;
 use common::cubes::{budgets, close, load, no_errors, run, LOAD};
 
 use dpq::eval::{Randomness, Session};
@@ -220,15 +221,6 @@ fn a_cube_declared_over_a_stale_cube_is_not_called_damage() {
 // ---------------------------------------------------------------------------------------------
 // Crafted ledgers.
 // ---------------------------------------------------------------------------------------------
-
-/// The checksum dpq chains its ledger lines with (as `common::rewrite_ledger` makes it).
-fn chain(previous: &str, json: &str) -> String {
-    let mut h = blake3::Hasher::new();
-    h.update(previous.as_bytes());
-    h.update(b"\n");
-    h.update(json.as_bytes());
-    h.finalize().to_hex()[..32].to_string()
-}
 
 /// Appends `entry` to `ledger`, chained after its last line, and moves the high-water mark:
 /// a line as another process would append it, leaving every earlier line byte for byte.

@@ -78,21 +78,8 @@ fn caps_hold_per_analyst_and_the_dataset_total_bounds_them_all() {
 #[test]
 fn tokens_are_checked_and_analysts_see_only_their_datasets() {
     let setup = Setup::new(2);
-    // Other data: the same data under two ids would be refused.
-    let people = std::fs::read_to_string(setup.path("people.csv")).expect("read");
-    let half: Vec<&str> = people.lines().take(5000).collect();
-    std::fs::write(setup.path("other.csv"), half.join("\n") + "\n").expect("write");
     let policy = setup.policy("budget = 1", &["0.5", "0.5"], "");
-    let mut text = std::fs::read_to_string(&policy).expect("read");
-    text = text.replace(
-        "[[analyst]]\nname = \"a0\"",
-        "[[dataset]]\nname = \"other\"\nid = \"other-v1\"\nsource = \"other.csv\"\nbudget = 1\n\n[[analyst]]\nname = \"a0\"",
-    );
-    text = text.replace(
-        "budgets = { people = 0.5 }\n\n[[analyst]]\nname = \"a1\"",
-        "budgets = { people = 0.5, other = 0.5 }\n\n[[analyst]]\nname = \"a1\"",
-    );
-    std::fs::write(&policy, text).expect("write");
+    setup.add_other_dataset(&policy, "budget = 1", "0.5");
     let server = Server::start(&setup, &policy);
     let (status, body) = server.post(None, br#"{"source": "SHOW TABLES;"}"#);
     assert_eq!(status, 401, "{body}");

@@ -353,15 +353,7 @@ fn help_text(line: &str) -> Option<String> {
     if !words.next()?.eq_ignore_ascii_case("help") {
         return None;
     }
-    let rest: Vec<&str> = words.collect();
-    Some(if rest.is_empty() {
-        help::overview()
-    } else {
-        match help::topic(&rest.join(" ")) {
-            Some(t) => help::render(t),
-            None => format!("No help for `{}`.\n{}", rest.join(" "), help::overview()),
-        }
-    })
+    Some(help::answer(&words.collect::<Vec<_>>().join(" ")))
 }
 
 /// A command of the prompt itself, on a line of its own at the `dpq>` prompt: the habits of

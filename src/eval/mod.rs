@@ -229,6 +229,12 @@ impl Session {
         self.current.map(|i| self.entries[i].name.clone())
     }
 
+    /// The current table's public facts and budget, as `DESCRIBE` shows them, from what this
+    /// session holds (nothing is read).
+    pub fn current_table_info(&self) -> Option<crate::output::TableInfo> {
+        self.current.map(|i| self.info(i))
+    }
+
     /// Each table's name and the questions this session has asked of its rows so far: what
     /// grows across a statement tells which tables it read (`dpq serve` pads the response).
     pub fn questions_asked(&self) -> Vec<(String, u64)> {

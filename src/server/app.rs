@@ -885,13 +885,13 @@ fn run_statements(
         let parsed = syntax::parse_statement_at(source, piece.span).map_err(Error::from);
         let kind = parsed.as_ref().map_or("?", |s| statement_kind(&s.kind));
         let result = parsed.and_then(|stmt| session.execute(&stmt));
-        let table = session.current_table_name();
         let deadline = deadline_of(deadlines, &asked, &session.questions_asked());
         // The analyst's budget on the table after the statement, for the curator's log.
-        let budget = own_budgets(session)
-            .into_iter()
-            .find(|t| Some(&t.name) == table.as_ref())
-            .map(|t| t.budget);
+        let info = session.current_table_info();
+        let (table, budget) = (
+            info.as_ref().map(|t| t.name.clone()),
+            info.map(|t| t.budget),
+        );
         let (outcome, done, ended) = match result {
             Ok(response) => {
                 let json_text = render_json(&response);

@@ -32,7 +32,7 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 
 /// The checksum dpq chains its ledger lines with (`privacy::ledger::chain`): BLAKE3 of the
 /// previous checksum, a line feed and the line's JSON; 32 hex digits.
-fn chain(previous: &str, json: &str) -> String {
+pub fn chain(previous: &str, json: &str) -> String {
     let mut h = blake3::Hasher::new();
     h.update(previous.as_bytes());
     h.update(b"\n");

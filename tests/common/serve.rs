@@ -83,6 +83,29 @@ impl Setup {
         path
     }
 
+    /// Adds to `policy` a dataset `other` over the first 4,999 rows of the people (other data:
+    /// the same data under two ids would be refused), its policy lines after `id` and
+    /// `source` given by `fields`, and gives analyst `a1` the budget `a1_budget` on it.
+    pub fn add_other_dataset(&self, policy: &Path, fields: &str, a1_budget: &str) {
+        let people = std::fs::read_to_string(self.path("people.csv")).expect("read");
+        let half: Vec<&str> = people.lines().take(5000).collect();
+        std::fs::write(self.path("other.csv"), half.join("\n") + "\n").expect("write");
+        let text = std::fs::read_to_string(policy).expect("read");
+        let text = text.replace(
+            "[[analyst]]\nname = \"a0\"",
+            &format!(
+                "[[dataset]]\nname = \"other\"\nid = \"other-v1\"\nsource = \"other.csv\"\n{fields}\n\n[[analyst]]\nname = \"a0\""
+            ),
+        );
+        let text = text.replace(
+            "budgets = { people = 0.5 }\n\n[[analyst]]\nname = \"a1\"",
+            &format!(
+                "budgets = {{ people = 0.5, other = {a1_budget} }}\n\n[[analyst]]\nname = \"a1\""
+            ),
+        );
+        std::fs::write(policy, text).expect("write");
+    }
+
     pub fn token(&self, i: usize) -> &str {
         &self.tokens[i].0
     }
