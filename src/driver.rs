@@ -38,6 +38,25 @@ pub fn run_source_from(
     format: Format,
     emit: &mut dyn FnMut(Emitted),
 ) -> bool {
+    run_each(session, source, &mut |outcome| {
+        emit(match outcome {
+            Ok(response) => Emitted::Result(match format {
+                Format::Table => render_table(response),
+                Format::Json => render_json(response),
+            }),
+            Err(e) => render_error(origin, source, first_line, e, format),
+        })
+    })
+}
+
+/// Runs every statement of `source` in order and hands each outcome to `each`: a response,
+/// or the error that stopped the run (the last outcome). Returns whether all statements ran.
+/// The one loop of every front end: the command line's, the page's and Python's.
+pub fn run_each(
+    session: &mut Session,
+    source: &str,
+    each: &mut dyn FnMut(Result<&crate::output::Response, &Error>),
+) -> bool {
     let (pieces, split_error) = syntax::split::split(source);
     for (i, piece) in pieces.into_iter().enumerate() {
         // Ctrl-C at the prompt stops the statements after the one it came during.
@@ -46,26 +65,23 @@ pub fn run_source_from(
                 what: "this statement and those after it did not run".into(),
                 span: piece.span,
             });
-            emit(render_error(origin, source, first_line, &e, format));
+            each(Err(&e));
             return false;
         }
         let result = syntax::parse_statement_at(source, piece.span)
             .map_err(Error::from)
             .and_then(|stmt| session.execute(&stmt));
         match result {
-            Ok(response) => emit(Emitted::Result(match format {
-                Format::Table => render_table(&response),
-                Format::Json => render_json(&response),
-            })),
+            Ok(response) => each(Ok(&response)),
             Err(e) => {
-                emit(render_error(origin, source, first_line, &e, format));
+                each(Err(&e));
                 return false;
             }
         }
     }
     match split_error {
         Some(e) => {
-            emit(render_error(origin, source, first_line, &e.into(), format));
+            each(Err(&e.into()));
             false
         }
         None => true,

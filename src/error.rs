@@ -759,6 +759,36 @@ pub enum Error {
 }
 
 impl Error {
+    /// The kind of error, as one word a program can branch on: the name of the Python
+    /// exception it raises (`dpq.BudgetExceeded`), and `class` in a served run's error.
+    pub fn class(&self) -> &'static str {
+        use CheckError as C;
+        use EvalError as E;
+        match self {
+            Error::Syntax(_) => "SyntaxError",
+            Error::Check(
+                C::NoCurrentTable { .. } | C::UnknownTable { .. } | C::UnknownColumn { .. },
+            ) => "UnknownName",
+            Error::Check(_) => "InvalidQuery",
+            Error::Eval(e) => match e {
+                E::BudgetExceeded { .. }
+                | E::DatasetBudgetExceeded { .. }
+                | E::CellBudgetExceeded { .. }
+                | E::CellsExceeded { .. }
+                | E::PairExceeded { .. } => "BudgetExceeded",
+                E::Load { .. }
+                | E::SourceFailed { .. }
+                | E::UnitReading { .. }
+                | E::UnitColumn { .. }
+                | E::UnitSource { .. } => "DataError",
+                E::Ledger { .. } | E::AnswerNotRecorded { .. } => "LedgerError",
+                E::NotPermitted { .. } => "NotPermitted",
+                E::Interrupted { .. } => "Interrupted",
+                _ => "Refused",
+            },
+        }
+    }
+
     /// Where in the source the error points.
     pub fn span(&self) -> Span {
         match self {

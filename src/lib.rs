@@ -35,6 +35,8 @@ pub mod help;
 pub mod output;
 pub mod plan;
 pub mod privacy;
+#[cfg(feature = "python")]
+pub mod python;
 #[cfg(feature = "native")]
 pub mod server;
 pub mod span;

@@ -102,3 +102,24 @@ pub mod fs {
     }
     impl DirBuilderExt for std::fs::DirBuilder {}
 }
+
+/// The state directory: `--state-dir`, else `DPQ_STATE_DIR`, else `dpq` in the user's data
+/// directory. A relative `DPQ_STATE_DIR` is refused: set once in a shell's profile, it would
+/// give every working directory a budget of its own.
+#[cfg(feature = "native")]
+pub fn state_dir(flag: Option<std::path::PathBuf>) -> Result<Option<std::path::PathBuf>, String> {
+    if flag.is_some() {
+        return Ok(flag);
+    }
+    if let Some(env) = std::env::var_os("DPQ_STATE_DIR").filter(|v| !v.is_empty()) {
+        let dir = std::path::PathBuf::from(env);
+        if dir.is_relative() {
+            return Err(format!(
+                "DPQ_STATE_DIR must be an absolute path (it is {}): relative to the working directory, every directory would keep a budget of its own",
+                dir.display()
+            ));
+        }
+        return Ok(Some(dir));
+    }
+    Ok(dirs::data_dir().map(|d| d.join("dpq")))
+}

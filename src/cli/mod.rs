@@ -302,25 +302,7 @@ impl Progress for Bar {
     }
 }
 
-/// The state directory: `--state-dir`, else `DPQ_STATE_DIR`, else `dpq` in the user's data
-/// directory. A relative `DPQ_STATE_DIR` is refused: set once in a shell's profile, it would
-/// give every working directory a budget of its own.
-pub(crate) fn state_dir(flag: Option<PathBuf>) -> Result<Option<PathBuf>, String> {
-    if flag.is_some() {
-        return Ok(flag);
-    }
-    if let Some(env) = std::env::var_os("DPQ_STATE_DIR").filter(|v| !v.is_empty()) {
-        let dir = PathBuf::from(env);
-        if dir.is_relative() {
-            return Err(format!(
-                "DPQ_STATE_DIR must be an absolute path (it is {}): relative to the working directory, every directory would keep a budget of its own",
-                dir.display()
-            ));
-        }
-        return Ok(Some(dir));
-    }
-    Ok(dirs::data_dir().map(|d| d.join("dpq")))
-}
+pub(crate) use dpq::sys::state_dir;
 
 pub(crate) fn run_files(session: &mut dyn Backend, files: &[PathBuf], format: Format) -> bool {
     for file in files {

@@ -12,6 +12,8 @@
 //! sorted dictionary per column (lanes as narrow as the dictionary allows), and a validity
 //! bitmap per column where cells are missing.
 
+#[cfg(feature = "native")]
+mod arrow;
 mod bitmap;
 mod cells;
 mod content;
@@ -34,7 +36,10 @@ mod source;
 mod sources;
 mod table;
 mod units;
+mod values;
 
+#[cfg(feature = "native")]
+pub use arrow::from_batches;
 pub use cells::{count_cells, Buckets};
 pub use content::ContentHash;
 pub use count::{clamped_values, count, count_work, sum_clamped, Clamp};
@@ -53,3 +58,4 @@ pub use schema::{Declared, Domain};
 pub use sources::{Source, Work};
 pub use table::{ColumnType, Table};
 pub use units::bound_units;
+pub use values::value_hash;

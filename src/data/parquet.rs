@@ -209,7 +209,7 @@ fn not_parquet(file: &Path) -> DataError {
 }
 
 /// The dpq type of an Arrow type, or why it cannot be read.
-fn column_type(t: &DataType) -> Result<ColumnType, &'static str> {
+pub(super) fn column_type(t: &DataType) -> Result<ColumnType, &'static str> {
     use DataType as D;
     Ok(match t {
         D::Int8 | D::Int16 | D::Int32 | D::Int64 | D::UInt8 | D::UInt16 | D::UInt32 | D::UInt64 => {
@@ -246,7 +246,7 @@ fn text_form(t: &DataType) -> &'static str {
 
 /// Refuses the column names a CSV header may not have: empty, repeated, or holding a control
 /// or format character (a right-to-left override would reorder what a terminal shows).
-fn check_names(names: &[String], shown: &str, file: &Path) -> Result<(), DataError> {
+pub(super) fn check_names(names: &[String], shown: &str, file: &Path) -> Result<(), DataError> {
     for (i, name) in names.iter().enumerate() {
         let why = if name.is_empty() {
             "is empty"
@@ -584,7 +584,7 @@ impl ParquetTable {
 }
 
 /// The validity bitmap of `array` (`None` when every value is present).
-fn validity(array: &dyn Array, present: impl Fn(usize) -> bool) -> Option<Vec<u64>> {
+pub(super) fn validity(array: &dyn Array, present: impl Fn(usize) -> bool) -> Option<Vec<u64>> {
     let len = array.len();
     let mut bits = vec![0u64; len.div_ceil(64)];
     let mut all = true;
@@ -601,7 +601,10 @@ fn validity(array: &dyn Array, present: impl Fn(usize) -> bool) -> Option<Vec<u6
 /// One Arrow column as the column store holds it. A value that does not convert (an unsigned
 /// integer past `i64::MAX`, a date or time out of range) is a missing value, as a float that
 /// is not finite is: never an error, which would tell whether such a value is there.
-fn convert(array: &ArrayRef, t: ColumnType) -> Result<(SegmentColumn, Dictionary), &'static str> {
+pub(super) fn convert(
+    array: &ArrayRef,
+    t: ColumnType,
+) -> Result<(SegmentColumn, Dictionary), &'static str> {
     let lenient = arrow_cast::CastOptions {
         safe: true,
         ..Default::default()
@@ -650,7 +653,7 @@ fn convert(array: &ArrayRef, t: ColumnType) -> Result<(SegmentColumn, Dictionary
 /// The ISO text of a column of dates, times or timestamps, and of strings as they are. A
 /// timestamp with a time zone is the UTC instant (`1970-01-01T00:00:00Z`), whatever its zone is called;
 /// a value that cannot be written is missing.
-fn as_text(array: &ArrayRef) -> Result<ArrayRef, &'static str> {
+pub(super) fn as_text(array: &ArrayRef) -> Result<ArrayRef, &'static str> {
     use arrow_array::types::{
         TimestampMicrosecondType as Us, TimestampMillisecondType as Ms,
         TimestampNanosecondType as Ns, TimestampSecondType as S,

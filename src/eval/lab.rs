@@ -303,12 +303,16 @@ pub(super) fn outcome_of(path: &Path, svg: Result<String, String>) -> PlotOutcom
                 return Err("it exists and is not a chart (an SVG file)".to_string());
             }
             let tmp = temporary(path);
-            std::fs::write(&tmp, svg)
+            std::fs::write(&tmp, &svg)
                 .and_then(|()| std::fs::rename(&tmp, path))
                 .map_err(|e| {
                     let _ = std::fs::remove_file(&tmp);
                     e.to_string()
-                })
+                })?;
+            if crate::output::plot::keeping_written_charts() {
+                crate::output::plot::keep_chart(&shown, svg);
+            }
+            Ok(())
         });
         match written {
             Ok(()) => PlotOutcome::Written(shown),

@@ -101,6 +101,8 @@ struct Entry {
     /// Questions asked of its rows (counts, cells, sums) by this session: the server pads a
     /// response that read a dataset to its deadline.
     asked: std::sync::atomic::AtomicU64,
+    /// The hash of its values, once a seeded release needed it (rows in memory only).
+    values: std::sync::OnceLock<String>,
 }
 
 impl Entry {
@@ -122,10 +124,18 @@ impl Entry {
         format!("{}{}", reading(&self.fingerprint, self.header), self.schema)
     }
 
-    /// What a seeded release's noise derives from: the plain hash of its content, and the
-    /// reading, as in [`Entry::key_prefix`].
+    /// What a seeded release's noise derives from: the plain hash of its content (for rows
+    /// held in memory, of their values as read, [`crate::data::value_hash`], so that a CSV
+    /// file and a DataFrame of the same table give the same seeded answers), and the reading,
+    /// as in [`Entry::key_prefix`].
     fn noise_prefix(&self) -> String {
-        reading(&self.content, self.header)
+        let content = match self.table.in_memory() {
+            Some(rows) => self
+                .values
+                .get_or_init(|| tables::hex(&crate::data::value_hash(rows))),
+            None => &self.content,
+        };
+        reading(content, self.header)
     }
 }
 
@@ -170,6 +180,8 @@ pub struct Session {
     progress: Option<Box<dyn Progress>>,
     /// In an analyst's session of served datasets (`dpq serve`), their quotas.
     analyst: Option<Quotas>,
+    /// Rows handed over in memory for the next `LOAD` of their name ([`Session::give`]).
+    given: Option<tables::Given>,
 }
 
 impl Default for Session {
@@ -205,7 +217,25 @@ impl Session {
             teaching_focus: false,
             progress: None,
             analyst: None,
+            given: None,
         }
+    }
+
+    /// Hands over rows held in memory (a DataFrame's, read by [`crate::data::from_batches`])
+    /// for the next statement `LOAD 'shown' AS name ...` to load, its ledger found by
+    /// `content` as a file's is by its bytes; `shown` (`<pandas DataFrame>`) stands where a
+    /// file's path would. Whatever that statement does, the rows are not kept after it.
+    pub fn give(&mut self, shown: &str, table: crate::data::Table, content: [u8; 32]) {
+        self.given = Some(tables::Given {
+            shown: shown.to_string(),
+            table,
+            content,
+        });
+    }
+
+    /// Drops rows handed over and not loaded.
+    pub fn drop_given(&mut self) {
+        self.given = None;
     }
 
     /// Reports the progress of long statements (`SIMULATE`) to `progress`, or to nothing.

@@ -223,6 +223,7 @@ impl Session {
             cube,
             rules: served.rules,
             asked: Default::default(),
+            values: Default::default(),
         });
         let i = self.entries.len() - 1;
         self.current = Some(i);

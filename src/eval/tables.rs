@@ -27,6 +27,13 @@ pub(super) struct Source {
     pub(super) columns: Option<Vec<data::Declared>>,
 }
 
+/// Rows handed over in memory for a `LOAD` of `shown` ([`Session::give`]).
+pub(super) struct Given {
+    pub(super) shown: String,
+    pub(super) table: data::Table,
+    pub(super) content: [u8; 32],
+}
+
 impl Session {
     /// `LOAD 'path' AS name`: reads the file once, opens the ledger its content or path leads
     /// to, checks the table against what the ledger declares (its cube, its neighbour model)
@@ -55,15 +62,13 @@ impl Session {
             columns,
             ..self.load_options.clone()
         };
-        let (table, content, data_file, shown, mut warnings) = match &postgres {
-            Some(relation) => read_postgres(&path, relation, header),
-            None => read_table(&path, &options),
-        }
-        .map_err(|(shown, error)| EvalError::Load {
-            path: shown,
-            error,
-            span: path_span,
-        })?;
+        let (table, content, data_file, shown, mut warnings) = self
+            .read(&path, postgres.as_deref(), &options)
+            .map_err(|(shown, error)| EvalError::Load {
+                path: shown,
+                error,
+                span: path_span,
+            })?;
         let file_id = std::fs::metadata(&data_file)
             .ok()
             .filter(|_| postgres.is_none())
@@ -123,6 +128,7 @@ impl Session {
             cube,
             rules: None,
             asked: Default::default(),
+            values: Default::default(),
         });
         let i = self.entries.len() - 1;
         self.current = Some(i);
@@ -131,6 +137,25 @@ impl Session {
         warnings.extend(opened.warnings);
         info.warnings = warnings;
         Ok(Output::Loaded(info))
+    }
+
+    /// Reads what `LOAD` names: a database table, rows handed over for this path
+    /// ([`Session::give`]), or files. Rows handed over are taken whatever happens.
+    fn read(
+        &mut self,
+        path: &Path,
+        postgres: Option<&str>,
+        options: &LoadOptions,
+    ) -> Result<Read, (String, DataError)> {
+        let given = self
+            .given
+            .take()
+            .filter(|g| postgres.is_none() && Path::new(&g.shown) == path);
+        match (postgres, given) {
+            (Some(relation), _) => read_postgres(path, relation, options.header),
+            (None, Some(given)) => read_given(given, options),
+            (None, None) => read_table(path, options),
+        }
     }
 
     /// Where a table's releases go: its data's ledger, or in a seeded session (over a state
@@ -232,6 +257,35 @@ fn read_table(path: &Path, options: &LoadOptions) -> Result<Read, (String, DataE
         shown,
         Vec::new(),
     ))
+}
+
+/// Rows handed over in memory: their ledger is found by their content alone (the store names
+/// them by their content's keyed fingerprint, so no two contents share a path).
+fn read_given(given: Given, options: &LoadOptions) -> Result<Read, (String, DataError)> {
+    let Given {
+        shown,
+        table,
+        content,
+    } = given;
+    let refuse = |what: &str| {
+        Err((
+            shown.clone(),
+            DataError::Io {
+                path: String::new(),
+                message: format!(
+                    "{what} is for CSV files: rows in memory name and type their own columns"
+                ),
+            },
+        ))
+    };
+    if !options.header {
+        return refuse("NO HEADER");
+    }
+    if options.columns.is_some() {
+        return refuse("COLUMNS");
+    }
+    let data_file = PathBuf::from(crate::privacy::HELD_ROWS);
+    Ok((Rows::Memory(table), content, data_file, shown, Vec::new()))
 }
 
 #[cfg_attr(not(feature = "native"), allow(dead_code))]

@@ -1286,6 +1286,19 @@ pub fn histogram_svg(
     Ok(svg)
 }
 
+/// Whether a chart written to its file is kept too, for a notebook to show it inline.
+static KEEP_WRITTEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Keeps every chart written to a file from now on (Python's sessions show them inline).
+pub fn keep_written_charts() {
+    KEEP_WRITTEN.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether charts written to files are kept.
+pub fn keeping_written_charts() -> bool {
+    KEEP_WRITTEN.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Charts drawn where there are no files (a page in a browser), by name, oldest first.
 static KEPT: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
 

@@ -31,7 +31,7 @@ pub use protocol::{
     Ticket, Txn, VectorRequest, VectorTicket,
 };
 pub use row::{Row, Run};
-pub use store::{Fresh, LedgerId, Ledgers, OpenError, Opened, Store};
+pub use store::{Fresh, LedgerId, Ledgers, OpenError, Opened, Store, HELD_ROWS};
 
 use std::fmt;
 

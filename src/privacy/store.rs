@@ -235,6 +235,7 @@ impl Ledgers {
         };
         let secret = self.secret(&dir)?;
         let fingerprint = fingerprint(&secret, content);
+        let data_file = &held_rows(data_file, &fingerprint);
         let path_key = path_name(&secret, data_file);
         let guard = lock_file(&dir.join("index.lock"))?;
         let content_entry = dir.join("content").join(&fingerprint);
@@ -512,6 +513,7 @@ impl Ledgers {
     ) -> Result<Opened, OpenError<E>> {
         let secret = self.secret.unwrap_or_else(random_secret);
         let fingerprint = fingerprint(&secret, content);
+        let data_file = &held_rows(data_file, &fingerprint);
         let path_key = path_name(&secret, data_file);
         let found = self
             .by_name
@@ -712,6 +714,20 @@ pub(super) fn random_secret() -> [u8; 32] {
 pub(super) fn fingerprint(secret: &[u8; 32], content: &[u8; 32]) -> String {
     let key = blake3::derive_key("dpq 2026-11 content fingerprint", secret);
     blake3::keyed_hash(&key, content).to_hex().to_string()
+}
+
+/// What rows held in memory (a DataFrame's) load from in place of a file: they have no path,
+/// and the store names them by their content's keyed fingerprint.
+pub const HELD_ROWS: &str = "memory:";
+
+/// `data_file`, or for rows held in memory ([`HELD_ROWS`]) a path of their keyed fingerprint:
+/// their own, never another's, and nothing a ledger writes down tells their plain hash.
+fn held_rows(data_file: &Path, fingerprint: &str) -> PathBuf {
+    if data_file == Path::new(HELD_ROWS) {
+        PathBuf::from(format!("{HELD_ROWS}{fingerprint}"))
+    } else {
+        data_file.to_path_buf()
+    }
 }
 
 /// The name of the ledger a new content at `data_file` starts: a keyed hash of the path.

@@ -49,6 +49,28 @@ pub struct ErrorBody {
     pub start: Option<usize>,
     /// The end of that span.
     pub end: Option<usize>,
+    /// The kind of error, one word a program can branch on (`BudgetExceeded`, `SyntaxError`,
+    /// ...: [`crate::error::Error::class`]); absent from servers older than it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
+}
+
+impl ErrorBody {
+    /// The error as a diagnostic placed in `source`, the text sent (a span that does not fit
+    /// it is dropped).
+    pub fn diagnostic(&self, source: &str) -> crate::error::Diagnostic {
+        let span = match (self.start, self.end) {
+            (Some(start), Some(end)) if start <= end && end <= source.len() => {
+                Some(crate::span::Span::new(start, end))
+            }
+            _ => None,
+        };
+        crate::error::Diagnostic {
+            message: self.message.clone(),
+            span,
+            help: self.help.clone(),
+        }
+    }
 }
 
 /// A request refused as a whole: a wrong token, a malformed or oversized body.

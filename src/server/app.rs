@@ -877,6 +877,7 @@ fn run_statements(
                 help: Some("send fewer statements at a time".into()),
                 start: Some(piece.span.start),
                 end: Some(piece.span.end),
+                class: Some("Refused".into()),
             });
             break;
         }
@@ -1045,6 +1046,7 @@ fn error_body(e: &Error) -> ErrorBody {
         help,
         start: d.span.map(|s| s.start),
         end: d.span.map(|s| s.end),
+        class: Some(e.class().to_string()),
     }
 }
 

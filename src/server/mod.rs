@@ -10,6 +10,7 @@
 pub mod activity;
 pub mod api;
 mod app;
+pub mod client;
 pub mod identity;
 pub mod policy;
 mod reset;
