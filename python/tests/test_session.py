@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -146,3 +147,24 @@ def test_html_shows_the_table_and_the_charts_inline(state, tmp_path):
 def test_help_is_the_prompts():
     assert "COUNT" in dpq.help()
     assert "WITH EPS" in dpq.help("COUNT")
+
+
+def test_a_postgresql_table_loads_as_in_the_language(state):
+    conninfo = os.environ.get("DPQ_TEST_POSTGRES")
+    if not conninfo:
+        if os.environ.get("DPQ_REQUIRE_POSTGRES"):
+            pytest.fail("DPQ_REQUIRE_POSTGRES is set but DPQ_TEST_POSTGRES names no server")
+        pytest.skip("DPQ_TEST_POSTGRES is not set (bash .ci/postgres.sh starts a server)")
+    table = f"py_people_{os.getpid()}"
+    sql = (
+        f"DROP TABLE IF EXISTS {table}; CREATE TABLE {table} (age integer, sex text);"
+        f"INSERT INTO {table} SELECT 18 + (g * 7) % 60, CASE WHEN g % 2 = 0 THEN 'F' ELSE 'M' END FROM generate_series(1, 500) g;"
+    )
+    subprocess.run(["psql", conninfo, "-q", "-c", sql], check=True, capture_output=True)
+    s = dpq.Session(state_dir=state)
+    loaded = s.load(conninfo, "people", table=table)
+    d = loaded.to_dict()
+    assert d["n"] == 500 and d["path"] == f"PostgreSQL table {table}"
+    assert conninfo not in str(loaded) and conninfo not in loaded.to_json()
+    [r] = s.run("COUNT WHERE age < 30 WITH EPS 0.1;")
+    assert r.kind == "count"

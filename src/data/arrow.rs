@@ -11,11 +11,11 @@
 //! with `None` or `NaN` for a missing value, hash alike: one table, one budget, whichever
 //! library held it.
 
-use std::collections::HashMap;
+use ahash::AHashMap;
 use std::path::Path;
 
 use arrow_array::cast::AsArray;
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::Schema;
 
 use super::error::{escape_name, DataError};
@@ -89,40 +89,54 @@ pub fn from_batches(
 }
 
 /// A text column over all batches: one sorted dictionary of their values, and a code per row
-/// of each batch.
+/// of each batch. Codes go by first appearance (one hash per row), then are renumbered by
+/// rank: a column has few distinct values next to its rows.
 fn text_column(arrays: &[&ArrayRef]) -> Result<(Vec<SegmentColumn>, Dictionary), &'static str> {
     let texts: Vec<ArrayRef> = arrays
         .iter()
         .map(|a| as_text(a))
         .collect::<Result<_, _>>()?;
     let strings: Vec<&arrow_array::StringArray> = texts.iter().map(|a| a.as_string()).collect();
-    let mut rank: HashMap<&str, u32> = HashMap::new();
+    let mut first: AHashMap<&str, u32> = AHashMap::new();
+    let mut distinct: Vec<&str> = Vec::new();
+    let mut codes: Vec<Vec<u32>> = Vec::with_capacity(strings.len());
     for values in &strings {
-        for v in values.iter().flatten() {
-            rank.entry(v).or_insert(0);
+        let mut batch = Vec::with_capacity(values.len());
+        for v in values.iter() {
+            batch.push(match v {
+                Some(v) => *first.entry(v).or_insert_with(|| {
+                    distinct.push(v);
+                    (distinct.len() - 1) as u32
+                }),
+                None => 0,
+            });
         }
+        codes.push(batch);
     }
-    let mut distinct: Vec<&str> = rank.keys().copied().collect();
-    distinct.sort_unstable();
+    u32::try_from(distinct.len()).map_err(|_| "too many distinct values")?;
+    let mut by_rank: Vec<u32> = (0..distinct.len() as u32).collect();
+    by_rank.sort_unstable_by(|&a, &b| distinct[a as usize].cmp(distinct[b as usize]));
+    let mut rank = vec![0u32; distinct.len()];
     let mut bytes = Vec::new();
     let mut ends = Vec::with_capacity(distinct.len());
-    for (r, v) in distinct.iter().enumerate() {
-        let r = u32::try_from(r).map_err(|_| "too many distinct values")?;
-        rank.insert(v, r);
-        bytes.extend_from_slice(v.as_bytes());
+    for (r, &c) in by_rank.iter().enumerate() {
+        rank[c as usize] = r as u32;
+        bytes.extend_from_slice(distinct[c as usize].as_bytes());
         ends.push(bytes.len());
     }
     let dictionary = Dictionary::from_parts(bytes, ends).ok_or("a value is not UTF-8")?;
     let max_code = dictionary.len().saturating_sub(1) as u64;
     let parts = strings
         .iter()
-        .map(|values| {
-            let codes = values
-                .iter()
-                .map(|v| v.map_or(0, |v| rank.get(v).copied().unwrap_or(0)))
-                .collect();
+        .zip(codes)
+        .map(|(values, mut batch)| {
+            for (i, c) in batch.iter_mut().enumerate() {
+                if values.is_valid(i) {
+                    *c = rank[*c as usize];
+                }
+            }
             SegmentColumn {
-                data: ColumnData::Text(Lanes::from_codes(codes, max_code)),
+                data: ColumnData::Text(Lanes::from_codes(batch, max_code)),
                 valid: validity(*values, |_| true),
             }
         })

@@ -10,37 +10,58 @@
 //! a missing value into floats) hashes as the integer does. A missing value (an empty field,
 //! `NA`, a null, a NaN, an infinity) is one thing.
 //!
-//! Each row is hashed with BLAKE3 (its values in the order of the sorted column names); the
-//! rows' hashes are added up, 64-bit lane by lane, wrapping, so that a row twice counts twice;
-//! the identity is the BLAKE3 hash of the sorted names, the number of rows and that sum.
+//! Each row is hashed with SipHash-1-3 to 128 bits (its values in the order of the sorted
+//! column names, under fixed keys that set this use apart); the rows' hashes are added up,
+//! wrapping, so that a row twice counts twice; the identity is the BLAKE3 hash of the sorted
+//! names, the number of rows and that sum. The hash tells tables apart that were made apart:
+//! a sum of row hashes is no defence against someone who builds a table to collide with
+//! another whose content they know, and needs none here, since whoever holds the rows can load
+//! them as they are (a served dataset's ledger is named by its curator, not by its content).
+
+use std::hash::Hasher;
 
 use rayon::prelude::*;
+use siphasher::sip128::{Hasher128, SipHasher13};
 
 use super::table::{ColumnData, Dictionary, SegmentColumn, Table};
 
 /// What the hash starts with: the form above, and its version.
 const FORM: &[u8] = b"dpq table as a multiset of rows, v1\0";
 
+/// The keys of the rows' SipHash: fixed, public, this use's own.
+const KEYS: (u64, u64) = (0x6470_7120_726f_7773, 0x6d75_6c74_6973_6574);
+
+/// Rows hashed by one task.
+const CHUNK: usize = 1 << 16;
+
 /// The hash of `table`'s names and rows.
 pub fn value_hash(table: &Table) -> [u8; 32] {
     let mut order: Vec<usize> = (0..table.names.len()).collect();
     order.sort_by(|&a, &b| table.names[a].cmp(&table.names[b]));
-    let sum = table
+    let tasks: Vec<(usize, usize)> = table
         .segments
+        .iter()
+        .enumerate()
+        .flat_map(|(s, seg)| (0..seg.len).step_by(CHUNK).map(move |from| (s, from)))
+        .collect();
+    let sum = tasks
         .par_iter()
-        .map(|segment| {
-            let mut sum = Sum::default();
+        .map(|&(s, from)| {
+            let segment = &table.segments[s];
+            let mut sum = 0u128;
             let mut row = Vec::with_capacity(64);
-            for i in 0..segment.len {
+            for i in from..(from + CHUNK).min(segment.len) {
                 row.clear();
                 for &c in &order {
                     value(&mut row, &segment.columns[c], &table.dictionaries[c], i);
                 }
-                sum.add(blake3::hash(&row).as_bytes());
+                let mut h = SipHasher13::new_with_keys(KEYS.0, KEYS.1);
+                h.write(&row);
+                sum = sum.wrapping_add(h.finish128().as_u128());
             }
             sum
         })
-        .reduce(Sum::default, Sum::merge);
+        .reduce(|| 0, u128::wrapping_add);
     let mut hash = blake3::Hasher::new();
     hash.update(FORM);
     hash.update(&(order.len() as u64).to_le_bytes());
@@ -50,31 +71,8 @@ pub fn value_hash(table: &Table) -> [u8; 32] {
         hash.update(name);
     }
     hash.update(&table.n_rows.to_le_bytes());
-    for lane in sum.0 {
-        hash.update(&lane.to_le_bytes());
-    }
+    hash.update(&sum.to_le_bytes());
     *hash.finalize().as_bytes()
-}
-
-/// A sum of row hashes, four 64-bit lanes, each wrapping.
-#[derive(Default)]
-struct Sum([u64; 4]);
-
-impl Sum {
-    fn add(&mut self, h: &[u8; 32]) {
-        for (lane, bytes) in self.0.iter_mut().zip(h.chunks_exact(8)) {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(bytes);
-            *lane = lane.wrapping_add(u64::from_le_bytes(b));
-        }
-    }
-
-    fn merge(mut self, other: Sum) -> Sum {
-        for (a, b) in self.0.iter_mut().zip(other.0) {
-            *a = a.wrapping_add(b);
-        }
-        self
-    }
 }
 
 /// Row `i`'s value of a column, as hashed: a missing value is `0`; a number is `1` and its

@@ -572,7 +572,7 @@ fn request(
         Some(spec) => format!("{spec}|{}", plan.query_key),
         None => plan.query_key.clone(),
     };
-    (request, keyed(&entry.noise_prefix(), &noise_query))
+    (request, keyed(&entry.noise_prefix(seed), &noise_query))
 }
 
 /// The error of a refused request, in the statement's words.

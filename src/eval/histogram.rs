@@ -344,7 +344,7 @@ fn vector_request(
         time,
     };
     let noise_query = format!("{}|{}", plan.cube, plan.query_key);
-    (request, keyed(&entry.noise_prefix(), &noise_query))
+    (request, keyed(&entry.noise_prefix(seed), &noise_query))
 }
 
 /// The row count a release's exactness check may use: the table's when it is public, else a

@@ -127,8 +127,12 @@ impl Entry {
     /// What a seeded release's noise derives from: the plain hash of its content (for rows
     /// held in memory, of their values as read, [`crate::data::value_hash`], so that a CSV
     /// file and a DataFrame of the same table give the same seeded answers), and the reading,
-    /// as in [`Entry::key_prefix`].
-    fn noise_prefix(&self) -> String {
+    /// as in [`Entry::key_prefix`]. Only a seeded release draws its noise from it: without a
+    /// `seed` it is empty, and the hash of the values is never taken.
+    fn noise_prefix(&self, seed: Option<u64>) -> String {
+        if seed.is_none() {
+            return String::new();
+        }
         let content = match self.table.in_memory() {
             Some(rows) => self
                 .values

@@ -233,7 +233,7 @@ impl Session {
         self.drawn = true;
         let noise_key = format!(
             "{}|{}|{}|{:?}",
-            entry.noise_prefix(),
+            entry.noise_prefix(self.seed),
             plan.query_key,
             plan.eps.exact,
             plan.noise

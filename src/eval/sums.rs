@@ -94,7 +94,7 @@ impl Session {
             .collect();
         let noise_key = format!(
             "{}|{}|{}",
-            entry.noise_prefix(),
+            entry.noise_prefix(seed),
             plan.query_key,
             plan.eps.exact
         );
