@@ -168,3 +168,28 @@ def test_a_postgresql_table_loads_as_in_the_language(state):
     assert conninfo not in str(loaded) and conninfo not in loaded.to_json()
     [r] = s.run("COUNT WHERE age < 30 WITH EPS 0.1;")
     assert r.kind == "count"
+
+
+def test_a_simulation_figure_shows_inline(tmp_path):
+    s = dpq.Session(practice=True, seed=4)
+    figure = tmp_path / "sim.svg"
+    [r] = s.run(f"SIMULATE N 100 P 0.3 EPS (0.1, 1) RUNS 2000 PLOT '{figure}';")
+    assert [name for name, _ in r.charts] == [str(figure)]
+    assert r.charts[0][1].lstrip().startswith("<svg")
+    assert "data:image/svg+xml;base64," in r._repr_html_()
+
+
+def test_importing_dpq_imports_no_dataframe_library():
+    code = "import sys, dpq; print(sorted(m for m in ('pandas', 'polars', 'pyarrow', 'numpy', 'IPython') if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    # Loading a Polars frame imports neither pandas nor pyarrow.
+    code = (
+        "import sys, dpq, polars as pl; s = dpq.Session(practice=True); "
+        "s.load(pl.DataFrame({'a': [1, 2]}), 't'); "
+        "print(sorted(m for m in ('pandas', 'pyarrow') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
