@@ -43,3 +43,14 @@ def test_an_error_shows_the_results_before_it_and_the_diagnostic(shell, capsys):
 def test_naming_no_such_session_is_an_error(shell):
     with pytest.raises(dpq.Error, match="no variable"):
         shell.run_cell_magic("dpq", "-s nobody", "SHOW TABLES;")
+
+
+def test_a_cells_chart_is_displayed_inline_as_html(shell, tmp_path):
+    from IPython.utils.capture import capture_output
+
+    chart = tmp_path / "by_sex.svg"
+    with capture_output() as captured:
+        shell.run_cell_magic("dpq", "-s mine", f"CUBE BY sex ('F', 'M');\nCOUNT BY sex WITH EPS 0.1 PLOT '{chart}';")
+    html = [o.data.get("text/html", "") for o in captured.outputs]
+    assert len(html) == 2
+    assert "<table>" in html[1] and "data:image/svg+xml;base64," in html[1]
