@@ -182,19 +182,7 @@ impl Cube {
         let d = self.dims.get(dim)?;
         match &d.kind {
             DimKind::Integer(cuts) => Some((0..=cuts.len()).map(|c| int_range(cuts, c)).collect()),
-            DimKind::Float(cuts) => Some(
-                (0..=cuts.len())
-                    .map(|c| {
-                        let lo = if c == 0 {
-                            f64::NEG_INFINITY
-                        } else {
-                            cuts[c - 1]
-                        };
-                        let hi = cuts.get(c).copied().unwrap_or(f64::INFINITY);
-                        (lo, hi)
-                    })
-                    .collect(),
-            ),
+            DimKind::Float(cuts) => Some((0..=cuts.len()).map(|c| float_range(cuts, c)).collect()),
             DimKind::Values(_) => None,
         }
     }
