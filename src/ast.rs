@@ -198,6 +198,103 @@ pub enum StatementKind {
     CompareSmooth(LabSmooth),
     /// `EXPLAIN statement`: what the statement would do, doing nothing.
     Explain(Box<StatementKind>),
+    /// `SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (...) COUNT(*) FROM t ...`: BigQuery's SQL
+    /// form of a count, sum, mean or count per group, run as the statement it translates to.
+    Select(Box<Select>),
+}
+
+/// One `name = value` of `OPTIONS (...)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SqlOption {
+    /// The option's name as written (`epsilon`).
+    pub name: Ident,
+    /// Its value: a number, a quoted string or a name, as written.
+    pub value: String,
+    /// Where the value is.
+    pub span: Span,
+}
+
+/// The aggregate of a `SELECT`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SqlAggregate {
+    /// `COUNT(*)`
+    Count,
+    /// `SUM(col [, contribution_bounds_per_group => (lo, hi)])`, or `AVG(...)` with `avg`.
+    Sum {
+        /// `AVG` rather than `SUM`.
+        avg: bool,
+        /// The column.
+        column: Ident,
+        /// The public bounds each value is clamped to.
+        bounds: Option<(Number, Number)>,
+    },
+}
+
+/// `SELECT [WITH DIFFERENTIAL_PRIVACY OPTIONS (...)] aggregate [AS a] FROM t [WHERE p]
+/// [GROUP BY c, ...]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Select {
+    /// `OPTIONS (...)`; `None` for a plain SQL query, which the checker refuses.
+    pub options: Option<Vec<SqlOption>>,
+    /// What is computed.
+    pub aggregate: SqlAggregate,
+    /// Where the aggregate is written.
+    pub aggregate_span: Span,
+    /// `AS name` after the aggregate: a label, kept only to print the statement back.
+    pub label: Option<Ident>,
+    /// The table asked.
+    pub table: Ident,
+    /// `WHERE p`.
+    pub filter: Option<Expr>,
+    /// `GROUP BY a, b`.
+    pub group_by: Option<Vec<Ident>>,
+}
+
+impl fmt::Display for Select {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SELECT")?;
+        if let Some(options) = &self.options {
+            f.write_str(" WITH DIFFERENTIAL_PRIVACY OPTIONS (")?;
+            for (i, o) in options.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                write!(f, "{} = {}", o.name, o.value)?;
+            }
+            f.write_str(")")?;
+        }
+        match &self.aggregate {
+            SqlAggregate::Count => f.write_str(" COUNT(*)")?,
+            SqlAggregate::Sum {
+                avg,
+                column,
+                bounds,
+            } => {
+                write!(f, " {}({column}", if *avg { "AVG" } else { "SUM" })?;
+                if let Some((lo, hi)) = bounds {
+                    write!(f, ", contribution_bounds_per_group => ({lo}, {hi})")?;
+                }
+                f.write_str(")")?;
+            }
+        }
+        if let Some(label) = &self.label {
+            write!(f, " AS {label}")?;
+        }
+        write!(f, " FROM {}", self.table)?;
+        if let Some(p) = &self.filter {
+            write!(f, " WHERE {p}")?;
+        }
+        if let Some(by) = &self.group_by {
+            f.write_str(" GROUP BY ")?;
+            for (i, d) in by.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                write!(f, "{d}")?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The law simulated values of `COMPARE NOISE MIN | MEDIAN | MAX` are drawn from.
@@ -888,6 +985,7 @@ impl fmt::Display for StatementKind {
                 Ok(())
             }
             StatementKind::Explain(inner) => write!(f, "EXPLAIN {inner}"),
+            StatementKind::Select(s) => write!(f, "{s}"),
         }
     }
 }

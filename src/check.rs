@@ -1,5 +1,7 @@
 //! Checking: resolves a parsed statement against the session's tables and validates its parameters.
 
+mod foregone;
+mod sql;
 pub mod statistics;
 
 use crate::ast::{
@@ -37,6 +39,11 @@ pub trait Catalog {
     /// The most rows one privacy unit has in a table: 1 without a unit (a row is the unit).
     /// Every sensitivity over the table is this many times a row's.
     fn table_unit_rows(&self, table: &str) -> Decimal;
+    /// The column a table's privacy unit is, if one was declared.
+    fn table_unit(&self, table: &str) -> Option<String>;
+    /// The public domain declared for a column of a table (`COLUMNS`, or a served dataset's
+    /// schema); every value of its type without one.
+    fn column_domain(&self, table: &str, column: &str) -> data::Domain;
     /// How neighbouring tables differ for a cube (a table's, or the teaching cube).
     fn cube_neighbours(&self, cube: &CubeRef) -> Neighbours;
     /// The cube that coefficient lists such as `(1, 0, 1, 0)` speak of (the last declared,
@@ -417,15 +424,26 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
         },
         StatementKind::Explain(inner) => Plan::Explain {
             plan: Box::new(check_kind(inner, span, catalog)?),
-            statement: shown_statement(inner),
+            statement: shown_statement(inner, catalog, span),
         },
+        StatementKind::Select(select) => {
+            let (table, native) = sql::translate(select, catalog, span)?;
+            check_kind(&native, span, &sql::From::new(catalog, &table))?
+        }
     })
 }
 
 /// A statement as a result repeats it: a PostgreSQL connection string, which can hold a
-/// password, is replaced by `'(connection string)'`.
-fn shown_statement(kind: &StatementKind) -> String {
+/// password, is replaced by `'(connection string)'`; a `SELECT` is shown as the dpq statement
+/// it is, after the table it asks.
+fn shown_statement(kind: &StatementKind, catalog: &dyn Catalog, span: Span) -> String {
     match kind {
+        StatementKind::Select(select) => match sql::translate(select, catalog, span) {
+            Ok((table, native)) => {
+                format!("USE {}; {native};", crate::ast::Ident { name: table, span })
+            }
+            Err(_) => format!("{kind};"),
+        },
         StatementKind::Load {
             postgres: Some(_), ..
         } => {
@@ -1000,6 +1018,10 @@ fn expr_atoms<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
 fn atom_span(atom: &Expr) -> Span {
     let start = atom.first_column().span.start;
     let end = match atom {
+        // `30 > age` reads as `age < 30`: its value is written first.
+        Expr::Compare { value, .. } if value.span().start < start => {
+            return Span::new(value.span().start, atom.first_column().span.end);
+        }
         Expr::Compare { value, .. } => value.span().end,
         Expr::In { values, .. } => values.last().map_or(start + 1, |v| v.span().end + 1),
         Expr::Between { high, .. } => high.span().end,
@@ -1085,6 +1107,10 @@ fn check_count(q: &CountQuery, catalog: &dyn Catalog, span: Span) -> Result<Coun
         .table(&table_name)
         .ok_or(CheckError::NoCurrentTable { span })?;
     let cube = catalog.table_cube(&table_name);
+    let mut notes = Vec::new();
+    for t in &q.terms {
+        notes.extend(release_expr(&t.predicate, table, &table_name, catalog)?.1);
+    }
     let plain = matches!(q.terms.as_slice(), [t] if !t.minus && t.coefficient.is_none());
     if !plain && cube.is_none() {
         return Err(CheckError::NeedsCube {
@@ -1233,6 +1259,7 @@ fn check_count(q: &CountQuery, catalog: &dyn Catalog, span: Span) -> Result<Coun
         query_key,
         release_key,
         plain_key: if cube_row.is_some() { plain_key } else { None },
+        notes,
         statement: q.to_string(),
         table: table_name,
         terms,
@@ -1275,7 +1302,7 @@ fn check_histogram(
     let within = match &h.filter {
         None => vec![true; cube.cells()],
         Some(expr) => {
-            let predicate = check_expr(expr, table, &table_name)?;
+            let (predicate, _) = release_expr(expr, table, &table_name, catalog)?;
             cube.cells_of(&predicate)
                 .map_err(|e| not_union(e, expr, cube, table, &table_name))?
         }
@@ -1464,7 +1491,7 @@ fn check_sum(q: &SumQuery, catalog: &dyn Catalog, span: Span) -> Result<SumPlan,
     let filter = q
         .filter
         .as_ref()
-        .map(|e| check_expr(e, table, &table_name))
+        .map(|e| release_expr(e, table, &table_name, catalog).map(|(p, _)| p))
         .transpose()?;
     let mechanism = match &q.mechanism {
         None => Mechanism::Laplace,
@@ -1732,6 +1759,32 @@ fn resolve_table(
             }
         }
     }
+}
+
+/// A condition of a release: resolved, and refused when no row can meet it ([`foregone`]),
+/// before anything is spent; with a note when every value the schema allows meets it.
+fn release_expr(
+    expr: &Expr,
+    table: &Source,
+    table_name: &str,
+    catalog: &dyn Catalog,
+) -> Result<(Predicate, Option<String>), CheckError> {
+    let predicate = check_expr(expr, table, table_name)?;
+    let mut atoms = Vec::new();
+    expr_atoms(expr, &mut atoms);
+    let spans: Vec<Span> = atoms.iter().map(|a| atom_span(a)).collect();
+    let start = spans.iter().map(|s| s.start).min().unwrap_or_default();
+    let end = spans.iter().map(|s| s.end).max().unwrap_or_default();
+    let span = Span::new(start, end.max(start + 1));
+    let note = foregone::check(
+        &predicate,
+        &expr.to_string(),
+        table,
+        table_name,
+        catalog,
+        span,
+    )?;
+    Ok((predicate, note))
 }
 
 fn check_expr(expr: &Expr, table: &Source, table_name: &str) -> Result<Predicate, CheckError> {

@@ -19,6 +19,18 @@ pub enum SyntaxError {
         expected: String,
         /// The token just before the error, if any.
         after: Option<String>,
+        /// A likely fix: the keyword a misspelled word is closest to, or the statements there are.
+        help: Option<String>,
+        /// Where.
+        span: Span,
+    },
+    /// A statement written as SQL or another language would write it: what dpq writes instead.
+    #[error("{message}")]
+    Habit {
+        /// What is wrong, in words.
+        message: String,
+        /// What dpq writes.
+        help: String,
         /// Where.
         span: Span,
     },
@@ -69,6 +81,27 @@ pub enum CheckError {
     #[error("no table is in use")]
     NoCurrentTable {
         /// The statement.
+        span: Span,
+    },
+    /// A SQL query dpq cannot answer as written, or a private SQL form missing a part.
+    #[error("{message}")]
+    Sql {
+        /// Why, in words.
+        message: String,
+        /// What to write instead.
+        help: String,
+        /// Where.
+        span: Span,
+    },
+    /// A condition that no row can meet, or that every value the schema allows meets: the
+    /// answer is known before anything is spent.
+    #[error("{message}")]
+    Foregone {
+        /// Why, from the schema alone.
+        message: String,
+        /// What to ask instead.
+        help: String,
+        /// The condition.
         span: Span,
     },
     /// A table name that no LOAD gave.
@@ -794,6 +827,7 @@ impl Error {
         match self {
             Error::Syntax(e) => match e {
                 SyntaxError::Expected { span, .. }
+                | SyntaxError::Habit { span, .. }
                 | SyntaxError::UnclosedString { span }
                 | SyntaxError::UnclosedName { span }
                 | SyntaxError::TooDeep { span, .. }
@@ -803,6 +837,8 @@ impl Error {
             Error::Check(e) => match e {
                 CheckError::NoCurrentTable { span }
                 | CheckError::UnknownTable { span, .. }
+                | CheckError::Sql { span, .. }
+                | CheckError::Foregone { span, .. }
                 | CheckError::UnknownColumn { span, .. }
                 | CheckError::TypeMismatch { span, .. }
                 | CheckError::InvalidEpsilon { span, .. }
@@ -883,6 +919,8 @@ impl Error {
     /// A fix, where one is known.
     pub fn help(&self) -> Option<String> {
         match self {
+            Error::Syntax(SyntaxError::Expected { help: Some(h), .. }) => Some(h.clone()),
+            Error::Syntax(SyntaxError::Habit { help, .. }) => Some(help.clone()),
             Error::Syntax(SyntaxError::Expected { after: None, expected, .. })
                 if expected.starts_with("a statement") =>
             {
@@ -896,15 +934,22 @@ impl Error {
                 CheckError::NoCurrentTable { .. } => {
                     Some("LOAD 'file.csv'; first, or USE a loaded table".into())
                 }
+                CheckError::Sql { help, .. } | CheckError::Foregone { help, .. } => {
+                    Some(help.clone())
+                }
                 CheckError::UnknownTable { known, .. } if known.is_empty() => {
                     Some("no table is loaded yet: LOAD 'file.csv' AS name;".into())
                 }
-                CheckError::UnknownTable { known, .. } => {
-                    Some(format!("loaded tables: {}", known.join(", ")))
-                }
-                CheckError::UnknownColumn { known, .. } => {
-                    Some(format!("columns: {}", known.join(", ")))
-                }
+                CheckError::UnknownTable { name, known, .. } => Some(format!(
+                    "{}loaded tables: {}",
+                    did_you_mean(name, known),
+                    known.join(", ")
+                )),
+                CheckError::UnknownColumn { column, known, .. } => Some(format!(
+                    "{}columns: {}",
+                    did_you_mean(column, known),
+                    known.join(", ")
+                )),
                 CheckError::TypeMismatch { column_type, .. } => Some(match column_type {
                     ColumnType::Integer | ColumnType::Float => "compare it with a number".into(),
                     ColumnType::Text => "compare it with a quoted string such as 'F'".into(),
@@ -1132,6 +1177,14 @@ fn dataset_numbers(shown: &Option<(Decimal, Decimal)>) -> String {
 }
 
 /// What to do about a ledger that cannot be used. dpq never repairs or resets one itself.
+/// `did you mean `age`? ` when one of `known` is a likely spelling of `written`, else nothing.
+fn did_you_mean(written: &str, known: &[String]) -> String {
+    match crate::spelling::closest(written, known.iter().map(String::as_str)) {
+        Some(name) => format!("did you mean `{name}`? "),
+        None => String::new(),
+    }
+}
+
 fn ledger_help(error: &LedgerError) -> Option<String> {
     Some(match error {
         LedgerError::Damaged { .. } => "restore the ledger from a backup; dpq never repairs or resets a ledger: moving it aside would start this data's budget anew, which is for the data's curator to decide".into(),

@@ -212,6 +212,17 @@ composition rule, or why it would be refused or answered for free. Spends nothin
 nothing, draws no noise.",
         example: "EXPLAIN COUNT WHERE age < 30 WITH EPS 0.1;",
     },
+    Topic {
+        name: "SELECT",
+        synopsis: "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = e [, delta = 0] [, privacy_unit_column = c]) COUNT(*) | SUM(col, contribution_bounds_per_group => (lo, hi)) | AVG(...) FROM t [WHERE ...] [GROUP BY col, ...];",
+        about: "BigQuery's SQL form of the common questions, run as the dpq statement it translates \
+to (shown in the result, the history and EXPLAIN): COUNT(*) with WHERE is COUNT WHERE ... WITH EPS \
+e, with GROUP BY it is COUNT [WHERE ...] BY col WITH EPS e over the table's cube, SUM and AVG are \
+SUM and MEAN col CLAMP (lo, hi). Asked in either form, it is the same release. A SELECT without \
+the privacy options, SELECT *, a column list, JOIN, ORDER BY and LIMIT are refused, saying why \
+(docs/sql.md).",
+        example: "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.1) COUNT(*) FROM people WHERE age < 30;",
+    },
 ];
 
 /// The topic named `name` (case-insensitive), if any.

@@ -40,6 +40,7 @@ pub mod python;
 #[cfg(feature = "native")]
 pub mod server;
 pub mod span;
+pub mod spelling;
 pub mod stats;
 pub mod syntax;
 pub mod sys;

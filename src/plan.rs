@@ -510,6 +510,9 @@ pub struct CountPlan {
     pub release_key: String,
     /// The key the same count had before the cube was declared, if it is a plain count.
     pub plain_key: Option<String>,
+    /// What the schema says of its conditions, shown with the answer: a condition every value
+    /// meets counts the rows where its columns have a value.
+    pub notes: Vec<String>,
 }
 
 impl CountPlan {

@@ -258,6 +258,7 @@ fn a_served_unit_is_the_policys_and_stays_with_the_ledger() {
             header: true,
             neighbours: dpq::privacy::Neighbours::AddRemove,
             unit,
+            declared: Vec::new(),
             total: "10".parse().expect("a decimal"),
             analyst: analyst.then(|| ("ana".to_string(), "5".parse().expect("a decimal"))),
             rules: None,

@@ -1,6 +1,6 @@
 //! Checking `SHARE`, `MIN`, `MEDIAN` and `MAX`: the column and its public range, the noise.
 
-use super::{check_eps, check_expr, resolve_table, summed_column, Catalog};
+use super::{check_eps, release_expr, resolve_table, summed_column, Catalog};
 use crate::ast::StatQuery;
 use crate::cube::Cube;
 use crate::error::CheckError;
@@ -57,7 +57,7 @@ pub(super) fn check_statistic(
     let filter = q
         .filter
         .as_ref()
-        .map(|e| check_expr(e, table, &table_name))
+        .map(|e| release_expr(e, table, &table_name, catalog).map(|(p, _)| p))
         .transpose()?;
     let noise = noise(q)?;
     let query_key = format!(

@@ -296,6 +296,7 @@ impl Session {
         };
         let posterior = posterior.map(|(_, _, post)| post);
         CountResult {
+            warnings: warnings(&plan, size, noisy, half),
             grid: grid(plan.mechanism, eps, plan.sensitivity),
             table: plan.table,
             statement: plan.statement,
@@ -875,4 +876,37 @@ pub(super) fn staircase_law(eps: Eps) -> staircase::Staircase {
     let gamma = staircase_noise(eps).gamma();
     staircase::Staircase::new(eps.value, one, gamma)
         .unwrap_or_else(|_| staircase::Staircase::optimal(eps.value, one))
+}
+
+/// What a count's reader should know: the notes of its conditions, and a prior its answer
+/// contradicts.
+fn warnings(plan: &CountPlan, size: Option<u64>, noisy: f64, half: f64) -> Vec<String> {
+    let conflict = plan
+        .prior
+        .zip(size)
+        .filter(|_| plan.single().is_some())
+        .and_then(|(p, n)| prior_conflict(n, p.p.get(), noisy, half));
+    plan.notes.iter().cloned().chain(conflict).collect()
+}
+
+/// The warning for a prior the released answer contradicts beyond what the likelihood can
+/// bear: the noisy count lies outside the prior's central 99.9% (Binomial(n, p)) by more than
+/// its own 95% noise half-width `half`. Then the Bayes estimate is pulled toward counts the
+/// answer rules out, and its reader should know. Post-processing of the answer and the prior.
+fn prior_conflict(n: u64, p: f64, noisy: f64, half: f64) -> Option<String> {
+    use statrs::distribution::{Binomial, DiscreteCDF};
+    let prior = Binomial::new(p, n).ok()?;
+    let (lo, hi) = (prior.inverse_cdf(0.0005), prior.inverse_cdf(0.9995));
+    let beyond = if noisy < lo as f64 - half {
+        lo as f64 - noisy
+    } else if noisy > hi as f64 + half {
+        noisy - hi as f64
+    } else {
+        return None;
+    };
+    Some(format!(
+        "the prior and the answer disagree: PRIOR p={} expects the true count between {lo} and {hi} (99.9% of the prior over {n} rows), and the noisy count lies {} beyond that, more than its 95% noise interval reaches; the Bayes estimate is pulled toward counts the answer rules out: check p, or drop PRIOR",
+        crate::output::short_number(p),
+        crate::output::short_number(beyond),
+    ))
 }

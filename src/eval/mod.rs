@@ -94,6 +94,8 @@ struct Entry {
     schema: String,
     /// The privacy unit its rows were bounded with, as its ledger recorded it when loaded.
     unit: Option<crate::privacy::Unit>,
+    /// The declared schema's columns (`COLUMNS`, a served dataset's): their public domains.
+    declared: Vec<crate::data::Declared>,
     /// The ledger's cube, built over this table's own columns.
     cube: Option<Cube>,
     /// On a served dataset, what its analyst may do.
@@ -463,6 +465,20 @@ impl Catalog for Session {
 
     fn table_cube(&self, table: &str) -> Option<&Cube> {
         self.entries.iter().find(|e| e.name == table)?.cube.as_ref()
+    }
+
+    fn table_unit(&self, table: &str) -> Option<String> {
+        let entry = self.entries.iter().find(|e| e.name == table)?;
+        entry.unit.as_ref().map(|u| u.column.clone())
+    }
+
+    fn column_domain(&self, table: &str, column: &str) -> crate::data::Domain {
+        self.entries
+            .iter()
+            .find(|e| e.name == table)
+            .and_then(|e| e.declared.iter().find(|d| d.name == column))
+            .map(|d| d.domain.clone())
+            .unwrap_or_default()
     }
 
     fn cube_neighbours(&self, cube: &CubeRef) -> Neighbours {

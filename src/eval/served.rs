@@ -129,6 +129,8 @@ pub struct ServedTable {
     pub neighbours: Neighbours,
     /// The privacy unit its rows were bounded with (the policy's).
     pub unit: Option<crate::privacy::Unit>,
+    /// The declared schema's columns (empty when types are inferred): their public domains.
+    pub declared: Vec<crate::data::Declared>,
     /// The dataset's total budget, for a new ledger.
     pub total: Decimal,
     /// The analyst whose view this is, and their cap; `None` for the curator.
@@ -220,6 +222,7 @@ impl Session {
             // A dataset's ledger is its own: one reading, one schema.
             schema: String::new(),
             unit: served.unit.clone(),
+            declared: served.declared.clone(),
             cube,
             rules: served.rules,
             asked: Default::default(),

@@ -124,6 +124,7 @@ impl Session {
             changed: opened.changed,
             header,
             schema: schema_mark(options.columns.as_deref()),
+            declared: options.columns.clone().unwrap_or_default(),
             unit,
             cube,
             rules: None,

@@ -54,6 +54,7 @@ pub fn render_json(response: &Response) -> String {
             })),
             "gamma": c.gamma,
             "plot": plot(c.plot.as_ref()),
+            "warnings": c.warnings,
         }),
         Output::Histogram(h) => json!({
             "kind": "histogram",

@@ -598,6 +598,8 @@ pub struct CountResult {
     /// The posterior's shape over the counts around its credible interval (masses of equal
     /// bins, for a sparkline), with a prior.
     pub posterior_shape: Option<PosteriorShape>,
+    /// What the answer's reader should know: a prior the released answer contradicts.
+    pub warnings: Vec<String>,
     /// The chart written by `PLOT`, or why it could not be.
     pub plot: Option<PlotOutcome>,
 }

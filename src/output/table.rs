@@ -760,6 +760,9 @@ fn count(c: &CountResult) -> String {
             "\nThe Bayes estimate and credible interval combine the noisy answer with the prior (post-processing: free).",
         );
     }
+    for w in &c.warnings {
+        let _ = write!(out, "\nwarning: {w}");
+    }
     if let Some(shape) = &c.posterior_shape {
         let _ = write!(
             out,

@@ -144,6 +144,7 @@ pub fn statement_kind(kind: &StatementKind) -> &'static str {
         StatementKind::OutOfRange { .. } => "OUT OF RANGE",
         StatementKind::CompareNoise { .. } | StatementKind::CompareSmooth(_) => "COMPARE NOISE",
         StatementKind::Explain(_) => "EXPLAIN",
+        StatementKind::Select(_) => "SELECT",
     }
 }
 

@@ -554,6 +554,7 @@ fn served(
         header: d.header,
         neighbours: d.neighbours,
         unit: d.unit.clone(),
+        declared: d.columns.clone().unwrap_or_default(),
         total: d.budget,
         rules: analyst.as_ref().map(|_| d.rules.clone()),
         analyst,

@@ -1,13 +1,14 @@
 //! Parsing: source text to owned `ast::Statement`s; pest's `Pairs` never leave this module.
 
+mod habits;
 mod names;
 pub mod split;
 
 use crate::ast::{
     Accuracy, BinnedStat, ChooseEps, CmpOp, ColumnDecl, ColumnsClause, CountQuery, CountTerm,
     CubeDim, DeclaredDomain, DeclaredType, Expr, Histogram, Ident, LabFunction, LabLaw, LabSmooth,
-    Literal, Number, Plot, PlotMetric, Prior, ProbEvent, Query, Simulate, StatKind, StatQuery,
-    Statement, StatementKind, SumQuery, SumTarget, Text,
+    Literal, Number, Plot, PlotMetric, Prior, ProbEvent, Query, Select, Simulate, SqlAggregate,
+    SqlOption, StatKind, StatQuery, Statement, StatementKind, SumQuery, SumTarget, Text,
 };
 use crate::error::SyntaxError;
 use crate::span::Span;
@@ -25,6 +26,8 @@ pub const MAX_VALUES: usize = 10_000;
 
 /// Most counts in one linear query.
 pub const MAX_COUNT_TERMS: usize = 100;
+
+pub use habits::{closest, statement_words};
 
 #[derive(pest_derive::Parser)]
 #[grammar = "../grammar/dpq.pest"]
@@ -58,7 +61,7 @@ pub fn parse_statement_at(source: &str, span: Span) -> Result<Statement, SyntaxE
     let text = &source[span.start..span.end];
     let offset = span.start;
     let mut pairs = DpqParser::parse(Rule::statement, text)
-        .map_err(|e| names::syntax_error(source, offset, &e))?;
+        .map_err(|e| names::syntax_error(source, offset, text, &e))?;
     let statement = pairs.next().expect("the entry rule yields one pair");
     let stmt = statement
         .into_inner()
@@ -266,6 +269,7 @@ impl Builder {
                 let sensitivity = inner.nth(1).map(|p| self.number(p));
                 StatementKind::CompareNoise { eps, sensitivity }
             }
+            Rule::select_stmt => StatementKind::Select(Box::new(self.select(inner)?)),
             Rule::explain_stmt => {
                 inner.next(); // EXPLAIN
                 let what = inner.next().expect("EXPLAIN has a statement");
@@ -371,6 +375,86 @@ impl Builder {
             }
         }
         Ok(h)
+    }
+
+    /// `SELECT [WITH DIFFERENTIAL_PRIVACY OPTIONS (...)] aggregate [AS a] FROM t [WHERE p]
+    /// [GROUP BY ...]`.
+    fn select(&self, inner: Pairs<'_, Rule>) -> Result<Select, SyntaxError> {
+        let mut select = Select {
+            options: None,
+            aggregate: SqlAggregate::Count,
+            aggregate_span: Span::new(0, 0),
+            label: None,
+            table: Ident {
+                name: String::new(),
+                span: Span::new(0, 0),
+            },
+            filter: None,
+            group_by: None,
+        };
+        let (mut after_as, mut after_from) = (false, false);
+        for p in inner {
+            match p.as_rule() {
+                Rule::kw_select | Rule::kw_where => {}
+                Rule::kw_as => after_as = true,
+                Rule::kw_from => after_from = true,
+                Rule::dp_options => {
+                    let options = p
+                        .into_inner()
+                        .filter(|o| o.as_rule() == Rule::dp_option)
+                        .map(|o| {
+                            let mut parts = o.into_inner();
+                            let name = self.name(parts.next().expect("an option has a name"));
+                            let value = parts.next().expect("an option has a value");
+                            SqlOption {
+                                name,
+                                value: value.as_str().to_string(),
+                                span: self.span(&value),
+                            }
+                        })
+                        .collect();
+                    select.options = Some(options);
+                }
+                Rule::sql_aggregate => {
+                    select.aggregate_span = self.span(&p);
+                    let what = p.into_inner().next().expect("an aggregate");
+                    if what.as_rule() == Rule::sql_sum {
+                        let mut parts = what.into_inner();
+                        let avg = parts.next().expect("SUM or AVG").as_rule() == Rule::kw_avg;
+                        let column = self.name(parts.next().expect("a column"));
+                        let bounds = parts.next().map(|b| {
+                            let mut numbers = b
+                                .into_inner()
+                                .filter(|n| n.as_rule() == Rule::number)
+                                .map(|n| self.number(n));
+                            let lo = numbers.next().expect("a lower bound");
+                            (lo, numbers.next().expect("an upper bound"))
+                        });
+                        select.aggregate = SqlAggregate::Sum {
+                            avg,
+                            column,
+                            bounds,
+                        };
+                    }
+                }
+                Rule::bare_name | Rule::quoted_name if after_from => select.table = self.name(p),
+                Rule::bare_name | Rule::quoted_name if after_as => {
+                    select.label = Some(self.name(p));
+                    after_as = false;
+                }
+                Rule::predicate => select.filter = Some(self.predicate(p)?),
+                Rule::group_by => {
+                    let names = p
+                        .into_inner()
+                        .filter(|n| matches!(n.as_rule(), Rule::bare_name | Rule::quoted_name))
+                        .map(|n| self.name(n))
+                        .collect();
+                    select.group_by = Some(names);
+                }
+                other => unreachable!("the grammar gives a SELECT no {other:?}"),
+            }
+        }
+        Ok(select)
     }
 
     /// `MEDIAN col`, `QUANTILE q OF col` or `MEAN col CLAMP (lo, hi)` after `ESTIMATE`.
@@ -668,6 +752,7 @@ impl Builder {
         for p in pair.clone().into_inner().flatten() {
             match p.as_rule() {
                 Rule::comparison
+                | Rule::flipped
                 | Rule::in_list
                 | Rule::between
                 | Rule::kw_and
@@ -717,19 +802,15 @@ impl Builder {
         if rule == Rule::predicate {
             return self.nested_predicate(pair);
         }
+        if rule == Rule::flipped {
+            return Ok(self.flipped(pair));
+        }
         let mut inner = pair.into_inner().peekable();
         let column = self.name(inner.next().expect("a condition starts with a column"));
         let negated = inner.next_if(|p| p.as_rule() == Rule::negation).is_some();
         Ok(match rule {
             Rule::comparison => {
-                let op = match inner.next().expect("a comparison has an operator").as_str() {
-                    "=" => CmpOp::Eq,
-                    "!=" | "<>" => CmpOp::Ne,
-                    "<" => CmpOp::Lt,
-                    "<=" => CmpOp::Le,
-                    ">" => CmpOp::Gt,
-                    _ => CmpOp::Ge,
-                };
+                let op = cmp_op(inner.next().expect("a comparison has an operator").as_str());
                 let value = self.literal(inner.next().expect("a comparison has a value"));
                 Expr::Compare { column, op, value }
             }
@@ -756,6 +837,21 @@ impl Builder {
             }
             other => unreachable!("the grammar has no condition rule {other:?}"),
         })
+    }
+
+    /// `30 > age`: the comparison with its sides exchanged, `age < 30`.
+    fn flipped(&self, pair: Pair<'_, Rule>) -> Expr {
+        let mut inner = pair.into_inner();
+        let value = self.literal(inner.next().expect("a flipped comparison has a value"));
+        let op = match cmp_op(inner.next().expect("an operator").as_str()) {
+            CmpOp::Lt => CmpOp::Gt,
+            CmpOp::Le => CmpOp::Ge,
+            CmpOp::Gt => CmpOp::Lt,
+            CmpOp::Ge => CmpOp::Le,
+            same => same,
+        };
+        let column = self.name(inner.next().expect("a flipped comparison has a column"));
+        Expr::Compare { column, op, value }
     }
 
     fn literal(&self, pair: Pair<'_, Rule>) -> Literal {
@@ -858,6 +954,17 @@ impl Builder {
     }
 }
 
+fn cmp_op(text: &str) -> CmpOp {
+    match text {
+        "=" => CmpOp::Eq,
+        "!=" | "<>" => CmpOp::Ne,
+        "<" => CmpOp::Lt,
+        "<=" => CmpOp::Le,
+        ">" => CmpOp::Gt,
+        _ => CmpOp::Ge,
+    }
+}
+
 fn duplicate(clause: &'static str, span: Span) -> SyntaxError {
     SyntaxError::DuplicateClause { clause, span }
 }
@@ -936,5 +1043,11 @@ pub const KEYWORDS: &[&str] = &[
     "OBSERVE",
     "ESTIMATE",
     "PROB",
+    "SELECT",
+    "DIFFERENTIAL_PRIVACY",
+    "OPTIONS",
+    "AVG",
+    "FROM",
+    "GROUP",
     "help",
 ];

@@ -1,6 +1,6 @@
 //! Human names for grammar rules, so a parse error reads `expected a number after EPS`.
 
-use super::Rule;
+use super::{habits, Rule};
 use crate::error::SyntaxError;
 use crate::span::Span;
 use pest::error::{ErrorVariant, InputLocation};
@@ -140,51 +140,61 @@ pub fn human(rule: Rule) -> &'static str {
         Rule::kw_of => "OF",
         Rule::kw_range => "RANGE",
         Rule::compare_stmt | Rule::kw_compare => "COMPARE",
+        Rule::select_stmt | Rule::kw_select => "SELECT",
+        Rule::dp_options => "WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = e)",
+        Rule::kw_differential_privacy => "DIFFERENTIAL_PRIVACY",
+        Rule::kw_options => "OPTIONS",
+        Rule::dp_option => "an option such as epsilon = 0.5",
+        Rule::sql_aggregate => "COUNT(*), SUM(col, ...) or AVG(col, ...)",
+        Rule::sql_count => "COUNT(*)",
+        Rule::sql_sum => "SUM(col, ...) or AVG(col, ...)",
+        Rule::kw_avg => "AVG",
+        Rule::sql_bounds | Rule::kw_contribution_bounds => {
+            "contribution_bounds_per_group => (lo, hi)"
+        }
+        Rule::group_by | Rule::kw_group => "GROUP BY",
+        Rule::flipped => "a condition",
         Rule::kw_noise => "NOISE",
         Rule::kw_sensitivity => "SENSITIVITY",
     }
 }
 
-const STATEMENT_STARTS: &[Rule] = &[
-    Rule::kw_load,
-    Rule::kw_use,
-    Rule::kw_show,
-    Rule::kw_describe,
-    Rule::kw_set,
-    Rule::kw_count,
-    Rule::kw_histogram,
-    Rule::kw_sum,
-    Rule::kw_mean,
-    Rule::kw_choose,
-    Rule::kw_cube,
-    Rule::kw_observe,
-    Rule::kw_estimate,
-    Rule::kw_prob,
-    Rule::kw_simulate,
-    Rule::kw_out,
-    Rule::kw_compare,
-    Rule::kw_explain,
-];
-
-/// Turns a pest error on a statement starting at `offset` of `source` into a `SyntaxError`.
+/// Turns a pest error on the statement `text`, starting at `offset` of `source`, into a
+/// `SyntaxError`: a habit from another language explained where one is recognised
+/// ([`super::habits`]), else what was expected, with the keyword a misspelled word is closest to.
 pub fn syntax_error(
     source: &str,
     offset: usize,
+    text: &str,
     e: &pest::error::Error<super::Rule>,
 ) -> SyntaxError {
-    let pos = match e.location {
+    let rel = match e.location {
         InputLocation::Pos(p) => p,
         InputLocation::Span((s, _)) => s,
-    } + offset;
+    };
+    let pos = rel + offset;
     let rules: Vec<Rule> = match &e.variant {
         ErrorVariant::ParsingError { positives, .. } => positives.clone(),
         ErrorVariant::CustomError { .. } => Vec::new(),
     };
+    if let Some(h) = habits::explain(text, rel, &rules) {
+        return SyntaxError::Habit {
+            message: h.message,
+            help: h.help,
+            span: Span::new(h.start + offset, h.end + offset),
+        };
+    }
     let after = previous_token(&source[offset..pos]);
     let at_start = after.is_none();
-    let expected = if at_start || rules.iter().all(|r| STATEMENT_STARTS.contains(r)) {
-        "a statement (LOAD, USE, SHOW, DESCRIBE, SET, COUNT, CHOOSE, CUBE, OBSERVE, ESTIMATE, PROB, SIMULATE, OUT OF RANGE, COMPARE NOISE or EXPLAIN)"
-            .to_string()
+    let starts = &*habits::STATEMENT_STARTS;
+    let written = word_at(&source[pos..]);
+    let (expected, candidates) = if at_start || rules.iter().all(|r| starts.contains(r)) {
+        let words = habits::statement_words();
+        let list = match words.split_last() {
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
+        };
+        (format!("a statement ({list})"), words)
     } else {
         let mut names: Vec<&str> = Vec::new();
         for r in &rules {
@@ -198,73 +208,46 @@ pub fn syntax_error(
             let n = names.remove(i);
             names.push(n);
         }
-        match names.len() {
+        let keywords: Vec<&'static str> = rules
+            .iter()
+            .filter(|r| format!("{r:?}").starts_with("kw_"))
+            .map(|r| human(*r))
+            .collect();
+        let expected = match names.len() {
             0 => "something else".to_string(),
             1 => names[0].to_string(),
             _ => {
                 let last = names.pop().unwrap_or_default();
                 format!("{} or {last}", names.join(", "))
             }
-        }
+        };
+        (expected, keywords)
     };
+    let help = written
+        .and_then(|w| habits::closest(w, candidates.iter().copied()).map(|c| (w, c)))
+        .filter(|(w, c)| !w.eq_ignore_ascii_case(c))
+        .map(|(_, c)| format!("did you mean {c}?"));
     let end = next_token_end(source, pos);
     SyntaxError::Expected {
         expected,
         after,
+        help,
         span: Span::new(pos, end),
     }
+}
+
+/// The word (letters, digits, `_`) that starts `rest`, if one does.
+fn word_at(rest: &str) -> Option<&str> {
+    let len = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len());
+    (len > 0 && rest.starts_with(|c: char| c.is_ascii_alphabetic())).then(|| &rest[..len])
 }
 
 /// The last word, number, string or symbol before the error, skipping blanks and comments,
 /// to say where it happened.
 fn previous_token(before: &str) -> Option<String> {
-    let bytes = before.as_bytes();
-    let mut last: Option<(usize, usize)> = None;
-    let mut i = 0;
-    while i < bytes.len() {
-        let c = bytes[i];
-        if c == b'-' && bytes.get(i + 1) == Some(&b'-') {
-            while i < bytes.len() && bytes[i] != b'\n' {
-                i += 1;
-            }
-        } else if c == b'\'' || c == b'"' {
-            let start = i;
-            i += 1;
-            while i < bytes.len() {
-                if bytes[i] == c && bytes.get(i + 1) == Some(&c) {
-                    i += 2;
-                } else if bytes[i] == c {
-                    i += 1;
-                    break;
-                } else {
-                    i += 1;
-                }
-            }
-            last = Some((start, i));
-        } else if c.is_ascii_alphanumeric() || c == b'_' || c == b'.' {
-            let start = i;
-            while i < bytes.len()
-                && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_' || bytes[i] == b'.')
-            {
-                i += 1;
-            }
-            last = Some((start, i));
-        } else if c.is_ascii_whitespace() {
-            i += 1;
-        } else {
-            // One symbol, or one non-ASCII character taken whole.
-            let start = i;
-            i += before[i..].chars().next().map_or(1, char::len_utf8);
-            last = Some((start, i));
-        }
-    }
-    let (start, end) = last?;
-    let token = &before[start..end];
-    Some(if token.starts_with('\'') {
-        "the string".to_string()
-    } else {
-        token.to_string()
-    })
+    habits::last_token(before)
 }
 
 fn next_token_end(source: &str, pos: usize) -> usize {

@@ -103,7 +103,8 @@ fn errors_read_like_sentences() {
         err("COUNT WHERE age < 30 EPS 0.1;"),
         "expected WITH, WITHIN, AND, OR, BY or +/- after `30`"
     );
-    assert!(err("SELECT * FROM t;").starts_with("expected a statement"));
+    assert!(err("SELECT * FROM t;").starts_with("dpq never returns rows"));
+    assert!(err("COUTN WHERE a = 1 WITH EPS 1;").starts_with("expected a statement"));
     assert_eq!(
         err("SHOW ME;"),
         "expected TABLES, BUDGET, HISTORY or CUBE after `SHOW`"
@@ -112,6 +113,153 @@ fn errors_read_like_sentences() {
         err("COUNT WHERE a = 1 WITH EPS 1 PRIOR p=0.2 PRIOR p=0.3"),
         "PRIOR is given twice"
     );
+}
+
+/// The help line of the error `src` gives.
+fn help(src: &str) -> String {
+    let e = crate::error::Error::from(parse_script(src).expect_err("does not parse"));
+    e.help().unwrap_or_default()
+}
+
+#[test]
+fn habits_from_other_languages_are_explained() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "COUNT WHERE sex = \"F\" WITH EPS 0.1",
+            "double quotes are for names",
+            "write 'F'",
+        ),
+        (
+            "COUNT WHERE a < 3 && b = 1 WITH EPS 1",
+            "dpq writes AND",
+            "AND",
+        ),
+        (
+            "COUNT WHERE a < 3 || b = 1 WITH EPS 1",
+            "dpq writes OR",
+            "OR",
+        ),
+        (
+            "COUNT WHERE a == 3 WITH EPS 1",
+            "a comparison takes one =",
+            "age = 30",
+        ),
+        ("COUNT WHERE a =< 3 WITH EPS 1", "dpq writes <=", "<="),
+        ("COUNT WHERE ! a = 3 WITH EPS 1", "dpq writes NOT", "NOT"),
+        (
+            "COUNT WHERE (a = 3 WITH EPS 1",
+            "this `(` is never closed",
+            "`)`",
+        ),
+        (
+            "COUNT WHERE a = 3) WITH EPS 1",
+            "this `)` closes nothing",
+            "remove it",
+        ),
+        (
+            "COUNT WHERE a < 30",
+            "COUNT does not say what it may spend",
+            "WITH EPS 0.1",
+        ),
+        (
+            "COUNT WHERE a < 30 PRIOR p=0.3",
+            "COUNT does not say what it may spend",
+            "WITHIN",
+        ),
+        (
+            "HISTOGRAM",
+            "HISTOGRAM does not say what it may spend",
+            "WITH EPS",
+        ),
+        (
+            "COUTN WHERE a = 1 WITH EPS 1",
+            "expected a statement",
+            "did you mean COUNT?",
+        ),
+        (
+            "HISTOGRM WITH EPS 1",
+            "expected a statement",
+            "did you mean HISTOGRAM?",
+        ),
+        (
+            "COUNT WHER a = 1 WITH EPS 1",
+            "expected WHERE or BY",
+            "did you mean WHERE?",
+        ),
+        (
+            "SELECT * FROM t",
+            "dpq never returns rows",
+            "DIFFERENTIAL_PRIVACY",
+        ),
+        (
+            "SELECT a, b FROM t",
+            "dpq never returns a row's values",
+            "COUNT(*)",
+        ),
+        (
+            "SELECT COUNT(*) FROM t JOIN u ON t.a = u.a",
+            "one table at a time",
+            "COUNT(*)",
+        ),
+        (
+            "SELECT COUNT(*) FROM t ORDER BY a",
+            "ORDER BY has no private form",
+            "COUNT(*)",
+        ),
+        (
+            "SELECT COUNT(*) FROM t LIMIT 3",
+            "LIMIT has no private form",
+            "COUNT(*)",
+        ),
+        (
+            "SELECT COUNT(*), SUM(a) FROM t",
+            "a SELECT asks one aggregate",
+            "of its own",
+        ),
+        (
+            "SELECT MAX(a) FROM t",
+            "MAX has no SQL form",
+            "MEDIAN age CLAMP",
+        ),
+    ];
+    for (src, message, fix) in cases {
+        let e = err(src);
+        assert!(e.contains(message), "{src}: {e}");
+        let h = help(src);
+        assert!(h.contains(fix), "{src}: help {h}");
+    }
+    // The statement list is the grammar's: every statement is named.
+    let e = err("FOO;");
+    for word in ["HISTOGRAM", "SUM", "MEAN", "SHARE", "SELECT", "EXPLAIN"] {
+        assert!(e.contains(word), "{word} missing: {e}");
+    }
+}
+
+#[test]
+fn a_flipped_comparison_reads_as_written_the_other_way() {
+    let flipped = parse_script("COUNT WHERE 30 > age WITH EPS 1").expect("parses");
+    let straight = parse_script("COUNT WHERE age < 30 WITH EPS 1").expect("parses");
+    assert_eq!(flipped[0].kind.to_string(), straight[0].kind.to_string());
+    let flipped = parse_script("COUNT WHERE 'F' = sex AND 2 <= n WITH EPS 1").expect("parses");
+    assert_eq!(
+        flipped[0].kind.to_string(),
+        "COUNT WHERE sex = 'F' AND n >= 2 WITH EPS 1"
+    );
+}
+
+#[test]
+fn a_select_prints_back_to_itself() {
+    for src in [
+        "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.5) COUNT(*) FROM t WHERE age < 30",
+        "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.5, privacy_unit_column = id) COUNT(*) AS n FROM t GROUP BY sex, region",
+        "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1) AVG(income, contribution_bounds_per_group => (0, 100000)) FROM \"my table\" WHERE age >= 30",
+        "SELECT SUM(income) FROM t",
+    ] {
+        let once = parse_script(src).expect("parses")[0].kind.to_string();
+        assert_eq!(once, src);
+        let twice = parse_script(&once).expect("parses again")[0].kind.to_string();
+        assert_eq!(twice, once);
+    }
 }
 
 #[test]
