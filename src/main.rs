@@ -3,10 +3,11 @@
 
 mod cli;
 
-use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let args = cli::Args::parse();
-    cli::main(args)
+    match cli::parse() {
+        Ok(args) => cli::main(args),
+        Err(code) => code,
+    }
 }

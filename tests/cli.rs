@@ -552,3 +552,219 @@ fn the_prompt_runs_dpqrc_and_appends_its_history() {
     assert!(history.contains("SHOW TABLES;"), "{history}");
     assert!(history.contains("SHOW BUDGET;"), "{history}");
 }
+
+/// `dpq` with `args`, run in `dir`, reading `input`, with a fresh state directory.
+fn dpq_in(dir: &std::path::Path, args: &[&str], input: &[u8]) -> Output {
+    let (mut c, _state) = command();
+    let mut child = c
+        .current_dir(dir)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn dpq");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input)
+        .expect("write");
+    child.wait_with_output().expect("dpq ends")
+}
+
+/// The repository's root, where the tests run and the README's commands are typed.
+fn root() -> &'static std::path::Path {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The names of the repository's `examples/*.dpq`, sorted.
+fn example_scripts() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(root().join("examples"))
+        .expect("the examples directory")
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|name| name.ends_with(".dpq"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// A script typed where a command goes (`dpq quickstart.dpq`) is refused with the command that
+/// runs it: `run` put before it, the options typed before it kept, a bare name found under
+/// `examples/` given its path there. A word that names no script is left to clap's message.
+#[test]
+fn a_script_named_without_run_is_refused_with_the_command_that_runs_it() {
+    let empty = tempfile::tempdir().expect("tempdir");
+    let cases: [(&std::path::Path, &[&str], &str, &str); 4] = [
+        (
+            empty.path(),
+            &["quickstart.dpq"],
+            "quickstart.dpq",
+            "dpq run quickstart.dpq",
+        ),
+        (
+            root(),
+            &["--seed", "2", "quickstart.dpq", "bayes.dpq"],
+            "quickstart.dpq",
+            "dpq --seed 2 run examples/quickstart.dpq bayes.dpq",
+        ),
+        (
+            root(),
+            &["examples/my notes.dpq"],
+            "examples/my notes.dpq",
+            "dpq run 'examples/my notes.dpq'",
+        ),
+        // An existing file, whatever its name.
+        (root(), &["Cargo.toml"], "Cargo.toml", "dpq run Cargo.toml"),
+    ];
+    for (dir, args, word, help) in cases {
+        let o = dpq_in(dir, args, b"");
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert_eq!(stdout(&o), "", "{args:?}");
+        assert_eq!(
+            stderr(&o),
+            format!("dpq: unknown command `{word}`\nhelp: to run a script, type: {help}\n"),
+            "{args:?}"
+        );
+    }
+    let o = dpq(&["runn"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("a similar subcommand exists: 'run'"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// `dpq examples` lists exactly the scripts of `examples/`, each with what it is about.
+#[test]
+fn dpq_examples_lists_every_script_of_the_examples_directory() {
+    let o = dpq(&["examples"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let mut listed: Vec<String> = Vec::new();
+    for line in out.lines() {
+        let Some(name) = line.strip_prefix("  ").and_then(|l| l.split(' ').next()) else {
+            continue;
+        };
+        if name.ends_with(".dpq") {
+            let about = line.trim_start()[name.len()..].trim();
+            assert!(about.ends_with('.'), "{name} has no description: {line}");
+            listed.push(name.to_string());
+        }
+    }
+    listed.sort();
+    assert_eq!(listed, example_scripts(), "{out}");
+    assert!(out.contains("dpq examples DIR"), "{out}");
+}
+
+/// `dpq examples DIR` writes the scripts and their data as the repository holds them: from
+/// DIR every script runs, and gives what it gives from the repository's root; so does the
+/// README's tour.
+#[test]
+fn the_examples_written_out_run_as_they_do_from_the_repository() {
+    let parent = tempfile::tempdir().expect("tempdir");
+    let tour = parent.path().join("tour");
+    let o = dpq_in(parent.path(), &["examples", "tour"], b"");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("Next, type: cd tour && dpq run examples/quickstart.dpq"),
+        "{out}"
+    );
+    for name in example_scripts() {
+        let path = format!("examples/{name}");
+        assert!(
+            out.contains(&format!("  {path}\n")),
+            "{path} not listed: {out}"
+        );
+        let bundled = std::fs::read(tour.join(&path)).expect("the script was written");
+        assert_eq!(
+            bundled,
+            std::fs::read(root().join(&path)).expect("read"),
+            "{path}"
+        );
+        let args = ["run", "--seed", "2", path.as_str()];
+        let there = dpq_in(&tour, &args, b"");
+        assert!(there.status.success(), "{path}: {}", stderr(&there));
+        // lab.dpq plots into examples/figures/: run from the root it would rewrite the
+        // repository's chart.
+        if name == "lab.dpq" {
+            assert!(tour.join("examples/figures/posterior.svg").is_file());
+            continue;
+        }
+        let here = dpq_in(root(), &args, b"");
+        assert_eq!(stdout(&there), stdout(&here), "{path}");
+        assert_eq!(stderr(&there), stderr(&here), "{path}");
+    }
+    let tour_statements = b"LOAD 'examples/data/people.csv' AS people;\n\
+        COUNT WHERE age <= 30 WITH EPS 0.1 PRIOR p=0.3;\nSHOW BUDGET;\n";
+    let there = dpq_in(&tour, &["--seed", "2", "--practice"], tour_statements);
+    let here = dpq_in(root(), &["--seed", "2", "--practice"], tour_statements);
+    assert!(there.status.success(), "{}", stderr(&there));
+    assert!(
+        stdout(&there).contains("n = 10000 rows"),
+        "{}",
+        stdout(&there)
+    );
+    assert_eq!(stdout(&there), stdout(&here));
+}
+
+/// A file in DIR that differs from the bundled one is never replaced without `--force`, and
+/// then nothing at all is written; identical files are no obstacle.
+#[test]
+fn dpq_examples_refuses_to_replace_a_changed_file_without_force() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let target = dir.path().to_str().expect("utf-8");
+    assert!(dpq(&["examples", target]).status.success());
+    let bayes = dir.path().join("examples/bayes.dpq");
+    std::fs::write(&bayes, "-- my own notes\n").expect("write");
+    let people = dir.path().join("examples/data/people.csv");
+    std::fs::remove_file(&people).expect("remove");
+    let o = dpq(&["examples", target]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "dpq: {} exists and differs from the bundled file; nothing was written",
+            bayes.display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("dpq examples --force"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&bayes).expect("read"),
+        "-- my own notes\n"
+    );
+    assert!(!people.exists(), "nothing is written after a refusal");
+    let o = dpq(&["examples", "--force", target]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("examples/bayes.dpq (replaced)"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(
+        std::fs::read(&bayes).expect("read"),
+        std::fs::read(root().join("examples/bayes.dpq")).expect("read")
+    );
+    assert!(people.is_file());
+    let o = dpq(&["examples", target]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("identical; nothing was written"),
+        "{}",
+        stdout(&o)
+    );
+    // --force needs a DIR, and -c has no place beside examples.
+    assert_eq!(dpq(&["examples", "--force"]).status.code(), Some(2));
+    assert_eq!(
+        dpq(&["-c", "SHOW TABLES;", "examples"]).status.code(),
+        Some(2)
+    );
+}

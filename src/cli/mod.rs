@@ -1,10 +1,12 @@
 //! Command-line arguments and the script and `-c` modes; the REPL is in `repl`.
 
+mod examples;
 mod remote;
 mod repl;
 mod serve;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use dpq::data::escape_controls;
 use dpq::driver::{run_source_from, Emitted};
 use dpq::eval::{Progress, Randomness, Session};
 use dpq::output::Format;
@@ -106,6 +108,20 @@ pub enum Command {
     },
     /// Make a new analyst token and the hash a policy records.
     Token,
+    /// List the bundled example scripts, or write them and the data they read into DIR.
+    ///
+    /// DIR gets them as dpq's repository holds them (DIR/examples/*.dpq, DIR/examples/data/),
+    /// so the commands of the README's tour work from DIR as written, e.g.
+    /// `dpq examples tour && cd tour && dpq run examples/quickstart.dpq`.
+    Examples {
+        /// Where to write them (made if missing); without it, the scripts are listed.
+        #[arg(value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Replace the files in DIR that differ from the bundled ones (else nothing is
+        /// written when one does).
+        #[arg(long, requires = "dir")]
+        force: bool,
+    },
 }
 
 /// What runs statements: a local session, or a dpq server.
@@ -194,6 +210,9 @@ pub fn main(args: Args) -> ExitCode {
         }
         Some(Command::CheckPolicy { file }) => return serve::check_policy(&args, file),
         Some(Command::Token) => return serve::token(),
+        Some(Command::Examples { dir, force }) => {
+            return write_examples(args.statements.is_some(), dir.as_deref(), *force);
+        }
         Some(Command::Connect { url, token_file }) => {
             return serve::connect(&args, url, token_file.as_deref(), format, None);
         }
@@ -303,6 +322,102 @@ impl Progress for Bar {
 }
 
 pub(crate) use dpq::sys::state_dir;
+
+/// `dpq examples [DIR]`: lists the bundled example scripts, or writes them into `dir`.
+fn write_examples(with_statements: bool, dir: Option<&std::path::Path>, force: bool) -> ExitCode {
+    if with_statements {
+        eprintln!("dpq: -c and examples cannot be used together");
+        return ExitCode::from(EXIT_USAGE);
+    }
+    fit_terminal();
+    let Some(dir) = dir else {
+        println!("{}", dpq::output::fit(&examples::listing()));
+        return ExitCode::from(EXIT_OK);
+    };
+    match examples::write(dir, force) {
+        Ok(fates) => {
+            let report = examples::report(dir, &fates);
+            println!("{}", dpq::output::fit(&escape_controls(&report)));
+            ExitCode::from(EXIT_OK)
+        }
+        Err(e) => {
+            eprintln!("dpq: {}", escape_controls(&e.to_string()));
+            if matches!(e, examples::WriteError::Differs { .. }) {
+                let dir = examples::shell_word(&dir.display().to_string());
+                eprintln!(
+                    "help: to replace every bundled file that differs, type: dpq examples --force {}",
+                    escape_controls(&dir)
+                );
+            }
+            ExitCode::from(EXIT_STATEMENT_FAILED)
+        }
+    }
+}
+
+/// The command line, parsed. A script named where a command is expected (`dpq
+/// quickstart.dpq`) is refused with the command that runs it; any other mistake is clap's to
+/// report (and `--help` and `--version` its to print).
+pub fn parse() -> Result<Args, ExitCode> {
+    let error = match Args::try_parse() {
+        Ok(args) => return Ok(args),
+        Err(error) => error,
+    };
+    if error.kind() == clap::error::ErrorKind::InvalidSubcommand {
+        let typed: Vec<String> = std::env::args_os()
+            .skip(1)
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let word = match error.get(clap::error::ContextKind::InvalidSubcommand) {
+            Some(clap::error::ContextValue::String(word)) => word.as_str(),
+            _ => "",
+        };
+        if let Some(help) = run_hint(&typed, word) {
+            eprintln!("dpq: unknown command `{}`", escape_controls(word));
+            eprintln!("help: to run a script, type: {}", escape_controls(&help));
+            return Err(ExitCode::from(EXIT_USAGE));
+        }
+    }
+    let _ = error.print();
+    Err(ExitCode::from(
+        u8::try_from(error.exit_code()).unwrap_or(EXIT_USAGE),
+    ))
+}
+
+/// The command that runs `word` as a script, when `word` (typed among `typed`, the arguments)
+/// reads as one: it ends in `.dpq` or names a file. `run` goes just before it, so options
+/// typed before it stay and the words after it are scripts too. A bare name found only under
+/// `examples/` (as `dpq quickstart.dpq` typed where the examples were written) is given
+/// its path there.
+fn run_hint(typed: &[String], word: &str) -> Option<String> {
+    let path = std::path::Path::new(word);
+    if !(word.ends_with(".dpq") || path.is_file()) {
+        return None;
+    }
+    let at = typed.iter().position(|a| a == word)?;
+    let in_examples = std::path::Path::new("examples").join(word);
+    let script = if !path.exists() && path.components().count() == 1 && in_examples.is_file() {
+        format!("examples/{word}")
+    } else {
+        word.to_string()
+    };
+    // After `--` every word is a script's: it stays after `run`.
+    let ended = typed[..at].iter().any(|a| a == "--");
+    let mut words: Vec<&str> = vec!["dpq"];
+    words.extend(
+        typed[..at]
+            .iter()
+            .map(String::as_str)
+            .filter(|a| *a != "--"),
+    );
+    words.push("run");
+    if ended {
+        words.push("--");
+    }
+    words.push(&script);
+    words.extend(typed[at + 1..].iter().map(String::as_str));
+    let words: Vec<String> = words.into_iter().map(examples::shell_word).collect();
+    Some(words.join(" "))
+}
 
 pub(crate) fn run_files(session: &mut dyn Backend, files: &[PathBuf], format: Format) -> bool {
     for file in files {
