@@ -81,6 +81,11 @@ pub enum StatementKind {
         alias: Option<Ident>,
         /// `NO HEADER`: the first row is data, and the columns are named `c1`, `c2`, ...
         no_header: bool,
+        /// `DELIMITER ';'`: the character between a CSV file's fields, as written (`\t`, a
+        /// backslash and a `t`, is a tab).
+        delimiter: Option<Text>,
+        /// `DECIMAL ','`: the mark before a CSV file's decimals, as written.
+        decimal: Option<Text>,
         /// `NEIGHBOURS replace|add_remove`: how neighbouring tables differ.
         neighbours: Option<Ident>,
         /// `PRIVACY UNIT col MAX ROWS k`: the rows sharing a value of `col` are one unit's.
@@ -881,6 +886,8 @@ impl fmt::Display for StatementKind {
                 postgres,
                 alias,
                 no_header,
+                delimiter,
+                decimal,
                 neighbours,
                 unit,
                 columns,
@@ -894,6 +901,12 @@ impl fmt::Display for StatementKind {
                 }
                 if *no_header {
                     f.write_str(" NO HEADER")?;
+                }
+                if let Some(d) = delimiter {
+                    write!(f, " DELIMITER {d}")?;
+                }
+                if let Some(d) = decimal {
+                    write!(f, " DECIMAL {d}")?;
                 }
                 if let Some(m) = neighbours {
                     write!(f, " NEIGHBOURS {m}")?;

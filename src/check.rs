@@ -1,6 +1,7 @@
 //! Checking: resolves a parsed statement against the session's tables and validates its parameters.
 
 mod foregone;
+mod reading;
 mod sql;
 pub mod statistics;
 
@@ -60,6 +61,7 @@ pub const MAX_CUBE_CELLS: usize = 10_000;
 fn check_unit(
     u: &crate::ast::UnitClause,
     header: bool,
+    reading: String,
 ) -> Result<crate::privacy::Unit, CheckError> {
     let k = u
         .max_rows
@@ -81,6 +83,7 @@ fn check_unit(
         column: u.column.name.clone(),
         max_rows,
         header,
+        reading,
     })
 }
 
@@ -93,25 +96,7 @@ fn check_columns(
     postgres: bool,
     no_header: bool,
 ) -> Result<Vec<data::Declared>, CheckError> {
-    let parquet = {
-        #[cfg(feature = "native")]
-        {
-            !postgres && data::is_parquet_path(Path::new(path))
-        }
-        #[cfg(not(feature = "native"))]
-        {
-            let _ = path;
-            false
-        }
-    };
-    let source_kind = if postgres {
-        Some("a PostgreSQL table")
-    } else if parquet {
-        Some("Parquet data")
-    } else {
-        None
-    };
-    if let Some(source_kind) = source_kind {
+    if let Some(source_kind) = reading::source_kind(path, postgres) {
         return Err(CheckError::ColumnsNotCsv {
             source_kind,
             span: clause.span,
@@ -209,14 +194,22 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
             postgres,
             alias,
             no_header,
+            delimiter,
+            decimal,
             neighbours,
             unit,
             columns,
         } => {
+            let format = reading::check_format(
+                &path.value,
+                postgres.is_some(),
+                delimiter.as_ref(),
+                decimal.as_ref(),
+            )?;
             let unit_clause = unit.as_ref();
             let unit = unit
                 .as_ref()
-                .map(|u| check_unit(u, !no_header))
+                .map(|u| check_unit(u, !no_header, format.clauses()))
                 .transpose()?;
             let columns = columns
                 .as_ref()
@@ -245,6 +238,7 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
                 postgres: postgres.as_ref().map(|t| t.name.clone()),
                 path_span: path.span,
                 header: !no_header,
+                format,
                 neighbours: asked,
                 unit,
                 columns,

@@ -300,6 +300,24 @@ pub enum CheckError {
         /// The COLUMNS clause.
         span: Span,
     },
+    /// `DELIMITER` or `DECIMAL` on a source that is not CSV text.
+    #[error("{clause} says how CSV text is read: {source_kind} is not CSV text")]
+    NotCsvText {
+        /// The clause (`DELIMITER`, `DECIMAL`).
+        clause: &'static str,
+        /// What the source is (`Parquet data`, `a PostgreSQL table`).
+        source_kind: &'static str,
+        /// The clause's string.
+        span: Span,
+    },
+    /// A `DELIMITER` or `DECIMAL` that cannot read a file.
+    #[error("{error}")]
+    CsvFormat {
+        /// What is wrong with it.
+        error: crate::data::FormatError,
+        /// The clause's string.
+        span: Span,
+    },
     /// A declared name under `NO HEADER`, where the columns are named by position.
     #[error("with NO HEADER the file's columns are named c1, c2, ... by position, and COLUMNS declares them by those names, not `{column}`")]
     DeclaredNoHeader {
@@ -622,7 +640,7 @@ pub enum EvalError {
     },
     /// A recorded privacy unit over a table that reads the file otherwise than it was
     /// declared over (with or without `NO HEADER`).
-    #[error("the data of table `{table}` has {unit}, declared over the file read the other way (with or without NO HEADER), where its column's name may name another column; nothing was spent: LOAD it as the unit was declared, or name its unit with PRIVACY UNIT while nothing is released")]
+    #[error("the data of table `{table}` has {unit}, declared over the file read another way (with or without NO HEADER, or with another DELIMITER or DECIMAL), where its column's name may name another column or its values group other rows; nothing was spent: LOAD it as the unit was declared, or name its unit with PRIVACY UNIT while nothing is released")]
     UnitReading {
         /// The table.
         table: String,
@@ -860,6 +878,8 @@ impl Error {
                 | CheckError::UnitUnbounded { span, .. }
                 | CheckError::DeclaredTwice { span, .. }
                 | CheckError::ColumnsNotCsv { span, .. }
+                | CheckError::NotCsvText { span, .. }
+                | CheckError::CsvFormat { span, .. }
                 | CheckError::DeclaredNoHeader { span, .. }
                 | CheckError::DomainType { span, .. }
                 | CheckError::DomainEmpty { span, .. }
@@ -963,6 +983,17 @@ impl Error {
                     "declare the columns as c1 integer, c2 text, ... (any of them, in any order)"
                         .into(),
                 ),
+                CheckError::CsvFormat { error, .. } => match error {
+                    crate::data::FormatError::DecimalIsDelimiter => Some(
+                        "files with decimal commas mostly separate fields with `;`: LOAD it with DELIMITER ';' DECIMAL ','"
+                            .into(),
+                    ),
+                    crate::data::FormatError::Decimal => None,
+                    _ => Some(
+                        "DELIMITER ';', DELIMITER '|' or DELIMITER '\\t' (a tab), for instance"
+                            .into(),
+                    ),
+                },
                 CheckError::InvalidEpsilon { .. } => {
                     Some("smaller epsilon means more noise and more privacy; 0.1 is common".into())
                 }
@@ -1048,7 +1079,7 @@ impl Error {
                             .into(),
                     ),
                     DataError::NotAHeader => Some(
-                        "if the file has no header row, load it with NO HEADER: its columns are then named c1, c2, ...; if it has one, give its columns distinct plain names"
+                        "if the file has no header row, load it with NO HEADER: its columns are then named c1, c2, ...; if it has one, give its columns distinct plain names; if its fields are separated by tabs, LOAD it with DELIMITER '\\t'"
                             .into(),
                     ),
                     DataError::Changed { .. } => Some(

@@ -17,7 +17,7 @@ pub struct Topic {
 pub const TOPICS: &[Topic] = &[
     Topic {
         name: "LOAD",
-        synopsis: "LOAD 'file.csv' | POSTGRES 'connection' TABLE name [AS name] [NO HEADER] [NEIGHBOURS replace|add_remove] [PRIVACY UNIT column MAX ROWS k] [COLUMNS (name type [BETWEEN lo AND hi | IN ('a', ...)], ...)];",
+        synopsis: "LOAD 'file.csv' | POSTGRES 'connection' TABLE name [AS name] [NO HEADER] [DELIMITER ';'] [DECIMAL ','] [NEIGHBOURS replace|add_remove] [PRIVACY UNIT column MAX ROWS k] [COLUMNS (name type [BETWEEN lo AND hi | IN ('a', ...)], ...)];",
         about:
             "Reads a CSV file with a header row into a table and makes it current. Column types \
 (integer, float, text, boolean) are inferred; empty and NA cells are missing and match no \
@@ -28,7 +28,10 @@ outside its domain) is missing, the file's other columns are left out, and the s
 no longer depends on the values (inferred, it tells whether any cell of a column is, say, \
 12.5). Declared columns are named as in the header, or c1, c2, ... with NO HEADER. \
 A first row that looks like data (numbers, dates) is refused: with NO HEADER the first row is \
-data and the columns are named c1, c2, ... The budget belongs to the data: a copy or a \
+data and the columns are named c1, c2, ... DELIMITER ';' reads fields separated by another \
+character ('\\t', a backslash and a t, is a tab; a .tsv file is tab-separated by default), and \
+DECIMAL ',' reads numbers with a decimal comma (3,5 is 3.5, 1.234,5 is 1234.5); without it \
+1,234.50 is text. The budget belongs to the data: a copy or a \
 rename of the file finds the same ledger. When one person may have many rows, PRIVACY UNIT \
 names the column that identifies them and MAX ROWS k keeps at most k rows of each (chosen by \
 a hash of each row's own content); every sensitivity is then k times a row's, neighbouring \

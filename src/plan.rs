@@ -22,6 +22,9 @@ pub enum Plan {
         path_span: Span,
         /// Whether the first row names the columns (else they are `c1`, `c2`, ...).
         header: bool,
+        /// The delimiter and decimal mark of a CSV file (`DELIMITER`, `DECIMAL`, or its
+        /// name's default); the default for other sources.
+        format: crate::data::CsvFormat,
         /// The neighbour model asked for, if any (`add_remove` with a unit).
         neighbours: Option<Neighbours>,
         /// The privacy unit asked for, if any.

@@ -885,6 +885,21 @@ fn script(c: &Canary) -> Vec<Step> {
             format!("COUNT WHERE amount < {} WITHIN 10 AT 0.95;", mid(4816)),
             Any,
         ),
+        // Other readings of the same bytes: one column named by the header line, with a
+        // warning that names it, or refused under a cube declared over the first reading.
+        step(
+            format!("LOAD '{csv}' AS semicolons DELIMITER ';'; DESCRIBE;"),
+            Any,
+        ),
+        step(
+            format!("LOAD '{csv}' AS pipes DELIMITER '|' DECIMAL ','; DESCRIBE;"),
+            Any,
+        ),
+        step(
+            format!("LOAD '{csv}' AS commas DECIMAL ',';"),
+            Err("needs another DELIMITER"),
+        ),
+        step("USE canary;", Ok),
         // After everything: what is left to see.
         step(
             "SHOW TABLES; SHOW BUDGET; SHOW HISTORY; DESCRIBE again;",

@@ -4,8 +4,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use dpq::data::{
-    count, escape_name, load_csv, CmpOp, ColumnType, DataError, LoadOptions, Predicate, Table,
-    Value,
+    count, escape_name, load_csv, CmpOp, ColumnType, CsvFormat, DataError, LoadOptions, Predicate,
+    Table, Value,
 };
 use proptest::prelude::*;
 
@@ -275,6 +275,37 @@ fn every_error_is_clear_and_shows_no_value() {
         error_of(b"a,b\nzanzibar,987654\n31337,hunter2,3\n", &narrow),
         DataError::TooManyFields { line: 3, limit: 2 }
     );
+    // A `;` file read with `,`: the error names the header (public), never a row.
+    assert_eq!(
+        error(b"name;age\nzanzibar;987,654\n"),
+        DataError::OneFieldHeader {
+            line: 2,
+            hint: "`name;age`: if `;` separates its fields, LOAD it with DELIMITER ';'".into()
+        }
+    );
+    // Without a header the one field is a row of data: no hint names it.
+    let headless = LoadOptions {
+        header: false,
+        ..LoadOptions::default()
+    };
+    assert_eq!(
+        error_of(b"zanzibar;987654\nhunter2;3,1337\n", &headless),
+        DataError::RaggedRow {
+            line: 2,
+            expected: 1,
+        }
+    );
+    let clash = LoadOptions {
+        format: CsvFormat {
+            delimiter: b',',
+            decimal_comma: true,
+        },
+        ..LoadOptions::default()
+    };
+    assert!(matches!(
+        error_of(b"a\nzanzibar\n", &clash),
+        DataError::Format { .. }
+    ));
 }
 
 #[test]
@@ -446,6 +477,30 @@ proptest! {
     fn junk_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
         if let Ok(t) = load_bytes(&bytes) {
             prop_assert!(t.n_columns() >= 1);
+        }
+    }
+
+    /// Junk read with another delimiter and a decimal comma: a table or an error, never a
+    /// panic.
+    #[test]
+    fn junk_never_panics_in_another_format(
+        bytes in proptest::collection::vec(
+            prop_oneof![
+                Just(b'a'), Just(b'1'), Just(b','), Just(b';'), Just(b'.'), Just(b'"'),
+                Just(b'\n'), Just(b'\t'), Just(b'-'), Just(0xC3)
+            ],
+            0..300,
+        ),
+        delimiter in prop_oneof![Just(b';'), Just(b'\t'), Just(b'|')],
+        decimal_comma in any::<bool>(),
+    ) {
+        let opts = LoadOptions {
+            format: CsvFormat { delimiter, decimal_comma },
+            ..LoadOptions::default()
+        };
+        match dpq::data::load_csv_bytes(&bytes, &opts) {
+            Ok(l) => prop_assert!(l.table.n_columns() >= 1),
+            Err(e) => prop_assert!(!e.to_string().is_empty()),
         }
     }
 

@@ -1442,3 +1442,96 @@ fn a_lost_mark_is_made_again_with_a_warning() {
     assert_eq!(out.last().expect("budget")["spent"], 0.3, "{out:?}");
     assert!(ledger.with_extension("hwm").exists());
 }
+
+/// The same bytes read with another delimiter are another table: one ledger (the same
+/// people, one budget), but no answer recorded for one reading is the other's. Read with `,`
+/// the first column is `k;v` (never `x`: true count 0); read with `;` it is `k` (`x` twice).
+/// A count's key names its column by position, so without a mark of the reading the second
+/// count would be "identical" to the first and answered from the history with its noise.
+#[test]
+fn a_file_read_with_another_delimiter_shares_its_budget_and_no_answer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("kv.csv");
+    std::fs::write(&data, "k;v,w\nx;1,2\nx;3,4\ny;5,6\n").expect("write");
+    let state = dir.path().join("state");
+    let path = data.display();
+    let commas = format!("LOAD '{path}' AS t; COUNT WHERE \"k;v\" = 'x' WITH EPS 0.25;");
+    let first = run(&state, &commas);
+    assert_eq!(
+        first[0]["columns"].as_array().map(Vec::len),
+        Some(2),
+        "{}",
+        first[0]
+    );
+    assert_eq!(first[1]["from_history"], false, "{}", first[1]);
+    // The same reading again: the recorded answer, free.
+    let again = run(&state, &commas);
+    assert_eq!(again[1]["from_history"], true, "{}", again[1]);
+    assert_eq!(again[1]["noisy"], first[1]["noisy"]);
+    let semicolons = run(
+        &state,
+        &format!(
+            "LOAD '{path}' AS t DELIMITER ';'; COUNT WHERE k = 'x' WITH EPS 0.25; SHOW BUDGET;"
+        ),
+    );
+    assert_eq!(
+        semicolons[0]["budget_spent"], 0.25,
+        "one budget: {}",
+        semicolons[0]
+    );
+    assert_eq!(semicolons[1]["from_history"], false, "{}", semicolons[1]);
+    assert_eq!(semicolons[2]["spent"], 0.5, "{}", semicolons[2]);
+    // A decimal comma is a reading of its own too.
+    let decimal = run(
+        &state,
+        &format!(
+            "LOAD '{path}' AS t DELIMITER ';' DECIMAL ','; COUNT WHERE k = 'x' WITH EPS 0.25;"
+        ),
+    );
+    assert_eq!(decimal[1]["from_history"], false, "{}", decimal[1]);
+}
+
+/// A cube and a privacy unit are declared over one reading of a file: over another (here a
+/// decimal comma, which reads `1.234` as 1234, not 1.234) the same column names hold other
+/// values, so the cube's cells and the unit's rows would be others. Both are refused there,
+/// before anything is spent.
+#[test]
+fn a_cube_or_unit_declared_over_one_reading_is_refused_over_another() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("amounts.csv");
+    std::fs::write(&data, "id;amount\n1.234;1.234\n1;2\n2;3\n").expect("write");
+    let path = data.display();
+    let state = dir.path().join("cube");
+    let cube = run(
+        &state,
+        &format!("LOAD '{path}' AS t DELIMITER ';' DECIMAL ','; CUBE BY amount (1000);"),
+    );
+    assert!(cube.iter().all(|o| o["kind"] != "error"), "{cube:?}");
+    // Read with `.` before decimals, `amount` is a float column, 1.234 on the first row: the
+    // cube's cut at 1000 would put that row in another cell.
+    let other = run(&state, &format!("LOAD '{path}' AS t DELIMITER ';';"));
+    assert_eq!(other[0]["kind"], "error", "{}", other[0]);
+    let message = other[0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("DELIMITER ';' DECIMAL ','"), "{message}");
+    let same = run(
+        &state,
+        &format!("LOAD '{path}' AS t DELIMITER ';' DECIMAL ',';"),
+    );
+    assert_ne!(same[0]["kind"], "error", "{}", same[0]);
+
+    let state = dir.path().join("unit");
+    let unit = run(
+        &state,
+        &format!(
+            "LOAD '{path}' AS t DELIMITER ';' DECIMAL ',' PRIVACY UNIT id MAX ROWS 1; COUNT WHERE id > 2 WITH EPS 0.25;"
+        ),
+    );
+    assert!(unit.iter().all(|o| o["kind"] != "error"), "{unit:?}");
+    let other = run(&state, &format!("LOAD '{path}' AS t DELIMITER ';';"));
+    assert_eq!(other[0]["kind"], "error", "{}", other[0]);
+    let message = other[0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("DELIMITER ';' DECIMAL ',' PRIVACY UNIT id MAX ROWS 1"),
+        "{message}"
+    );
+}

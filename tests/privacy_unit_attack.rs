@@ -256,6 +256,7 @@ fn a_served_unit_is_the_policys_and_stays_with_the_ledger() {
             table: Arc::new(dpq::data::Source::Memory(table)),
             content,
             header: true,
+            format: Default::default(),
             neighbours: dpq::privacy::Neighbours::AddRemove,
             unit,
             declared: Vec::new(),
@@ -268,6 +269,7 @@ fn a_served_unit_is_the_policys_and_stays_with_the_ledger() {
         column: "pid".into(),
         max_rows: k,
         header: true,
+        reading: String::new(),
     };
     // Before any release: a policy that drops the recorded unit is refused by name (a unit,
     // once recorded, is never removed).

@@ -47,6 +47,21 @@ fn text() -> impl Strategy<Value = Text> {
     })
 }
 
+/// What `DELIMITER` and `DECIMAL` hold: any text, a tab, or `\t` written as two characters.
+fn delimiter() -> impl Strategy<Value = Text> {
+    prop_oneof![
+        text(),
+        Just("\t".to_string()).prop_map(|value| Text {
+            value,
+            span: Span::default(),
+        }),
+        Just("\\t".to_string()).prop_map(|value| Text {
+            value,
+            span: Span::default(),
+        }),
+    ]
+}
+
 fn literal() -> impl Strategy<Value = Literal> {
     prop_oneof![
         number().prop_map(Literal::Number),
@@ -172,14 +187,28 @@ fn statement() -> impl Strategy<Value = StatementKind> {
             prop::option::of((name(), prop::option::of(number()))),
             prop::option::of(name()),
             prop::option::of(columns()),
+            prop::option::of(delimiter()),
+            prop::option::of(delimiter()),
         )
             .prop_map(
-                |(path, alias, no_header, neighbours, unit, postgres, columns)| {
+                |(
+                    path,
+                    alias,
+                    no_header,
+                    neighbours,
+                    unit,
+                    postgres,
+                    columns,
+                    delimiter,
+                    decimal,
+                )| {
                     StatementKind::Load {
                         path,
                         postgres,
                         alias,
                         no_header,
+                        delimiter,
+                        decimal,
                         neighbours,
                         unit: unit.map(|(column, max_rows)| UnitClause {
                             column,

@@ -66,6 +66,18 @@ pub enum DataError {
         /// Number of header fields.
         expected: usize,
     },
+    /// A record has more fields than a header of one field, whose name holds a character
+    /// that separates the fields of other files: most likely the file is separated by it.
+    /// The hint speaks of the header only, which is public.
+    #[error(
+        "the number of fields on line {line} differs from the header's 1, a field named {hint}"
+    )]
+    OneFieldHeader {
+        /// Line where the record starts.
+        line: u64,
+        /// The header's name and the `DELIMITER` it suggests ([`super::one_field_hint`]).
+        hint: String,
+    },
     /// A quoted field is still open at the end of the file.
     #[error("the quoted field opened on line {line} is never closed")]
     UnclosedQuote {
@@ -119,6 +131,13 @@ pub enum DataError {
     PipeWithoutWriter {
         /// The path as given.
         path: String,
+    },
+    /// `LoadOptions::format` cannot be read (a quote between fields, a decimal comma with
+    /// `,` between fields too, ...).
+    #[error("{error}")]
+    Format {
+        /// What is wrong with it.
+        error: super::format::FormatError,
     },
     /// A pipe's writer gave nothing for longer than `LoadOptions::pipe_idle`.
     #[error("the pipe gave no data for {seconds} seconds")]

@@ -20,16 +20,17 @@ use rayon::prelude::*;
 use super::bitmap::BitBuilder;
 use super::content::ContentHash;
 use super::error::DataError;
+use super::format::CsvFormat;
 use super::intern::{InternError, Interner};
 use super::lanes::{CodeBuilder, IntBuilder, Ints, Lanes};
 use super::open::{open, Opened};
-use super::parse::{is_missing, looks_like_value, parse_bool, parse_f64, parse_i64};
+use super::parse::{is_missing, looks_like_value, parse_bool, parse_i64, Comma, Dialect, Other};
 use super::schema::{self, Declared};
 use super::source::{line_of, next_line_start, record_io, ByteSource, RecordError, Records};
 use super::table::{ColumnData, ColumnType, Dictionary, Segment, SegmentColumn, Table};
 
-/// How a file is read: its header setting, and limits that protect the process from files
-/// it cannot sensibly hold.
+/// How a file is read: its header setting, its delimiter and decimal mark, and limits that
+/// protect the process from files it cannot sensibly hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadOptions {
     /// Largest file accepted, in bytes (default 4 GiB).
@@ -39,6 +40,9 @@ pub struct LoadOptions {
     /// True (the default) when the first record names the columns. False for `NO HEADER`:
     /// the columns are named `c1`, `c2`, ... and the first record is data.
     pub header: bool,
+    /// The byte between fields and the decimal mark (default `,` and `.`; `DELIMITER`,
+    /// `DECIMAL`). Checked by [`CsvFormat::check`] before anything is read.
+    pub format: CsvFormat,
     /// How long a pipe may give no data before the load gives up (default 10 seconds).
     pub pipe_idle: Duration,
     /// A declared schema (`None`: types are inferred). The header must name every declared
@@ -53,6 +57,7 @@ impl Default for LoadOptions {
             max_bytes: 4 << 30,
             max_fields: 4096,
             header: true,
+            format: CsvFormat::default(),
             pipe_idle: Duration::from_secs(10),
             columns: None,
         }
@@ -152,9 +157,29 @@ fn default_chunks(len: u64) -> usize {
         .clamp(1, threads * 4)
 }
 
-/// Parses a whole CSV source, cutting its body into about `chunks` pieces.
+/// Parses a whole CSV source, cutting its body into about `chunks` pieces. The default
+/// format is read by its own copy of the parser, with `,` and `.` as constants: the choice
+/// is made here, once per file.
 pub(crate) fn parse_table<S: ByteSource + ?Sized>(
     src: &S,
+    path: &str,
+    opts: &LoadOptions,
+    chunks: usize,
+) -> Result<Table, DataError> {
+    opts.format
+        .check()
+        .map_err(|error| DataError::Format { error })?;
+    if opts.format.is_default() {
+        parse_table_as(src, &Comma, path, opts, chunks)
+    } else {
+        parse_table_as(src, &Other::new(opts.format), path, opts, chunks)
+    }
+}
+
+/// [`parse_table`] in dialect `d`.
+fn parse_table_as<S: ByteSource + ?Sized, D: Dialect>(
+    src: &S,
+    d: &D,
     path: &str,
     opts: &LoadOptions,
     chunks: usize,
@@ -174,20 +199,36 @@ pub(crate) fn parse_table<S: ByteSource + ?Sized>(
             path: path.to_string(),
         });
     }
-    let (names, body) = parse_header(src, start, path, opts)?;
+    let (names, body) = parse_header(src, d, start, path, opts)?;
     let ncols = names.len();
     let plan = match &opts.columns {
         Some(declared) => Some(declared_plan(&names, declared)?),
         None => None,
     };
     let kinds = plan.as_ref().map(|(kinds, _)| kinds.as_slice());
-    let outs = parse_body(src, body, ncols, opts.max_fields, chunks, kinds)
-        .map_err(|e| e.into_data_error(src, path, &names, opts.max_fields, ncols))?;
-    let table = assemble(src, path, names, outs, opts.max_fields, kinds)?;
+    let outs = parse_body(src, d, body, ncols, opts.max_fields, chunks, kinds)
+        .map_err(|e| e.into_data_error(src, path, &names, opts.max_fields, ncols))
+        .map_err(|e| one_field_header(e, &names, opts.header, d.delimiter()))?;
+    let table = assemble(src, d, path, names, outs, opts.max_fields, kinds)?;
     match (&opts.columns, plan) {
         (Some(declared), Some((_, order))) => Ok(schema::conform(table, declared, &order)),
-        _ if opts.header && header_of_values(&table) => Err(DataError::NotAHeader),
+        _ if opts.header && header_of_values(&table, d) => Err(DataError::NotAHeader),
         _ => Ok(table),
+    }
+}
+
+/// A ragged row under a header of one field that holds `;`, `|` or `,` (other than the
+/// delimiter), told with a hint: that character most likely separates the fields. The hint
+/// names the header only, which is public; with `NO HEADER` the one field is a row of data.
+fn one_field_header(e: DataError, names: &[String], header: bool, delimiter: u8) -> DataError {
+    match (e, names) {
+        (DataError::RaggedRow { line, expected: 1 }, [name]) if header => {
+            match super::format::one_field_hint(name, delimiter) {
+                Some(hint) => DataError::OneFieldHeader { line, hint },
+                None => DataError::RaggedRow { line, expected: 1 },
+            }
+        }
+        (e, _) => e,
     }
 }
 
@@ -223,8 +264,9 @@ fn declared_plan(
 }
 
 /// Whether some header field has the type of its column's values: `true` over booleans,
-/// `NaN` over floats. Such a first row is data the shape check alone lets through.
-fn header_of_values(table: &Table) -> bool {
+/// `NaN` over floats, `3,5` over floats read with `DECIMAL ','`. Such a first row is data the
+/// shape check alone lets through.
+fn header_of_values<D: Dialect>(table: &Table, d: &D) -> bool {
     (0..table.n_columns()).any(|c| {
         let name = table.column_name(c).as_bytes();
         match table.column_type(c) {
@@ -232,8 +274,9 @@ fn header_of_values(table: &Table) -> bool {
             // Any float spelling, the words too (`NaN`, `inf`), which no cell of the column is.
             ColumnType::Float => {
                 std::str::from_utf8(name).is_ok_and(|n| n.trim().parse::<f64>().is_ok())
+                    || d.float(name.trim_ascii()).is_some()
             }
-            ColumnType::Integer => parse_i64(name).is_some(),
+            ColumnType::Integer => parse_i64(name).is_some() || d.int(name.trim_ascii()).is_some(),
             ColumnType::Text => false,
         }
     })
@@ -242,13 +285,14 @@ fn header_of_values(table: &Table) -> bool {
 /// Reads the first record; returns the column names and where the body starts. With a
 /// header, the names are its trimmed fields and the body follows it; without, the names are
 /// `c1`, `c2`, ... and the body starts with the first record.
-fn parse_header<S: ByteSource + ?Sized>(
+fn parse_header<S: ByteSource + ?Sized, D: Dialect>(
     src: &S,
+    d: &D,
     start: u64,
     path: &str,
     opts: &LoadOptions,
 ) -> Result<(Vec<String>, u64), DataError> {
-    let mut records = Records::new(src, start, src.len(), opts.max_fields);
+    let mut records = Records::new(src, d, start, src.len(), opts.max_fields);
     let raw: Vec<Vec<u8>> = match records.next() {
         Ok(Some(rec)) => rec.fields.iter().map(|f| rec.bytes(f).to_vec()).collect(),
         Ok(None) if opts.header => {
@@ -437,17 +481,17 @@ impl ColumnBuilder {
 
     /// Adds one cell, widening the type when it allows; `NeedsText` when only text fits.
     #[inline]
-    fn push(&mut self, bytes: &[u8], quoted: bool) -> Result<(), PushError> {
+    fn push<D: Dialect>(&mut self, d: &D, bytes: &[u8], quoted: bool) -> Result<(), PushError> {
         let t = bytes.trim_ascii();
         match &mut self.values {
             Values::Integer(v) => {
-                if let Some(x) = parse_i64(t) {
+                if let Some(x) = d.int(t) {
                     v.push(x);
                     self.valid.push(true);
                 } else if is_missing(t) {
                     v.push_missing();
                     self.valid.push(false);
-                } else if let Some(x) = parse_f64(t) {
+                } else if let Some(x) = d.float(t) {
                     // Every i64 that parses also parses as the f64 nearest to it, which is
                     // what `as` gives.
                     let mut f: Vec<f64> = std::mem::take(v).into_f64();
@@ -459,7 +503,7 @@ impl ColumnBuilder {
                 }
             }
             Values::Float(v) => {
-                if let Some(x) = parse_f64(t) {
+                if let Some(x) = d.float(t) {
                     v.push(x);
                     self.valid.push(true);
                 } else if is_missing(t) {
@@ -495,16 +539,16 @@ impl ColumnBuilder {
                     return Ok(());
                 }
                 let n = self.valid.len();
-                self.values = if parse_i64(t).is_some() {
+                self.values = if d.int(t).is_some() {
                     Values::Integer(IntBuilder::missing(n))
-                } else if parse_f64(t).is_some() {
+                } else if d.float(t).is_some() {
                     Values::Float(vec![0.0; n])
                 } else if parse_bool(t).is_some() {
                     Values::Boolean(BitBuilder::filled(n, false))
                 } else {
                     Values::Text(CodeBuilder::missing(n, n), Interner::default())
                 };
-                return self.push(bytes, quoted);
+                return self.push(d, bytes, quoted);
             }
         }
         Ok(())
@@ -514,7 +558,8 @@ impl ColumnBuilder {
     #[inline]
     fn push_text(&mut self, bytes: &[u8], quoted: bool) -> Result<(), PushError> {
         match self.values {
-            Values::Text(..) => self.push(bytes, quoted),
+            // A text column reads no number: any dialect will do.
+            Values::Text(..) => self.push(&Comma, bytes, quoted),
             _ => Err(PushError::NeedsText),
         }
     }
@@ -536,11 +581,16 @@ impl ColumnBuilder {
     /// Adds one cell to a column of a declared type: a cell that does not parse as it is
     /// missing. The type never changes.
     #[inline]
-    fn push_declared(&mut self, bytes: &[u8], quoted: bool) -> Result<(), PushError> {
+    fn push_declared<D: Dialect>(
+        &mut self,
+        d: &D,
+        bytes: &[u8],
+        quoted: bool,
+    ) -> Result<(), PushError> {
         let t = bytes.trim_ascii();
         let valid = match &mut self.values {
             Values::Integer(v) => {
-                let x = parse_i64(t);
+                let x = d.int(t);
                 match x {
                     Some(x) => v.push(x),
                     None => v.push_missing(),
@@ -548,7 +598,7 @@ impl ColumnBuilder {
                 x.is_some()
             }
             Values::Float(v) => {
-                let x = parse_f64(t);
+                let x = d.float(t);
                 v.push(x.unwrap_or(0.0));
                 x.is_some()
             }
@@ -557,7 +607,7 @@ impl ColumnBuilder {
                 bits.push(x.unwrap_or(false));
                 x.is_some()
             }
-            Values::Text(..) => return self.push(bytes, quoted),
+            Values::Text(..) => return self.push_text(bytes, quoted),
             Values::Missing => false,
         };
         self.valid.push(valid);
@@ -594,15 +644,16 @@ fn cell_error(why: PushError, record: u64, column: usize) -> ChunkError {
 }
 
 /// Reads the first `rows` records from `start` again and collects column `col` as text.
-fn extract_text<S: ByteSource + ?Sized>(
+fn extract_text<S: ByteSource + ?Sized, D: Dialect>(
     src: &S,
+    d: &D,
     start: u64,
     rows: usize,
     col: usize,
     max_fields: usize,
 ) -> Result<ColumnBuilder, ChunkError> {
     let mut out = ColumnBuilder::text(rows + rows / 8 + 16);
-    let mut records = Records::new(src, start, src.len(), max_fields);
+    let mut records = Records::new(src, d, start, src.len(), max_fields);
     for _ in 0..rows {
         let Some(rec) = records.next().map_err(ChunkError::Record)? else {
             break;
@@ -616,8 +667,9 @@ fn extract_text<S: ByteSource + ?Sized>(
 }
 
 /// Parses the records that start in `[from, until)` (the last may run past `until`).
-fn parse_chunk<S: ByteSource + ?Sized>(
+fn parse_chunk<S: ByteSource + ?Sized, D: Dialect>(
     src: &S,
+    d: &D,
     from: u64,
     until: u64,
     ncols: usize,
@@ -625,9 +677,9 @@ fn parse_chunk<S: ByteSource + ?Sized>(
     declared: Option<&[Kind]>,
 ) -> ChunkOut {
     if let Some(kinds) = declared {
-        return parse_chunk_declared(src, from, until, kinds, max_fields);
+        return parse_chunk_declared(src, d, from, until, kinds, max_fields);
     }
-    let mut records = Records::new(src, from, until, max_fields);
+    let mut records = Records::new(src, d, from, until, max_fields);
     let mut columns: Vec<ColumnBuilder> = (0..ncols).map(|_| ColumnBuilder::new()).collect();
     let mut rows = 0usize;
     let mut start = None;
@@ -652,11 +704,11 @@ fn parse_chunk<S: ByteSource + ?Sized>(
         let mut failed = None;
         for (i, (f, column)) in rec.fields.iter().zip(columns.iter_mut()).enumerate() {
             let bytes = rec.bytes(f);
-            match column.push(bytes, f.quoted) {
+            match column.push(d, bytes, f.quoted) {
                 Ok(()) => {}
                 Err(PushError::NeedsText) => {
                     let promoted =
-                        extract_text(src, first, rows, i, max_fields).and_then(|mut t| {
+                        extract_text(src, d, first, rows, i, max_fields).and_then(|mut t| {
                             t.push_text(bytes, f.quoted)
                                 .map_err(|why| cell_error(why, rec.offset, i))?;
                             Ok(t)
@@ -691,14 +743,15 @@ fn parse_chunk<S: ByteSource + ?Sized>(
 }
 
 /// [`parse_chunk`] for a declared schema: every column keeps its declared kind.
-fn parse_chunk_declared<S: ByteSource + ?Sized>(
+fn parse_chunk_declared<S: ByteSource + ?Sized, D: Dialect>(
     src: &S,
+    d: &D,
     from: u64,
     until: u64,
     kinds: &[Kind],
     max_fields: usize,
 ) -> ChunkOut {
-    let mut records = Records::new(src, from, until, max_fields);
+    let mut records = Records::new(src, d, from, until, max_fields);
     let mut columns: Vec<ColumnBuilder> =
         kinds.iter().map(|&k| ColumnBuilder::declared(k)).collect();
     let mut rows = 0usize;
@@ -720,7 +773,7 @@ fn parse_chunk_declared<S: ByteSource + ?Sized>(
             .enumerate()
             .find_map(|(i, (f, column))| {
                 column
-                    .push_declared(rec.bytes(f), f.quoted)
+                    .push_declared(d, rec.bytes(f), f.quoted)
                     .err()
                     .map(|why| cell_error(why, rec.offset, i))
             });
@@ -740,8 +793,9 @@ fn parse_chunk_declared<S: ByteSource + ?Sized>(
 }
 
 /// Cuts `[body, len)` into about `chunks` pieces at line breaks and parses them in parallel.
-fn parse_body<S: ByteSource + ?Sized>(
+fn parse_body<S: ByteSource + ?Sized, D: Dialect>(
     src: &S,
+    d: &D,
     body: u64,
     ncols: usize,
     max_fields: usize,
@@ -765,7 +819,7 @@ fn parse_body<S: ByteSource + ?Sized>(
     let ranges: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
     let parsed: Vec<ChunkOut> = ranges
         .par_iter()
-        .map(|&(from, until)| parse_chunk(src, from, until, ncols, max_fields, declared))
+        .map(|&(from, until)| parse_chunk(src, d, from, until, ncols, max_fields, declared))
         .collect();
     let mut outs = Vec::with_capacity(parsed.len());
     let mut parsed = parsed.into_iter().peekable();
@@ -779,7 +833,7 @@ fn parse_body<S: ByteSource + ?Sized>(
         if let Some(next) = parsed.peek() {
             if next.start != end {
                 // The cut fell inside a quoted field: parse the rest in one piece.
-                let rest = parse_chunk(src, end, len, ncols, max_fields, declared);
+                let rest = parse_chunk(src, d, end, len, ncols, max_fields, declared);
                 if let Some(e) = rest.error {
                     return Err(e);
                 }
@@ -792,8 +846,9 @@ fn parse_body<S: ByteSource + ?Sized>(
 }
 
 /// Joins the chunks' column types, converts every chunk to them and builds the table.
-fn assemble<S: ByteSource + ?Sized>(
+fn assemble<S: ByteSource + ?Sized, D: Dialect>(
     src: &S,
+    d: &D,
     path: &str,
     names: Vec<String>,
     mut outs: Vec<ChunkOut>,
@@ -816,7 +871,7 @@ fn assemble<S: ByteSource + ?Sized>(
             for (c, &kind) in kinds.iter().enumerate() {
                 let local = out.columns[c].kind();
                 if kind == Kind::Text && local != Kind::Text && local != Kind::Missing {
-                    out.columns[c] = extract_text(src, out.start, out.rows, c, max_fields)?;
+                    out.columns[c] = extract_text(src, d, out.start, out.rows, c, max_fields)?;
                 }
             }
             Ok(())
@@ -955,6 +1010,7 @@ fn finish_column(
 
 #[cfg(test)]
 mod tests {
+    use super::super::parse::parse_f64;
     use super::super::table::Cell;
     use super::*;
     use proptest::prelude::*;
@@ -1009,6 +1065,11 @@ mod tests {
 
     /// A table as cells with a quoting choice, then serialised with random line endings.
     fn csv_table() -> impl Strategy<Value = (Vec<Vec<(String, bool)>>, String)> {
+        csv_table_by(',')
+    }
+
+    /// [`csv_table`] with `delimiter` between fields.
+    fn csv_table_by(delimiter: char) -> impl Strategy<Value = (Vec<Vec<(String, bool)>>, String)> {
         let flavor = prop_oneof![
             Just(Flavor::Int),
             Just(Flavor::Float),
@@ -1028,19 +1089,19 @@ mod tests {
                 );
                 (proptest::collection::vec(row, rows), ends, any::<bool>())
             })
-            .prop_map(|(rows, ends, final_end)| {
+            .prop_map(move |(rows, ends, final_end)| {
                 let ncols = rows.first().map_or(1, |r: &Vec<(String, bool)>| r.len());
                 let mut text = (0..ncols)
                     .map(|c| format!("c{c}"))
                     .collect::<Vec<_>>()
-                    .join(",");
+                    .join(&delimiter.to_string());
                 text.push_str(ends[0]);
                 let mut cells = Vec::new();
                 for (i, row) in rows.iter().enumerate() {
                     let mut fields = Vec::new();
                     let mut out = Vec::new();
                     for (content, quote) in row {
-                        let must = content.contains([',', '"', '\r', '\n'])
+                        let must = content.contains([delimiter, '"', '\r', '\n'])
                             || (ncols == 1 && content.is_empty());
                         let quoted = *quote || must;
                         fields.push(if quoted {
@@ -1050,7 +1111,7 @@ mod tests {
                         });
                         out.push((content.clone(), quoted));
                     }
-                    text.push_str(&fields.join(","));
+                    text.push_str(&fields.join(&delimiter.to_string()));
                     if i + 1 < rows.len() || final_end {
                         text.push_str(ends[i + 1]);
                     }
@@ -1135,6 +1196,47 @@ mod tests {
             }
         }
 
+        /// Another delimiter reads the same cells, written with it, as `,` reads them.
+        #[test]
+        fn another_delimiter_loads_what_was_written(
+            (delimiter, (rows, text)) in prop_oneof![Just(';'), Just('\t'), Just('|')]
+                .prop_flat_map(|d| (Just(d), csv_table_by(d))),
+            chunks in 1usize..9,
+        ) {
+            let ncols = rows.first().map_or(0, Vec::len);
+            let format = CsvFormat { delimiter: delimiter as u8, decimal_comma: false };
+            let opts = LoadOptions { format, ..LoadOptions::default() };
+            let table = parse_table(text.as_bytes(), "mem.csv", &opts, chunks).expect("generated CSV is valid");
+            if ncols > 0 {
+                let (types, cells) = expected(&rows, ncols);
+                let got: Vec<ColumnType> = table.schema().into_iter().map(|(_, t)| t).collect();
+                prop_assert_eq!(got, types);
+                prop_assert_eq!(table.cells(), cells);
+            }
+        }
+
+        /// With a decimal comma too, the outcome does not depend on where the body is cut.
+        #[test]
+        fn chunking_never_changes_a_decimal_comma_outcome(
+            bytes in proptest::collection::vec(
+                prop_oneof![
+                    Just(b'a'), Just(b'1'), Just(b','), Just(b';'), Just(b'"'), Just(b'\n'),
+                    Just(b'2'), Just(b' '), Just(b'.'), Just(b'-')
+                ],
+                0..200,
+            ),
+            chunks in 2usize..9,
+        ) {
+            let opts = LoadOptions {
+                format: CsvFormat { delimiter: b';', decimal_comma: true },
+                ..LoadOptions::default()
+            };
+            let outcome = |chunks| {
+                parse_table(&bytes[..], "mem.csv", &opts, chunks).map(|t| (t.schema(), t.cells()))
+            };
+            prop_assert_eq!(outcome(chunks), outcome(1));
+        }
+
         #[test]
         fn chunking_never_changes_the_outcome(
             bytes in proptest::collection::vec(
@@ -1190,6 +1292,98 @@ mod tests {
                 }
             }
         }
+    }
+
+    fn load_as(text: &str, delimiter: u8, decimal_comma: bool) -> Result<Loaded, DataError> {
+        let opts = LoadOptions {
+            format: CsvFormat {
+                delimiter,
+                decimal_comma,
+            },
+            ..LoadOptions::default()
+        };
+        parse_table(text.as_bytes(), "mem.csv", &opts, 3).map(|t| (t.schema(), t.cells()))
+    }
+
+    #[test]
+    fn a_decimal_comma_types_and_reads_numbers_as_european_spreadsheets_write_them() {
+        let text = "a;b;c;d\n3,5;1.234;x;1.5\n-1.234,5;2;y;2\n;NA;;\n";
+        let (schema, cells) = load_as(text, b';', true).expect("valid");
+        let types: Vec<ColumnType> = schema.iter().map(|(_, t)| *t).collect();
+        assert_eq!(
+            types,
+            [
+                ColumnType::Float,
+                ColumnType::Integer,
+                ColumnType::Text,
+                // `1.5` is no number with a decimal comma: neither 1.5 nor 15.
+                ColumnType::Text
+            ]
+        );
+        assert_eq!(cells[0][0], Some(Cell::Float(3.5)));
+        assert_eq!(cells[1][0], Some(Cell::Float(-1234.5)));
+        assert_eq!(cells[0][1], Some(Cell::Integer(1234)));
+        assert_eq!(cells[2], vec![None, None, None, None]);
+        // Without DECIMAL ',' the same text has other values: another table.
+        let (schema, cells) = load_as(text, b';', false).expect("valid");
+        assert_eq!(schema[0].1, ColumnType::Text);
+        assert_eq!(schema[1].1, ColumnType::Float);
+        assert_eq!(cells[0][1], Some(Cell::Float(1.234)));
+        // A declared float column reads the same rule.
+        let opts = LoadOptions {
+            format: CsvFormat {
+                delimiter: b'\t',
+                decimal_comma: true,
+            },
+            columns: Some(vec![Declared::new("w", ColumnType::Float)]),
+            ..LoadOptions::default()
+        };
+        let t =
+            parse_table(&b"w\tv\n1.000,25\tx\n1.5\ty\n"[..], "mem.csv", &opts, 1).expect("valid");
+        assert_eq!(
+            t.cells(),
+            vec![vec![Some(Cell::Float(1000.25))], vec![None]]
+        );
+    }
+
+    #[test]
+    fn formats_that_cannot_be_read_are_refused_before_reading() {
+        for (delimiter, decimal_comma) in [(b',', true), (b'"', false), (b'\n', false)] {
+            assert!(matches!(
+                load_as("a\n1\n", delimiter, decimal_comma),
+                Err(DataError::Format { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn a_semicolon_file_read_with_commas_is_one_column() {
+        let text = "name;age;city\nAna;31;Roma\n";
+        let (schema, _) = load_as(text, b',', false).expect("valid");
+        assert_eq!(schema, [("name;age;city".to_string(), ColumnType::Text)]);
+        // With a decimal comma in a row, it is ragged: the error names the header's hint.
+        assert_eq!(
+            load_as("name;height\nAna;1,72\n", b',', false).err(),
+            Some(DataError::OneFieldHeader {
+                line: 2,
+                hint: "`name;height`: if `;` separates its fields, LOAD it with DELIMITER ';'"
+                    .into()
+            })
+        );
+        // A header of one field with nothing to suggest, or none at all: as any ragged row.
+        for (text, header) in [("name\n1,2\n", true), ("a;b\n1,2\n", false)] {
+            let opts = LoadOptions {
+                header,
+                ..LoadOptions::default()
+            };
+            assert!(matches!(
+                parse_table(text.as_bytes(), "mem.csv", &opts, 1),
+                Err(DataError::RaggedRow { .. })
+            ));
+        }
+        let (schema, cells) = load_as(text, b';', false).expect("valid");
+        assert_eq!(schema.len(), 3);
+        assert_eq!(cells[0][1], Some(Cell::Integer(31)));
     }
 
     #[test]

@@ -19,6 +19,7 @@ mod cells;
 mod content;
 mod count;
 mod error;
+mod format;
 mod intern;
 mod lanes;
 mod load;
@@ -44,6 +45,7 @@ pub use cells::{count_cells, Buckets};
 pub use content::ContentHash;
 pub use count::{clamped_values, count, count_work, sum_clamped, Clamp};
 pub use error::{escape_controls, escape_json_format, escape_name, DataError};
+pub use format::{decimal_comma, delimiter_byte, one_field_hint, CsvFormat, FormatError};
 pub use load::{load_csv, load_csv_bytes, LoadOptions, Loaded};
 pub use open::provide_file;
 #[cfg(feature = "native")]

@@ -1,19 +1,173 @@
 //! Byte-level CSV record splitting (RFC 4180, as the `csv` crate reads it) and cell parsing.
 //!
-//! The splitter follows `csv-core`'s state machine with its default settings: `,` separates
-//! fields, `\r`, `\n` and `\r\n` end records, empty lines are skipped, `"` opens a quoted
-//! field only at the start of a field, `""` inside quotes is one quote, and bytes after a
-//! closing quote continue the field unquoted. Unlike `csv`, a quote still open at the end of
-//! the input is an error. Unquoted fields are returned as slices of the input without copying.
+//! The splitter follows `csv-core`'s state machine with its default settings: `,` (or the
+//! [`Dialect`]'s delimiter) separates fields, `\r`, `\n` and `\r\n` end records, empty lines
+//! are skipped, `"` opens a quoted field only at the start of a field, `""` inside quotes is
+//! one quote, and bytes after a closing quote continue the field unquoted. Unlike `csv`, a
+//! quote still open at the end of the input is an error. Unquoted fields are returned as
+//! slices of the input without copying.
+
+use super::format::CsvFormat;
 
 /// True for the bytes that end an unquoted field: `,`, `\n`, `\r`.
-static ENDS_FIELD: [bool; 256] = {
+static ENDS_FIELD: [bool; 256] = ends_field(b',');
+
+/// The bytes that end an unquoted field when `delimiter` separates fields.
+const fn ends_field(delimiter: u8) -> [bool; 256] {
     let mut t = [false; 256];
-    t[b',' as usize] = true;
+    t[delimiter as usize] = true;
     t[b'\n' as usize] = true;
     t[b'\r' as usize] = true;
     t
-};
+}
+
+/// How records are split into fields and cells read as numbers. The loader is generic over
+/// it: the default reading, [`Comma`], compiles to code with `,` and `.` as constants, and
+/// any other [`CsvFormat`] is read by [`Other`]. The choice is made once per file, never per
+/// cell.
+pub(crate) trait Dialect: Sync {
+    /// Whether `b` ends an unquoted field: the delimiter, `\n` or `\r`.
+    fn ends_field(&self, b: u8) -> bool;
+    /// The byte between fields.
+    fn delimiter(&self) -> u8;
+    /// A trimmed cell as an integer.
+    fn int(&self, t: &[u8]) -> Option<i64>;
+    /// A trimmed cell as a finite float.
+    fn float(&self, t: &[u8]) -> Option<f64>;
+}
+
+/// The default reading: `,` between fields, `.` before decimals.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Comma;
+
+impl Dialect for Comma {
+    #[inline(always)]
+    fn ends_field(&self, b: u8) -> bool {
+        ENDS_FIELD[b as usize]
+    }
+
+    #[inline(always)]
+    fn delimiter(&self) -> u8 {
+        b','
+    }
+
+    #[inline(always)]
+    fn int(&self, t: &[u8]) -> Option<i64> {
+        parse_i64(t)
+    }
+
+    #[inline(always)]
+    fn float(&self, t: &[u8]) -> Option<f64> {
+        parse_f64(t)
+    }
+}
+
+/// Any other reading: another delimiter, a decimal comma, or both.
+#[derive(Debug, Clone)]
+pub(crate) struct Other {
+    ends: [bool; 256],
+    delimiter: u8,
+    decimal_comma: bool,
+}
+
+impl Other {
+    /// The dialect of `format` (checked by [`CsvFormat::check`]).
+    pub(crate) fn new(format: CsvFormat) -> Self {
+        Other {
+            ends: ends_field(format.delimiter),
+            delimiter: format.delimiter,
+            decimal_comma: format.decimal_comma,
+        }
+    }
+}
+
+impl Dialect for Other {
+    #[inline]
+    fn ends_field(&self, b: u8) -> bool {
+        self.ends[b as usize]
+    }
+
+    #[inline]
+    fn delimiter(&self) -> u8 {
+        self.delimiter
+    }
+
+    #[inline]
+    fn int(&self, t: &[u8]) -> Option<i64> {
+        if self.decimal_comma {
+            with_decimal_point(t, parse_i64)
+        } else {
+            parse_i64(t)
+        }
+    }
+
+    #[inline]
+    fn float(&self, t: &[u8]) -> Option<f64> {
+        if self.decimal_comma {
+            with_decimal_point(t, parse_f64)
+        } else {
+            parse_f64(t)
+        }
+    }
+}
+
+/// Reads a trimmed cell written with a decimal comma (`3,5`, `-1.234,5`, `1,5E+03`) by
+/// `read`, once rewritten as `str::parse` reads numbers (`3.5`, `-1234.5`, `1.5E+03`). A `.`
+/// may only separate groups of three digits before the comma, after a first group of one to
+/// three (`1.234.567`); any other `.` makes the cell no number (`1.5` is not 1.5, nor 15).
+fn with_decimal_point<T>(t: &[u8], read: impl FnOnce(&[u8]) -> Option<T>) -> Option<T> {
+    if !t.iter().any(|&b| b == b'.' || b == b',') {
+        return read(t);
+    }
+    let mut stack = [0u8; 64];
+    let mut heap = Vec::new();
+    let out: &mut [u8] = if t.len() <= stack.len() {
+        &mut stack[..t.len()]
+    } else {
+        heap.resize(t.len(), 0);
+        &mut heap
+    };
+    let n = point_for_comma(t, out)?;
+    read(&out[..n])
+}
+
+/// Writes `t` into `out` (as long as `t`) with its thousands separators left out and its
+/// decimal comma written `.`; its length, or `None` when a `.` separates no group of three.
+fn point_for_comma(t: &[u8], out: &mut [u8]) -> Option<usize> {
+    let mut n = 0;
+    let mut put = |b: u8| {
+        out[n] = b;
+        n += 1;
+    };
+    let sign = usize::from(matches!(t.first(), Some(b'-' | b'+')));
+    t[..sign].iter().for_each(|&b| put(b));
+    let body = &t[sign..];
+    let whole = body
+        .iter()
+        .position(|&b| matches!(b, b',' | b'e' | b'E'))
+        .unwrap_or(body.len());
+    let (int, rest) = body.split_at(whole);
+    let digits = |g: &[u8]| g.iter().all(u8::is_ascii_digit);
+    for (i, group) in int.split(|&b| b == b'.').enumerate() {
+        let grouped = int.contains(&b'.');
+        let fits = match i {
+            0 => !grouped || ((1..=3).contains(&group.len()) && digits(group)),
+            _ => group.len() == 3 && digits(group),
+        };
+        if !fits {
+            return None;
+        }
+        group.iter().for_each(|&b| put(b));
+    }
+    for &b in rest {
+        match b {
+            b'.' => return None,
+            b',' => put(b'.'),
+            b => put(b),
+        }
+    }
+    Some(n)
+}
 
 /// True when `b` ends a record.
 #[inline]
@@ -73,7 +227,8 @@ pub(crate) enum Split {
 /// Splits the record that starts at `pos` (not a terminator) into `fields`, unescaped bytes
 /// going to `scratch` (both are cleared first). At most `max_fields` fields are accepted.
 #[inline]
-pub(crate) fn split_record(
+pub(crate) fn split_record<D: Dialect>(
+    d: &D,
     buf: &[u8],
     mut pos: usize,
     scratch: &mut Vec<u8>,
@@ -88,7 +243,7 @@ pub(crate) fn split_record(
             return Split::TooManyFields;
         }
         if pos < len && buf[pos] == b'"' {
-            match quoted_field(buf, pos, scratch) {
+            match quoted_field(d, buf, pos, scratch) {
                 Ok((field, next)) => {
                     fields.push(field);
                     pos = next;
@@ -97,7 +252,7 @@ pub(crate) fn split_record(
             }
         } else {
             let start = pos;
-            while pos < len && !ENDS_FIELD[buf[pos] as usize] {
+            while pos < len && !d.ends_field(buf[pos]) {
                 pos += 1;
             }
             fields.push(FieldRef {
@@ -113,7 +268,7 @@ pub(crate) fn split_record(
         }
         let b = buf[pos];
         pos += 1;
-        if b != b',' {
+        if b != d.delimiter() {
             return Split::Terminated(pos);
         }
     }
@@ -122,7 +277,8 @@ pub(crate) fn split_record(
 /// Reads the quoted field whose opening quote is at `open`; returns it and the position of
 /// the byte that ends it (delimiter, terminator or end), or `Err(open)` when never closed.
 #[inline]
-fn quoted_field(
+fn quoted_field<D: Dialect>(
+    d: &D,
     buf: &[u8],
     open: usize,
     scratch: &mut Vec<u8>,
@@ -134,7 +290,7 @@ fn quoted_field(
     };
     let close = start + off;
     let after = close + 1;
-    if after >= len || ENDS_FIELD[buf[after] as usize] {
+    if after >= len || d.ends_field(buf[after]) {
         // The common case: a plain quoted field, no copy.
         let field = FieldRef {
             start,
@@ -150,7 +306,7 @@ fn quoted_field(
     let mut pos = after;
     // State: just after a closing quote, and `buf[pos]` ends nothing.
     loop {
-        if pos >= len || ENDS_FIELD[buf[pos] as usize] {
+        if pos >= len || d.ends_field(buf[pos]) {
             break;
         }
         if buf[pos] == b'"' {
@@ -165,7 +321,7 @@ fn quoted_field(
         } else {
             // Bytes after a closing quote: the rest of the field is unquoted, quotes literal.
             let rest = pos;
-            while pos < len && !ENDS_FIELD[buf[pos] as usize] {
+            while pos < len && !d.ends_field(buf[pos]) {
                 pos += 1;
             }
             scratch.extend_from_slice(&buf[rest..pos]);
@@ -472,13 +628,17 @@ mod tests {
     use super::*;
 
     fn fields(input: &str) -> Result<Vec<Vec<String>>, usize> {
+        fields_with(&Comma, input)
+    }
+
+    fn fields_with<D: Dialect>(d: &D, input: &str) -> Result<Vec<Vec<String>>, usize> {
         let buf = input.as_bytes();
         let mut scratch = Vec::new();
         let mut refs = Vec::new();
         let mut out = Vec::new();
         let mut pos = skip_terminators(buf, 0);
         while pos < buf.len() {
-            let split = split_record(buf, pos, &mut scratch, &mut refs, usize::MAX);
+            let split = split_record(d, buf, pos, &mut scratch, &mut refs, usize::MAX);
             out.push(
                 refs.iter()
                     .map(|f| String::from_utf8_lossy(f.bytes(buf, &scratch)).into_owned())
@@ -499,25 +659,30 @@ mod tests {
         let mut scratch = Vec::new();
         let mut refs = Vec::new();
         assert_eq!(
-            split_record(b"a,b,c\n", 0, &mut scratch, &mut refs, 2),
+            split_record(&Comma, b"a,b,c\n", 0, &mut scratch, &mut refs, 2),
             Split::TooManyFields
         );
         assert_eq!(
-            split_record(b"a,b,c\n", 0, &mut scratch, &mut refs, 3),
+            split_record(&Comma, b"a,b,c\n", 0, &mut scratch, &mut refs, 3),
             Split::Terminated(6)
         );
         assert_eq!(
-            split_record(b"a,\"b", 0, &mut scratch, &mut refs, 3),
+            split_record(&Comma, b"a,\"b", 0, &mut scratch, &mut refs, 3),
             Split::OpenQuote(2)
         );
         assert_eq!(
-            split_record(b"a,b", 0, &mut scratch, &mut refs, 3),
+            split_record(&Comma, b"a,b", 0, &mut scratch, &mut refs, 3),
             Split::AtEnd
         );
     }
 
     fn with_csv_crate(input: &str) -> Vec<Vec<String>> {
+        with_csv_crate_by(b',', input)
+    }
+
+    fn with_csv_crate_by(delimiter: u8, input: &str) -> Vec<Vec<String>> {
         let mut r = csv::ReaderBuilder::new()
+            .delimiter(delimiter)
             .has_headers(false)
             .flexible(true)
             .from_reader(input.as_bytes());
@@ -551,6 +716,72 @@ mod tests {
         for c in cases {
             assert_eq!(fields(c), Ok(with_csv_crate(c)), "input {c:?}");
         }
+    }
+
+    #[test]
+    fn splits_by_another_delimiter_like_the_csv_crate() {
+        let cases = [
+            "a;b\n1,5;2\n",
+            "a\tb\r\n\"x\ty\"\t2\r\n",
+            "a|\"he said \"\"hi\"\"\"|c\n",
+            "\"ab\"cd;e,f\n",
+            ";\n;;\n",
+            "a;b;",
+        ];
+        for (delimiter, c) in [b';', b'\t', b'|', b';', b';', b';'].into_iter().zip(cases) {
+            let other = Other::new(CsvFormat {
+                delimiter,
+                decimal_comma: false,
+            });
+            assert_eq!(
+                fields_with(&other, c),
+                Ok(with_csv_crate_by(delimiter, c)),
+                "input {c:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_decimal_comma_reads_numbers_as_european_spreadsheets_write_them() {
+        let d = Other::new(CsvFormat {
+            delimiter: b';',
+            decimal_comma: true,
+        });
+        for (text, int, float) in [
+            ("3", Some(3), Some(3.0)),
+            ("3,5", None, Some(3.5)),
+            ("-3,5", None, Some(-3.5)),
+            ("+1.234", Some(1234), Some(1234.0)),
+            ("1.234,5", None, Some(1234.5)),
+            ("-12.345.678,25", None, Some(-12_345_678.25)),
+            (",5", None, Some(0.5)),
+            ("5,", None, Some(5.0)),
+            ("1,5E+03", None, Some(1500.0)),
+            ("1.5", None, None),
+            ("1.2345", None, None),
+            ("1234.567", None, None),
+            (".123", None, None),
+            ("1..234", None, None),
+            ("1.234.", None, None),
+            ("1,234.5", None, None),
+            ("1,2,3", None, None),
+            ("a.bcd", None, None),
+            ("1e3,5", None, None),
+            ("NA", None, None),
+        ] {
+            assert_eq!(d.int(text.as_bytes()), int, "{text:?}");
+            assert_eq!(d.float(text.as_bytes()), float, "{text:?}");
+        }
+        let long = format!("{}1,5", "0".repeat(100));
+        assert_eq!(d.float(long.as_bytes()), Some(1.5));
+        // Without DECIMAL ',' another delimiter reads numbers as the default does.
+        let semicolon = Other::new(CsvFormat {
+            delimiter: b';',
+            decimal_comma: false,
+        });
+        assert_eq!(semicolon.float(b"3,5"), None);
+        assert_eq!(semicolon.float(b"1.5"), Some(1.5));
+        assert_eq!(semicolon.int(b"1.234"), None);
     }
 
     #[test]

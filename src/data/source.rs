@@ -8,7 +8,7 @@
 use std::io;
 
 use super::content::{is_changed, BLOCK};
-use super::parse::{is_terminator, split_record, FieldRef, Split};
+use super::parse::{is_terminator, split_record, Dialect, FieldRef, Split};
 
 /// Bytes that can be read at any offset, from several threads at once.
 pub(crate) trait ByteSource: Sync {
@@ -77,9 +77,10 @@ impl Record<'_> {
 }
 
 /// Reads the records that start in `[from, until)` of a source, the last one possibly
-/// running past `until`. Empty lines are skipped.
-pub(crate) struct Records<'s, S: ByteSource + ?Sized> {
+/// running past `until`, split as `dialect` says. Empty lines are skipped.
+pub(crate) struct Records<'s, S: ByteSource + ?Sized, D: Dialect> {
     src: &'s S,
+    dialect: &'s D,
     until: u64,
     max_fields: usize,
     buf: Vec<u8>,
@@ -93,11 +94,18 @@ pub(crate) struct Records<'s, S: ByteSource + ?Sized> {
     fields: Vec<FieldRef>,
 }
 
-impl<'s, S: ByteSource + ?Sized> Records<'s, S> {
+impl<'s, S: ByteSource + ?Sized, D: Dialect> Records<'s, S, D> {
     /// A reader of the records starting in `[from, until)`.
-    pub(crate) fn new(src: &'s S, from: u64, until: u64, max_fields: usize) -> Self {
+    pub(crate) fn new(
+        src: &'s S,
+        dialect: &'s D,
+        from: u64,
+        until: u64,
+        max_fields: usize,
+    ) -> Self {
         Records {
             src,
+            dialect,
             until,
             max_fields,
             buf: Vec::new(),
@@ -180,6 +188,7 @@ impl<'s, S: ByteSource + ?Sized> Records<'s, S> {
         loop {
             let data = &self.buf[..self.filled];
             let split = split_record(
+                self.dialect,
                 data,
                 self.pos,
                 &mut self.scratch,
@@ -253,13 +262,14 @@ pub(crate) fn next_line_start<S: ByteSource + ?Sized>(
 
 #[cfg(test)]
 mod tests {
+    use super::super::parse::Comma;
     use super::*;
 
     /// Each record's offset and fields.
     type Read = Vec<(u64, Vec<Vec<u8>>)>;
 
     fn all(src: &[u8], from: u64, until: u64) -> Result<Read, RecordError> {
-        let mut r = Records::new(src, from, until, 100);
+        let mut r = Records::new(src, &Comma, from, until, 100);
         let mut out = Vec::new();
         while let Some(rec) = r.next()? {
             out.push((

@@ -98,11 +98,12 @@ impl Session {
                 spec,
                 cells: cube.cells(),
                 header: self.entries[i].header,
+                reading: self.entries[i].format.clauses(),
             };
             // Every table of the same data must read the cube before it is recorded: a
             // statement refused here leaves the ledger as it was.
             for entry in self.entries.iter().filter(|e| e.ledger == id) {
-                restore_cube(Some(&decl), &entry.table, &entry.name, entry.header)
+                restore_cube(Some(&decl), &entry.table, &entry.name, read_as(entry))
                     .map_err(|message| EvalError::CubeUnusable { message, span })?;
             }
             txn.declare_cube(&decl, carry.as_ref(), time)
@@ -154,6 +155,7 @@ impl Session {
             spec: cube.spec(),
             cells,
             header: true,
+            reading: String::new(),
         };
         let time = (self.clock)();
         cube.ledger
@@ -400,7 +402,7 @@ impl Session {
 /// over its cells when it refines `current`, else charged in full.
 fn carry_to(current: &CubeDecl, entry: &Entry, cube: &Cube) -> Carry {
     let from = current.spec.clone();
-    let old = restore_cube(Some(current), &entry.table, &entry.name, entry.header);
+    let old = restore_cube(Some(current), &entry.table, &entry.name, read_as(entry));
     match old.ok().flatten().and_then(|old| cube.refinement_of(&old)) {
         Some(parents) => Carry::Refine { from, parents },
         None => Carry::Full { from },
@@ -439,7 +441,7 @@ pub(super) fn sync_cube(
     span: Span,
 ) -> Result<(), EvalError> {
     if declared.map(|c| &c.spec) != entry.cube.as_ref().map(Cube::declaration).as_ref() {
-        entry.cube = restore_cube(declared, &entry.table, &entry.name, entry.header)
+        entry.cube = restore_cube(declared, &entry.table, &entry.name, read_as(entry))
             .map_err(|message| EvalError::CubeUnusable { message, span })?;
     }
     Ok(())
@@ -658,33 +660,44 @@ fn teaching_name(cell: usize) -> String {
     format!("x{}", cell + 1)
 }
 
-/// Restores the cube a ledger declares over a table just loaded.
+/// How an entry's table read its data: whether with a header row, and the clauses of its
+/// delimiter and decimal mark other than the default ([`crate::data::CsvFormat::clauses`]).
+pub(super) fn read_as(entry: &Entry) -> (bool, String) {
+    (entry.header, entry.format.clauses())
+}
+
+/// Restores the cube a ledger declares over a table just loaded, read as `read_as` says.
 pub(super) fn restore_cube(
     decl: Option<&CubeDecl>,
     table: &crate::data::Source,
     name: &str,
-    header: bool,
+    (header, reading): (bool, String),
 ) -> Result<Option<Cube>, String> {
     let Some(CubeDecl {
         spec,
         cells,
         header: declared_header,
+        reading: declared_reading,
     }) = decl
     else {
         return Ok(None);
     };
-    if *declared_header != header {
-        let read = |h: bool| {
-            if h {
+    if (*declared_header, declared_reading) != (header, &reading) {
+        let read = |h: bool, r: &str| {
+            let header = if h {
                 "with a header row"
             } else {
                 "with NO HEADER"
+            };
+            match r {
+                "" => header.to_string(),
+                r => format!("{header} and {r}"),
             }
         };
         return Err(format!(
             "{spec} was declared over this data read {}; `{name}` reads it {}, whose rows differ",
-            read(*declared_header),
-            read(header)
+            read(*declared_header, declared_reading),
+            read(header, &reading)
         ));
     }
     let cube = read_cube(spec, table, name)?;

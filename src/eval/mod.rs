@@ -89,6 +89,9 @@ struct Entry {
     /// Whether the first row of the file named the columns: a cube declared over one
     /// reading of a file is refused over the other, whose rows differ.
     header: bool,
+    /// The delimiter and decimal mark the file was read with: likewise, another reading of
+    /// the same bytes is another table.
+    format: crate::data::CsvFormat,
     /// The declared schema's mark (`~columns:` and its hash), empty without `COLUMNS`: a
     /// declared schema numbers the file's columns its own way, so its releases' keys name it.
     schema: String,
@@ -119,11 +122,14 @@ impl Entry {
     }
 
     /// What the keys of its releases start with: the keyed fingerprint of its content, and
-    /// for a table read with `NO HEADER` a mark of that reading. The same bytes read the two
-    /// ways are two tables (the first line is a row of one and the names of the other, and
-    /// `c1` names another column): no answer, and no evidence, about one is about the other.
+    /// for a table read with `NO HEADER`, another delimiter than `,` or a decimal comma a
+    /// mark of that reading. The same bytes read two ways are two tables (the first line is
+    /// a row of one and the names of the other, and `c1` names another column; fields are cut
+    /// elsewhere, `1.234` is another number): no answer, and no evidence, about one is about
+    /// the other.
     fn key_prefix(&self) -> String {
-        format!("{}{}", reading(&self.fingerprint, self.header), self.schema)
+        let reading = reading(&self.fingerprint, self.header, self.format);
+        format!("{reading}{}", self.schema)
     }
 
     /// What a seeded release's noise derives from: the plain hash of its content (for rows
@@ -141,17 +147,15 @@ impl Entry {
                 .get_or_init(|| tables::hex(&crate::data::value_hash(rows))),
             None => &self.content,
         };
-        reading(content, self.header)
+        reading(content, self.header, self.format)
     }
 }
 
-/// `data`, marked when the table was read with `NO HEADER`.
-fn reading(data: &str, header: bool) -> String {
-    if header {
-        data.to_string()
-    } else {
-        format!("{data}~no-header")
-    }
+/// `data`, marked when the table was read with `NO HEADER`, and with a delimiter or decimal
+/// mark other than `,` and `.` ([`crate::data::CsvFormat::key_mark`]).
+fn reading(data: &str, header: bool, format: crate::data::CsvFormat) -> String {
+    let header = if header { "" } else { "~no-header" };
+    format!("{data}{header}{}", format.key_mark())
 }
 
 /// Progress of a long statement (`SIMULATE`), reported as work is done. The library never
@@ -319,6 +323,7 @@ impl Session {
                 postgres,
                 path_span,
                 header,
+                format,
                 neighbours,
                 unit,
                 columns,
@@ -329,6 +334,7 @@ impl Session {
                     postgres,
                     path_span,
                     header,
+                    format,
                     neighbours,
                     unit,
                     columns,

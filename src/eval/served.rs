@@ -125,6 +125,9 @@ pub struct ServedTable {
     pub content: [u8; 32],
     /// Whether the file's first row names the columns.
     pub header: bool,
+    /// The delimiter and decimal mark its CSV file was read with (the default for other
+    /// sources).
+    pub format: crate::data::CsvFormat,
     /// How neighbouring tables differ.
     pub neighbours: Neighbours,
     /// The privacy unit its rows were bounded with (the policy's).
@@ -188,7 +191,7 @@ impl Session {
                 h,
                 &table,
                 &name,
-                served.header,
+                (served.header, served.format.clauses()),
                 Some(served.neighbours),
                 &mut cube,
                 span,
@@ -219,6 +222,7 @@ impl Session {
             content: tables::hex(&served.content),
             changed: opened.changed,
             header: served.header,
+            format: served.format,
             // A dataset's ledger is its own: one reading, one schema.
             schema: String::new(),
             unit: served.unit.clone(),

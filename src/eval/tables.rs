@@ -19,6 +19,8 @@ pub(super) struct Source {
     pub(super) path_span: Span,
     /// Whether the first row names the columns.
     pub(super) header: bool,
+    /// The delimiter and decimal mark of a CSV file.
+    pub(super) format: data::CsvFormat,
     /// The neighbour model asked for.
     pub(super) neighbours: Option<Neighbours>,
     /// The privacy unit asked for.
@@ -53,12 +55,14 @@ impl Session {
             postgres,
             path_span,
             header,
+            format,
             neighbours,
             unit,
             columns,
         } = source;
         let options = LoadOptions {
             header,
+            format,
             columns,
             ..self.load_options.clone()
         };
@@ -84,22 +88,16 @@ impl Session {
         };
         let mut cube = None;
         let mut bounded = None;
+        let reading = format.clauses();
         let accept = |h: &History| {
-            let asked = (unit.as_ref(), header);
+            let asked = (unit.as_ref(), header, reading.as_str());
             let in_force = unit_in_force(h, asked, neighbours, &name, span)?;
             bounded = in_force
-                .map(|u| {
-                    let c = unit_column(&table, u, &name, span)?;
-                    let rows = table.in_memory().ok_or_else(|| EvalError::UnitSource {
-                        table: name.clone(),
-                        kind: table.kind().to_string(),
-                        span,
-                    })?;
-                    Ok::<_, EvalError>(Rows::Memory(data::bound_units(rows, c, u.max_rows)))
-                })
+                .map(|u| bounded_rows(&table, u, &name, span))
                 .transpose()?;
             let rows = bounded.as_ref().unwrap_or(&table);
-            accept(h, rows, &name, header, neighbours, &mut cube, span)
+            let read = (header, reading.clone());
+            accept(h, rows, &name, read, neighbours, &mut cube, span)
         };
         let opened = self
             .ledgers
@@ -123,6 +121,7 @@ impl Session {
             content: hex(&content),
             changed: opened.changed,
             header,
+            format,
             schema: schema_mark(options.columns.as_deref()),
             declared: options.columns.clone().unwrap_or_default(),
             unit,
@@ -251,13 +250,29 @@ fn read_table(path: &Path, options: &LoadOptions) -> Result<Read, (String, DataE
     }
     let loaded = data::load_csv(path, options).map_err(fail)?;
     let content = loaded.content.bytes();
+    let warnings = delimiter_hint(&loaded.table, options).into_iter().collect();
     Ok((
         Rows::Memory(loaded.table),
         content,
         data_file,
         shown,
-        Vec::new(),
+        warnings,
     ))
+}
+
+/// A hint for a file read as one column whose name holds a character that separates the
+/// fields of other files (`;`, `|`, `,`): most likely its fields are separated by it
+/// ([`data::one_field_hint`]). Only the header is looked at, which is public (the schema); a
+/// name never holds a tab (a header with a control character is refused, and that error's
+/// help names `DELIMITER '\t'`). With `NO HEADER` there is no hint: the one column is `c1`,
+/// and whether its cells hold such a character is a fact about the data, which no warning
+/// may tell.
+fn delimiter_hint(table: &data::Table, options: &LoadOptions) -> Option<String> {
+    if !options.header || options.columns.is_some() || table.n_columns() != 1 {
+        return None;
+    }
+    let hint = data::one_field_hint(table.column_name(0), options.format.delimiter)?;
+    Some(format!("the file has one column, named {hint}"))
 }
 
 /// Rows handed over in memory: their ledger is found by their content alone (the store names
@@ -284,6 +299,9 @@ fn read_given(given: Given, options: &LoadOptions) -> Result<Read, (String, Data
     }
     if options.columns.is_some() {
         return refuse("COLUMNS");
+    }
+    if !options.format.is_default() {
+        return refuse("DELIMITER or DECIMAL");
     }
     let data_file = PathBuf::from(crate::privacy::HELD_ROWS);
     Ok((Rows::Memory(table), content, data_file, shown, Vec::new()))
@@ -352,7 +370,7 @@ pub(super) fn accept(
     history: &History,
     table: &Rows,
     name: &str,
-    header: bool,
+    read: (bool, String),
     neighbours: Option<Neighbours>,
     cube: &mut Option<crate::cube::Cube>,
     span: Span,
@@ -378,7 +396,7 @@ pub(super) fn accept(
     }
     cubes::check_refinements(history, table, name)
         .map_err(|message| EvalError::CubeUnusable { message, span })?;
-    *cube = cubes::restore_cube(history.cube(), table, name, header)
+    *cube = cubes::restore_cube(history.cube(), table, name, read)
         .map_err(|message| EvalError::CubeUnusable { message, span })?;
     Ok(())
 }
@@ -392,6 +410,18 @@ fn schema_mark(columns: Option<&[data::Declared]>) -> String {
             format!("~columns:{}", &hash.to_hex()[..16])
         })
         .unwrap_or_default()
+}
+
+/// `table`'s rows with at most `u.max_rows` of each of `u`'s units kept, which needs the rows
+/// in memory.
+fn bounded_rows(table: &Rows, u: &Unit, name: &str, span: Span) -> Result<Rows, EvalError> {
+    let c = unit_column(table, u, name, span)?;
+    let rows = table.in_memory().ok_or_else(|| EvalError::UnitSource {
+        table: name.to_string(),
+        kind: table.kind().to_string(),
+        span,
+    })?;
+    Ok(Rows::Memory(data::bound_units(rows, c, u.max_rows)))
 }
 
 /// The index of a unit's column in `table`: a public fact of the schema.
@@ -409,11 +439,12 @@ fn unit_column(table: &Rows, unit: &Unit, name: &str, span: Span) -> Result<usiz
 /// The privacy unit a table is read with: the one asked for, else the one its data's ledger
 /// records. A unit other than the recorded one is refused once anything was released (the
 /// releases were accounted with the recorded one), as is `NEIGHBOURS replace` for data with
-/// a unit, and a recorded unit over a table that reads the file otherwise (`header`): its
-/// column's name may name another column there.
+/// a unit, and a recorded unit over a table that reads the file otherwise (`header`, and the
+/// clauses of its delimiter and decimal mark, `reading`): its column's name may name another
+/// column there, or its values group other rows.
 pub(super) fn unit_in_force<'a>(
     history: &'a History,
-    (asked, header): (Option<&'a Unit>, bool),
+    (asked, header, reading): (Option<&'a Unit>, bool, &str),
     neighbours: Option<Neighbours>,
     name: &str,
     span: Span,
@@ -429,7 +460,7 @@ pub(super) fn unit_in_force<'a>(
         });
     }
     let in_force = asked.or(history.unit());
-    if let Some(u) = in_force.filter(|u| u.header != header) {
+    if let Some(u) = in_force.filter(|u| u.header != header || u.reading != reading) {
         return Err(EvalError::UnitReading {
             table: name.to_string(),
             unit: crate::output::unit_clause(u),

@@ -250,9 +250,17 @@ pub fn unit_clause(unit: &crate::privacy::Unit) -> String {
         name: unit.column.clone(),
         span: crate::span::Span::default(),
     };
-    // Over a table read with NO HEADER, the column is named by its position.
-    let reading = if unit.header { "" } else { "NO HEADER " };
-    format!("{reading}PRIVACY UNIT {column} MAX ROWS {}", unit.max_rows)
+    // Over a table read with NO HEADER, the column is named by its position; the reading's
+    // delimiter and decimal mark are said too, as LOAD writes them.
+    let header = if unit.header { "" } else { "NO HEADER " };
+    let reading = match unit.reading.as_str() {
+        "" => String::new(),
+        r => format!("{r} "),
+    };
+    format!(
+        "{header}{reading}PRIVACY UNIT {column} MAX ROWS {}",
+        unit.max_rows
+    )
 }
 
 /// A table's privacy unit as a clause, or "no privacy unit".

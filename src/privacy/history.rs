@@ -61,6 +61,10 @@ pub struct CubeDecl {
     /// Whether the table it was declared over read the file's first row as its header: the
     /// cube's column names name the same columns only for tables read the same way.
     pub header: bool,
+    /// The clauses other than the default that table was read with (`DELIMITER ';'`,
+    /// `DECIMAL ','`), empty for `,` and `.`: another reading has other rows, and other
+    /// values in the same columns.
+    pub reading: String,
 }
 
 /// How the releases made over a declared cube carry over to a new cube.
@@ -112,6 +116,10 @@ pub struct Unit {
     /// names the same column only for tables read the same way (`NO HEADER` names the fields
     /// `c1`, `c2`, ... by position, and a header may name another column `c1`).
     pub header: bool,
+    /// The clauses other than the default that table was read with (`DELIMITER ';'`,
+    /// `DECIMAL ','`), empty for `,` and `.`: another reading may group its rows into other
+    /// units.
+    pub reading: String,
 }
 
 /// Where a release would pass the budget.
@@ -922,6 +930,7 @@ mod tests {
             spec: "CUBE 6".into(),
             cells,
             header: true,
+            reading: String::new(),
         });
         h
     }
@@ -1079,6 +1088,7 @@ mod tests {
             spec: "CUBE BY x (1)".into(),
             cells: 3,
             header: true,
+            reading: String::new(),
         });
         let tenth = Decimal::from_str("0.1").expect("decimal");
         for (seq, cell) in [(1, 0), (2, 1)] {
@@ -1122,6 +1132,7 @@ mod tests {
             spec: "c".into(),
             cells: 5,
             header: true,
+            reading: String::new(),
         });
         let mut seq = 0;
         for i in 0..200u64 {

@@ -264,6 +264,9 @@ enum Entry<'a> {
         /// Written only when false (a table read with `NO HEADER`).
         #[serde(skip_serializing_if = "Option::is_none")]
         header: Option<bool>,
+        /// Written only for a table read with `DELIMITER` or `DECIMAL` other than `,` and `.`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reading: Option<&'a str>,
         time: u64,
     },
     Exposed {
@@ -284,6 +287,9 @@ enum Entry<'a> {
         /// Written only when false (a table read with `NO HEADER`).
         #[serde(skip_serializing_if = "Option::is_none")]
         header: Option<bool>,
+        /// Written only for a table read with `DELIMITER` or `DECIMAL` other than `,` and `.`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reading: Option<&'a str>,
         /// A cube declared over releases made over another: that cube's declaration.
         #[serde(skip_serializing_if = "Option::is_none")]
         from: Option<&'a str>,
@@ -415,6 +421,8 @@ struct Raw<'a> {
     parts: Option<Vec<RawRuns<'a>>>,
     answers: Option<Vec<f64>>,
     header: Option<bool>,
+    #[serde(borrow)]
+    reading: Option<Cow<'a, str>>,
     #[serde(borrow)]
     eps: Option<Cow<'a, str>>,
     sensitivity: Option<f64>,
@@ -1003,6 +1011,7 @@ impl Ledger {
                     .filter(|k| *k >= 1)
                     .ok_or("a unit's bound is not positive")?,
                 header: e.header.unwrap_or(true),
+                reading: reading(e.reading)?,
             }),
             "exposed" => Action::Exposed,
             "data" => Action::Data {
@@ -1373,6 +1382,7 @@ impl Ledger {
             column: &unit.column,
             max_rows: unit.max_rows,
             header: (!unit.header).then_some(false),
+            reading: Some(unit.reading.as_str()).filter(|r| !r.is_empty()),
             time,
         };
         self.append(lock, &entry, Action::Unit(unit.clone()))
@@ -1434,6 +1444,7 @@ impl Ledger {
             spec: &cube.spec,
             cells: cube.cells,
             header: (!cube.header).then_some(false),
+            reading: Some(cube.reading.as_str()).filter(|r| !r.is_empty()),
             from,
             parents,
             time,
@@ -1708,8 +1719,17 @@ fn parse_cube(e: Raw) -> Result<Action, &'static str> {
         spec: e.spec.ok_or("a field is missing")?.into_owned(),
         cells: usize::try_from(e.cells.ok_or("a field is missing")?).map_err(|_| malformed)?,
         header: e.header.unwrap_or(true),
+        reading: reading(e.reading)?,
     };
     Ok(Action::Cube(decl, carry))
+}
+
+/// The reading a cube or unit entry records: none for `,` and `.`, which is never written.
+fn reading(written: Option<Cow<'_, str>>) -> Result<String, &'static str> {
+    match written {
+        Some(r) if r.is_empty() => Err("a reading is empty"),
+        r => Ok(r.map(Cow::into_owned).unwrap_or_default()),
+    }
 }
 
 /// Whether a cube entry could have been written over history `h`: a cube changes under
@@ -1721,7 +1741,7 @@ fn check_cube(h: &History, c: &CubeDecl, carry: Option<&Carry>) -> Result<(), &'
     }
     let same = h
         .cube()
-        .is_some_and(|d| d.spec == c.spec && d.header == c.header);
+        .is_some_and(|d| d.spec == c.spec && d.header == c.header && d.reading == c.reading);
     match (carry, h.cube()) {
         (None, _) if !same && h.rows_released() > 0 => {
             return Err("the cube changes after releases over it");
@@ -1734,7 +1754,7 @@ fn check_cube(h: &History, c: &CubeDecl, carry: Option<&Carry>) -> Result<(), &'
             }
         }
         (Some(Carry::Refine { from, parents }), Some(old)) => {
-            if *from != old.spec || same || old.header != c.header {
+            if *from != old.spec || same || old.header != c.header || old.reading != c.reading {
                 return Err("a cube carries releases over another cube");
             }
             // Every new cell in an old one, and every old cell covered: only then
@@ -1845,6 +1865,7 @@ mod tests {
             spec: "CUBE BY id (2, 3)",
             cells: 3,
             header: None,
+            reading: None,
             from: None,
             parents: None,
             time: 0,
@@ -1911,6 +1932,7 @@ mod tests {
                     spec: "CUBE BY id (2, 3)".into(),
                     cells: 3,
                     header: true,
+                    reading: String::new(),
                 },
                 None,
                 0,
@@ -1951,6 +1973,7 @@ mod tests {
             spec: "CUBE BY c1 (2)".into(),
             cells: 2,
             header: false,
+            reading: String::new(),
         };
         ledger.declare_cube(&lock, &decl, None, 0).expect("a cube");
         drop(lock);
@@ -1958,6 +1981,62 @@ mod tests {
         assert!(text.contains(r#""header":false"#), "{text}");
         let again = Ledger::open(&path, "h", false).expect("read again");
         assert_eq!(again.history().cube(), Some(&decl));
+    }
+
+    /// A cube and a unit declared over a file read with another delimiter or a decimal
+    /// comma say so in the ledger, and read back so; the default reading writes nothing new.
+    #[test]
+    fn a_cube_and_a_unit_keep_the_reading_they_were_declared_over() {
+        let dir = tempfile::tempdir().expect("a directory");
+        let path = dir.path().join("r.ledger");
+        let head = Header {
+            name: "r",
+            data_file: "ids.csv",
+            fingerprint: "f",
+            path: "p",
+            total: Decimal::ONE,
+            neighbours: Neighbours::AddRemove,
+            time: 0,
+        };
+        let mut ledger = Ledger::create(&path, &head, false).expect("a new ledger");
+        let lock = ledger.lock().expect("the lock");
+        let unit = Unit {
+            column: "id".into(),
+            max_rows: 2,
+            header: true,
+            reading: "DELIMITER ';' DECIMAL ','".into(),
+        };
+        ledger.set_unit(&lock, &unit, 0).expect("a unit");
+        let decl = CubeDecl {
+            spec: "CUBE BY id (2)".into(),
+            cells: 2,
+            header: true,
+            reading: "DELIMITER ';' DECIMAL ','".into(),
+        };
+        ledger.declare_cube(&lock, &decl, None, 0).expect("a cube");
+        drop(lock);
+        let text = std::fs::read_to_string(&path).expect("the ledger");
+        assert_eq!(
+            text.matches(r#""reading":"DELIMITER ';' DECIMAL ','""#)
+                .count(),
+            2,
+            "{text}"
+        );
+        let again = Ledger::open(&path, "r", false).expect("read again");
+        assert_eq!(again.history().cube(), Some(&decl));
+        assert_eq!(again.history().unit(), Some(&unit));
+
+        let path = dir.path().join("d.ledger");
+        let mut ledger = Ledger::create(&path, &head, false).expect("a new ledger");
+        let lock = ledger.lock().expect("the lock");
+        let plain = CubeDecl {
+            reading: String::new(),
+            ..decl
+        };
+        ledger.declare_cube(&lock, &plain, None, 0).expect("a cube");
+        drop(lock);
+        let text = std::fs::read_to_string(&path).expect("the ledger");
+        assert!(!text.contains("reading"), "{text}");
     }
 
     /// Rows that dpq never writes are refused: overlapping or unordered runs, zero
@@ -1969,6 +2048,7 @@ mod tests {
             spec: "CUBE BY id (2, 3)",
             cells: 3,
             header: None,
+            reading: None,
             from: None,
             parents: None,
             time: 0,

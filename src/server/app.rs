@@ -513,6 +513,7 @@ pub fn read_dataset(d: &Dataset) -> Result<(Arc<Source>, [u8; 32]), String> {
     };
     let options = LoadOptions {
         header: d.header,
+        format: d.format,
         columns: d.columns.clone(),
         ..LoadOptions::default()
     };
@@ -552,6 +553,7 @@ fn served(
         table: Arc::clone(table),
         content,
         header: d.header,
+        format: d.format,
         neighbours: d.neighbours,
         unit: d.unit.clone(),
         declared: d.columns.clone().unwrap_or_default(),

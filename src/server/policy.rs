@@ -50,6 +50,9 @@ pub struct Dataset {
     pub source: DataSource,
     /// Whether the file's first row names its columns.
     pub header: bool,
+    /// The byte between a CSV file's fields and its decimal mark (`delimiter`, `decimal`; by
+    /// default `,` and `.`, a tab for a `.tsv` file).
+    pub format: crate::data::CsvFormat,
     /// The declared schema, if any (else types are inferred from the data).
     pub columns: Option<Vec<Declared>>,
     /// How neighbouring tables differ.
@@ -270,6 +273,9 @@ impl Policy {
                 d.rules.families.iter().map(|f| f.name()).collect::<Vec<_>>().join(", "),
                 d.rules.mechanisms.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
             ));
+            if !d.format.is_default() {
+                out.push_str(&format!("  read with {}\n", d.format.clauses()));
+            }
             if let Some(cube) = &d.cube {
                 out.push_str(&format!("  cube: CUBE {cube}\n"));
             }
@@ -526,6 +532,7 @@ fn dataset(t: &toml::Table, base: &Path) -> Result<Dataset, String> {
         }
     };
     let header = k.boolean("header")?.unwrap_or(true);
+    let format = csv_format(&mut k, &source, &name)?;
     let unit = match (k.string("privacy_unit")?, k.integer("max_rows_per_unit")?) {
         (None, None) => None,
         (None, Some(_)) => {
@@ -552,6 +559,7 @@ fn dataset(t: &toml::Table, base: &Path) -> Result<Dataset, String> {
                 column,
                 max_rows,
                 header,
+                reading: format.clauses(),
             })
         }
     };
@@ -641,6 +649,7 @@ fn dataset(t: &toml::Table, base: &Path) -> Result<Dataset, String> {
         id,
         source,
         header,
+        format,
         columns,
         neighbours,
         unit,
@@ -655,6 +664,44 @@ fn dataset(t: &toml::Table, base: &Path) -> Result<Dataset, String> {
         continues,
         response_ms,
     })
+}
+
+/// `delimiter = ";"` and `decimal = ","`, read as `LOAD`'s `DELIMITER` and `DECIMAL` read
+/// them (`'\t'`, a backslash and a `t`, is a tab too); a CSV file's default is its name's
+/// (a tab for `.tsv`). For CSV files only.
+fn csv_format(
+    k: &mut Keys<'_>,
+    source: &DataSource,
+    name: &str,
+) -> Result<crate::data::CsvFormat, String> {
+    use crate::data::{decimal_comma, delimiter_byte, CsvFormat};
+    let (delimiter, decimal) = (k.string("delimiter")?, k.string("decimal")?);
+    let path = match source {
+        DataSource::File(path) if source.is_csv() => path,
+        _ => {
+            return match (&delimiter, &decimal) {
+                (None, None) => Ok(CsvFormat::default()),
+                (given, _) => Err(format!(
+                    "dataset `{name}`: `{}` is for CSV files; {source} is not CSV text",
+                    if given.is_some() {
+                        "delimiter"
+                    } else {
+                        "decimal"
+                    }
+                )),
+            }
+        }
+    };
+    let bad = |key: &str, e: crate::data::FormatError| format!("dataset `{name}`: `{key}`: {e}");
+    let mut format = CsvFormat::for_path(path);
+    if let Some(d) = &delimiter {
+        format.delimiter = delimiter_byte(d).map_err(|e| bad("delimiter", e))?;
+    }
+    if let Some(d) = &decimal {
+        format.decimal_comma = decimal_comma(d).map_err(|e| bad("decimal", e))?;
+    }
+    format.check().map_err(|e| bad("decimal", e))?;
+    Ok(format)
 }
 
 fn positive(v: Option<Decimal>, dataset: &str, key: &str) -> Result<Option<Decimal>, String> {
@@ -887,9 +934,54 @@ budgets = {{ survey = 0.5 }}
             Some(crate::privacy::Unit {
                 column: "pid".into(),
                 max_rows: 4,
-                header: true
+                header: true,
+                reading: String::new(),
             })
         );
+    }
+
+    #[test]
+    fn a_csv_dataset_says_its_delimiter_and_decimal_mark() {
+        let one = |source: &str, extra: &str| {
+            parse(&format!(
+                "[[dataset]]\nname = \"s\"\nid = \"s1\"\nsource = \"{source}\"\nbudget = 1\nprivacy_unit = \"id\"\nmax_rows_per_unit = 2\n{extra}\n[[analyst]]\nname = \"ana\"\ntoken_hash = \"{HASH}\"\n"
+            ))
+        };
+        let d = &one("s.csv", "delimiter = \";\"\ndecimal = \",\"")
+            .expect("a policy")
+            .datasets[0];
+        assert_eq!(d.format.clauses(), "DELIMITER ';' DECIMAL ','");
+        assert_eq!(
+            d.unit.as_ref().map(|u| u.reading.as_str()),
+            Some("DELIMITER ';' DECIMAL ','")
+        );
+        // A .tsv file is read with tabs, and `'\t'` (TOML's literal string) names a tab too.
+        let tsv = &one("s.TSV", "").expect("a policy").datasets[0];
+        assert_eq!(tsv.format.delimiter, b'\t');
+        let literal = &one("s.txt", "delimiter = '\\t'")
+            .expect("a policy")
+            .datasets[0];
+        assert_eq!(literal.format.delimiter, b'\t');
+        for (source, extra, says) in [
+            (
+                "s.csv",
+                "decimal = \",\"",
+                "`decimal`: DECIMAL ',' needs another DELIMITER",
+            ),
+            (
+                "s.csv",
+                "delimiter = \";;\"",
+                "`delimiter`: DELIMITER takes one character",
+            ),
+            (
+                "e.parquet",
+                "delimiter = \";\"",
+                "`delimiter` is for CSV files",
+            ),
+        ] {
+            let err = one(source, extra).expect_err(says);
+            assert!(err.contains(says), "{source} {extra}: {err}");
+        }
     }
 
     #[test]

@@ -104,12 +104,21 @@ impl Builder {
                 };
                 let (mut alias, mut no_header, mut neighbours, mut unit, mut columns) =
                     (None, false, None, None, None);
+                let (mut delimiter, mut decimal) = (None, None);
                 while let Some(p) = inner.next() {
                     let span = self.span(&p);
                     match p.as_rule() {
                         Rule::kw_as => alias = inner.next().map(|n| self.name(n)),
                         Rule::no_header if no_header => return Err(duplicate("NO HEADER", span)),
                         Rule::no_header => no_header = true,
+                        Rule::delimiter_clause if delimiter.is_some() => {
+                            return Err(duplicate("DELIMITER", span))
+                        }
+                        Rule::delimiter_clause => delimiter = Some(self.clause_text(p)),
+                        Rule::decimal_clause if decimal.is_some() => {
+                            return Err(duplicate("DECIMAL", span))
+                        }
+                        Rule::decimal_clause => decimal = Some(self.clause_text(p)),
                         Rule::neighbours_clause if neighbours.is_some() => {
                             return Err(duplicate("NEIGHBOURS", span))
                         }
@@ -139,6 +148,8 @@ impl Builder {
                     postgres,
                     alias,
                     no_header,
+                    delimiter,
+                    decimal,
                     neighbours,
                     unit,
                     columns,
@@ -883,6 +894,15 @@ impl Builder {
         }
     }
 
+    /// The string of a clause made of a keyword and a string (`DELIMITER ';'`).
+    fn clause_text(&self, clause: Pair<'_, Rule>) -> Text {
+        let string = clause
+            .into_inner()
+            .nth(1)
+            .expect("a keyword, then a string");
+        self.text(string)
+    }
+
     /// `COLUMNS (name type [domain], ...)`.
     fn columns(&self, clause: Pair<'_, Rule>) -> ColumnsClause {
         let span = self.span(&clause);
@@ -979,6 +999,8 @@ pub const KEYWORDS: &[&str] = &[
     "AS",
     "NO",
     "HEADER",
+    "DELIMITER",
+    "DECIMAL",
     "COLUMNS",
     "INTEGER",
     "FLOAT",

@@ -68,6 +68,10 @@ pub fn human(rule: Rule) -> &'static str {
         Rule::kw_max => "MAX",
         Rule::kw_rows => "ROWS",
         Rule::no_header => "NO HEADER",
+        Rule::delimiter_clause => "DELIMITER 'character'",
+        Rule::kw_delimiter => "DELIMITER",
+        Rule::decimal_clause => "DECIMAL ','",
+        Rule::kw_decimal => "DECIMAL",
         Rule::columns_clause | Rule::kw_columns => "COLUMNS",
         Rule::column_decl => "a column and its type, such as age integer",
         Rule::column_type

@@ -414,6 +414,42 @@ fn load_columns_parse_in_any_order_and_print_back() {
 }
 
 #[test]
+fn load_delimiter_and_decimal_parse_in_any_order_and_print_back() {
+    let src = "load 'f.csv' as t decimal ',' no header delimiter '\\t'";
+    let K::Load {
+        delimiter: Some(d),
+        decimal: Some(c),
+        no_header,
+        ..
+    } = one(src)
+    else {
+        panic!("no delimiter or decimal")
+    };
+    assert!(no_header);
+    // Kept as written: the checker reads `\t` as a tab.
+    assert_eq!((d.value.as_str(), c.value.as_str()), ("\\t", ","));
+    let printed = Statement {
+        kind: one(src),
+        span: Span::default(),
+    }
+    .to_string();
+    assert_eq!(
+        printed,
+        "LOAD 'f.csv' AS t NO HEADER DELIMITER '\\t' DECIMAL ',';"
+    );
+    assert_eq!(one(&printed), one(src));
+    assert_eq!(
+        err("LOAD 'f.csv' DELIMITER ';' DELIMITER ','"),
+        "DELIMITER is given twice"
+    );
+    assert_eq!(
+        err("LOAD 'f.csv' DECIMAL ',' DECIMAL ','"),
+        "DECIMAL is given twice"
+    );
+    assert!(err("LOAD 'f.csv' DELIMITER").contains("a quoted string"));
+}
+
+#[test]
 fn load_columns_errors_name_what_is_expected() {
     assert_eq!(
         err("LOAD 'f.csv' COLUMNS (age int)"),
