@@ -230,7 +230,10 @@ pub fn syntax_error(
     let help = written
         .and_then(|w| habits::closest(w, candidates.iter().copied()).map(|c| (w, c)))
         .filter(|(w, c)| !w.eq_ignore_ascii_case(c))
-        .map(|(_, c)| format!("did you mean {c}?"));
+        .map(|(_, c)| match after {
+            None => format!("did you mean {c}? type `help` for the list of statements"),
+            Some(_) => format!("did you mean {c}?"),
+        });
     let end = next_token_end(source, pos);
     SyntaxError::Expected {
         expected,
