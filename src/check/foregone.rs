@@ -14,10 +14,13 @@
 //! Method: a condition's truth for a value of a column depends only on where the value lies
 //! among the constants the condition compares that column with (and the declared domain's
 //! ends): each constant itself, each open interval between two consecutive ones, and the two
-//! rays beyond them. One value of each such class that the schema allows (an integer column's
-//! nearest whole numbers; a text column's named values and one other; a missing value) is a
-//! complete set of witnesses, and the condition is evaluated, under the same three-valued
-//! logic as counting, on every combination of the columns' witnesses.
+//! rays beyond them. One value of each such class that the schema allows (for a number column
+//! each constant and its nearest neighbours of the column's type, found exactly: an integer
+//! column's whole numbers beyond 2^53 too, a float column's adjacent floats, and the
+//! infinities a database's column can hold; a text column's named values and one other; a
+//! missing value) is a complete set of witnesses, and the condition is evaluated, under the
+//! same three-valued logic as counting, on every combination of the columns' witnesses. A
+//! witness more than needed only makes a judgement less likely, never a wrong one.
 
 use super::Catalog;
 use crate::data::{CmpOp, ColumnType, Domain, Predicate, Source, Value};
@@ -28,6 +31,11 @@ use std::cmp::Ordering;
 
 /// The most combinations of witnesses evaluated; a condition over more is not judged.
 const MAX_COMBINATIONS: usize = 1 << 16;
+
+/// The most comparisons of witnesses with constants a judgement may make (combinations times
+/// the condition's size); a condition that would take more is not judged (a list of
+/// thousands of values has a witness for each).
+const MAX_WORK: usize = 1 << 22;
 
 /// Refuses `p` (written `text` at `span`) over `table` if the schema decides its answer.
 pub(super) fn check(
@@ -44,17 +52,26 @@ pub(super) fn check(
     for &c in &columns {
         let name = table.column_name(c);
         let domain = catalog.column_domain(table_name, name);
-        let Some(w) = column_witnesses(p, c, table.column_type(c), &domain) else {
+        // A database's float column holds infinities; a file's and Parquet's values are finite.
+        let infinite = table.kind() == "postgres";
+        let Some(w) = column_witnesses(p, c, table.column_type(c), &domain, infinite) else {
             return Ok(None);
         };
         combinations = combinations.saturating_mul(w.len() + 1);
         witnesses.push(w);
     }
-    if combinations > MAX_COMBINATIONS {
+    let mut size = 0usize;
+    visit(p, &mut |atom| {
+        size += match atom {
+            Predicate::In { values, .. } => values.len(),
+            _ => 2,
+        }
+    });
+    if combinations > MAX_COMBINATIONS || combinations.saturating_mul(size) > MAX_WORK {
         return Ok(None);
     }
     let (mut some_true, mut all_present_true) = (false, true);
-    let mut cells: Vec<Option<&Value>> = vec![None; columns.len()];
+    let mut cells: Vec<Option<&Witness>> = vec![None; columns.len()];
     // Every combination, a missing value included for each column (index w.len()).
     let mut index = vec![0usize; columns.len()];
     loop {
@@ -101,7 +118,7 @@ pub(super) fn check(
 }
 
 /// Steps `index` to the next combination (each column's witnesses and a missing value).
-fn next(index: &mut [usize], witnesses: &[Vec<Value>]) -> bool {
+fn next(index: &mut [usize], witnesses: &[Vec<Witness>]) -> bool {
     for (k, w) in witnesses.iter().enumerate() {
         if index[k] < w.len() {
             index[k] += 1;
@@ -112,30 +129,52 @@ fn next(index: &mut [usize], witnesses: &[Vec<Value>]) -> bool {
     false
 }
 
+/// A value a column may hold, standing for its class.
+#[derive(Debug, Clone, PartialEq)]
+enum Witness {
+    /// An integer column's value, exactly.
+    Int(i64),
+    /// A float column's value.
+    Float(f64),
+    /// A text or boolean column's value.
+    Value(Value),
+}
+
 /// One value of each class of values of column `c` that `p` tells apart, among those its type
-/// and domain allow; `None` when they cannot be listed (order comparisons of an undeclared
-/// text column).
+/// and domain allow, the infinities too when `infinite` (some more do no harm: each only
+/// makes a judgement less likely); `None` when they cannot be listed (order comparisons of an
+/// undeclared text column).
 fn column_witnesses(
     p: &Predicate,
     c: usize,
     ty: ColumnType,
     domain: &Domain,
-) -> Option<Vec<Value>> {
+    infinite: bool,
+) -> Option<Vec<Witness>> {
     let mut constants = Vec::new();
     let mut ordered = false;
     literals(p, c, &mut constants, &mut ordered);
     match ty {
-        ColumnType::Boolean => Some(vec![Value::Bool(false), Value::Bool(true)]),
+        ColumnType::Boolean => Some(vec![
+            Witness::Value(Value::Bool(false)),
+            Witness::Value(Value::Bool(true)),
+        ]),
         ColumnType::Text => match domain {
-            Domain::Values(values) => Some(values.iter().cloned().map(Value::Text).collect()),
+            Domain::Values(values) => Some(
+                values
+                    .iter()
+                    .cloned()
+                    .map(|v| Witness::Value(Value::Text(v)))
+                    .collect(),
+            ),
             _ if ordered => None,
             _ => {
-                let mut w: Vec<Value> = constants.clone();
+                let mut w: Vec<Witness> = constants.iter().cloned().map(Witness::Value).collect();
                 let other = (0..)
                     .map(|k| "\u{1}".repeat(k))
                     .find(|s| !constants.iter().any(|v| *v == Value::Text(s.clone())))
                     .unwrap_or_default();
-                w.push(Value::Text(other));
+                w.push(Witness::Value(Value::Text(other)));
                 Some(w)
             }
         },
@@ -143,7 +182,7 @@ fn column_witnesses(
             let mut cuts: Vec<f64> = constants
                 .iter()
                 .filter_map(|v| match v {
-                    Value::Number(x) => Some(*x),
+                    Value::Number(x) if x.is_finite() => Some(*x),
                     _ => None,
                 })
                 .collect();
@@ -154,24 +193,46 @@ fn column_witnesses(
             if let Some((lo, hi)) = range {
                 cuts.extend([lo, hi]);
             }
-            cuts.sort_by(f64::total_cmp);
-            cuts.dedup();
-            let mut candidates: Vec<f64> = match (cuts.first(), cuts.last()) {
-                (Some(first), Some(last)) => vec![first - 1.0, last + 1.0],
-                _ => vec![0.0],
-            };
-            candidates.extend(&cuts);
-            candidates.extend(cuts.windows(2).map(|w| w[0] + (w[1] - w[0]) / 2.0));
+            // As the loader keeps values of a declared domain (`schema::apply_domain`).
+            let inside = |x: f64| range.is_none_or(|(lo, hi)| lo <= x && x <= hi);
             if ty == ColumnType::Integer {
-                candidates = candidates
+                // Whole numbers, exactly (beyond 2^53 a float cannot name them): each integer
+                // cut, the nearest whole number on either side of each cut (the first of each
+                // gap and the last of each ray), and 0 when there is no cut.
+                let mut w: Vec<i64> = cuts
                     .iter()
-                    .flat_map(|x| [x.floor(), x.ceil()])
+                    .flat_map(|c| {
+                        let (floor, ceil) = (c.floor() as i128, c.ceil() as i128);
+                        [floor, ceil - 1, floor + 1]
+                    })
+                    .chain(cuts.is_empty().then_some(0))
+                    .filter_map(|x| i64::try_from(x).ok())
+                    .filter(|&x| inside(x as f64))
                     .collect();
+                w.sort_unstable();
+                w.dedup();
+                Some(w.into_iter().map(Witness::Int).collect())
+            } else {
+                // Floats: each cut and its neighbouring floats (the first of each gap and the
+                // last of each ray), finite as a file's values are; a database column holds
+                // the infinities too (and a NaN, which it orders above every number, as an
+                // infinity is).
+                let mut w: Vec<f64> = cuts
+                    .iter()
+                    .flat_map(|c| [c.next_down(), *c, c.next_up()])
+                    .chain(cuts.is_empty().then_some(0.0))
+                    .filter(|x| x.is_finite() || infinite)
+                    .chain(
+                        [f64::NEG_INFINITY, f64::INFINITY]
+                            .into_iter()
+                            .filter(|_| infinite),
+                    )
+                    .filter(|&x| inside(x))
+                    .collect();
+                w.sort_by(f64::total_cmp);
+                w.dedup();
+                Some(w.into_iter().map(Witness::Float).collect())
             }
-            candidates.retain(|x| range.is_none_or(|(lo, hi)| *x >= lo && *x <= hi));
-            candidates.sort_by(f64::total_cmp);
-            candidates.dedup();
-            Some(candidates.into_iter().map(Value::Number).collect())
         }
     }
 }
@@ -199,17 +260,23 @@ fn literals(p: &Predicate, c: usize, out: &mut Vec<Value>, ordered: &mut bool) {
 
 /// `p` on one row whose column `columns[k]` holds `cells[k]` (`None`: missing), under
 /// three-valued logic: `None` is unknown.
-fn eval(p: &Predicate, columns: &[usize], cells: &[Option<&Value>]) -> Option<bool> {
+fn eval(p: &Predicate, columns: &[usize], cells: &[Option<&Witness>]) -> Option<bool> {
     let cell = |c: &usize| columns.iter().position(|x| x == c).and_then(|k| cells[k]);
     match p {
-        Predicate::Compare { column, op, value } => Some(op.holds(order(cell(column)?, value)?)),
+        Predicate::Compare { column, op, value } => {
+            Some(op.holds(cell_order(cell(column)?, value)?))
+        }
         Predicate::In { column, values } => {
             let v = cell(column)?;
-            Some(values.iter().any(|x| order(v, x) == Some(Ordering::Equal)))
+            Some(
+                values
+                    .iter()
+                    .any(|x| cell_order(v, x) == Some(Ordering::Equal)),
+            )
         }
         Predicate::Between { column, low, high } => {
             let v = cell(column)?;
-            Some(order(v, low)? != Ordering::Less && order(v, high)? != Ordering::Greater)
+            Some(cell_order(v, low)? != Ordering::Less && cell_order(v, high)? != Ordering::Greater)
         }
         Predicate::And(a, b) => match (eval(a, columns, cells), eval(b, columns, cells)) {
             (Some(false), _) | (_, Some(false)) => Some(false),
@@ -225,9 +292,41 @@ fn eval(p: &Predicate, columns: &[usize], cells: &[Option<&Value>]) -> Option<bo
     }
 }
 
-/// How a cell's value compares with a literal, as counting compares them.
-fn order(cell: &Value, literal: &Value) -> Option<Ordering> {
+/// How a cell's value compares with a literal, as counting compares them: an integer exactly
+/// with the literal's real value (never rounded to a float).
+fn cell_order(cell: &Witness, literal: &Value) -> Option<Ordering> {
     match (cell, literal) {
+        (Witness::Int(a), Value::Number(b)) => int_order(*a, *b),
+        (Witness::Float(a), Value::Number(b)) => a.partial_cmp(b),
+        (Witness::Value(a), b) => order(a, b),
+        _ => None,
+    }
+}
+
+/// `a` against the real number `b`, exactly.
+fn int_order(a: i64, b: f64) -> Option<Ordering> {
+    // 2^63: the first float beyond every i64.
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if b.is_nan() {
+        None
+    } else if b >= TWO_63 {
+        Some(Ordering::Less)
+    } else if b < -TWO_63 {
+        Some(Ordering::Greater)
+    } else {
+        // In [-2^63, 2^63): its floor is an i64, exactly.
+        let floor = b.floor();
+        Some(a.cmp(&(floor as i64)).then(if b == floor {
+            Ordering::Equal
+        } else {
+            Ordering::Less
+        }))
+    }
+}
+
+/// How two literals compare (text by UTF-8 bytes, `false < true`).
+fn order(a: &Value, b: &Value) -> Option<Ordering> {
+    match (a, b) {
         (Value::Number(a), Value::Number(b)) => a.partial_cmp(b),
         (Value::Text(a), Value::Text(b)) => Some(a.as_bytes().cmp(b.as_bytes())),
         (Value::Bool(a), Value::Bool(b)) => Some(a.cmp(b)),

@@ -223,17 +223,37 @@ fn number(o: &SqlOption) -> Result<Number, CheckError> {
 
 /// `privacy_unit_column = c`: the unit the table was loaded with must be `c`.
 fn unit_column(o: &SqlOption, table: &str, catalog: &dyn Catalog) -> Result<(), CheckError> {
-    let written = o.value.trim_matches(|c| c == '"' || c == '\'');
+    // A name as written (`id`), or a string (`'id'`, a quote inside doubled).
+    let written = match o
+        .value
+        .strip_prefix('\'')
+        .and_then(|v| v.strip_suffix('\''))
+    {
+        Some(inner) => inner.replace("''", "'"),
+        None => o.value.clone(),
+    };
     match catalog.table_unit(table) {
         Some(unit) if unit == written => Ok(()),
-        Some(unit) => Err(CheckError::Sql {
-            message: format!("`{table}` was loaded with the privacy unit `{unit}`, not `{written}`"),
-            help: format!("write privacy_unit_column = {unit}, or leave it out: the table's unit applies to every question"),
-            span: o.span,
-        }),
+        Some(unit) => {
+            let shown = if crate::ast::is_bare_name(&unit) {
+                unit.clone()
+            } else {
+                format!("'{}'", unit.replace('\'', "''"))
+            };
+            Err(CheckError::Sql {
+                message: format!(
+                    "`{table}` was loaded with the privacy unit `{unit}`, not `{written}`"
+                ),
+                help: format!("write privacy_unit_column = {shown}, or leave it out: the table's unit applies to every question"),
+                span: o.span,
+            })
+        }
         None => Err(CheckError::Sql {
             message: format!("`{table}` has no privacy unit: each row is protected on its own"),
-            help: format!("declare one when loading: LOAD ... PRIVACY UNIT {written} MAX ROWS k; or leave privacy_unit_column out"),
+            help: format!(
+                "declare one when loading: LOAD ... PRIVACY UNIT {} MAX ROWS k; or leave privacy_unit_column out",
+                crate::ast::Ident { name: written, span: o.span }
+            ),
             span: o.span,
         }),
     }

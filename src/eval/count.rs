@@ -885,7 +885,7 @@ fn warnings(plan: &CountPlan, size: Option<u64>, noisy: f64, half: f64) -> Vec<S
         .prior
         .zip(size)
         .filter(|_| plan.single().is_some())
-        .and_then(|(p, n)| prior_conflict(n, p.p.get(), noisy, half));
+        .and_then(|(p, n)| prior_conflict(n, p.p, noisy, half));
     plan.notes.iter().cloned().chain(conflict).collect()
 }
 
@@ -893,10 +893,9 @@ fn warnings(plan: &CountPlan, size: Option<u64>, noisy: f64, half: f64) -> Vec<S
 /// bear: the noisy count lies outside the prior's central 99.9% (Binomial(n, p)) by more than
 /// its own 95% noise half-width `half`. Then the Bayes estimate is pulled toward counts the
 /// answer rules out, and its reader should know. Post-processing of the answer and the prior.
-fn prior_conflict(n: u64, p: f64, noisy: f64, half: f64) -> Option<String> {
-    use statrs::distribution::{Binomial, DiscreteCDF};
-    let prior = Binomial::new(p, n).ok()?;
-    let (lo, hi) = (prior.inverse_cdf(0.0005), prior.inverse_cdf(0.9995));
+fn prior_conflict(n: u64, p: crate::stats::Probability, noisy: f64, half: f64) -> Option<String> {
+    let level = crate::stats::Probability::new(0.999).ok()?;
+    let (lo, hi) = crate::stats::bayes::binomial_interval(n, p, level);
     let beyond = if noisy < lo as f64 - half {
         lo as f64 - noisy
     } else if noisy > hi as f64 + half {
@@ -906,7 +905,7 @@ fn prior_conflict(n: u64, p: f64, noisy: f64, half: f64) -> Option<String> {
     };
     Some(format!(
         "the prior and the answer disagree: PRIOR p={} expects the true count between {lo} and {hi} (99.9% of the prior over {n} rows), and the noisy count lies {} beyond that, more than its 95% noise interval reaches; the Bayes estimate is pulled toward counts the answer rules out: check p, or drop PRIOR",
-        crate::output::short_number(p),
+        crate::output::short_number(p.get()),
         crate::output::short_number(beyond),
     ))
 }

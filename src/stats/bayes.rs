@@ -405,6 +405,39 @@ pub fn posterior(
     }
 }
 
+/// The equal-tailed interval holding `level` of a Binomial(n, p) law: the smallest `k` with
+/// CDF(k) >= (1-level)/2 and the smallest with CDF(k) >= 1-(1-level)/2. Fast and finite for
+/// any `n` and `p`.
+///
+/// While the law's standard deviation is at most `EXACT_SD` it is exact: the prior is the
+/// posterior of an answer that tells nothing (`eps` so small that `e^{eps}` is 1), whose
+/// walk costs about 18 standard deviations. Beyond, the law is the normal one corrected for
+/// its skewness and kurtosis (Cornish-Fisher), off by about `1/sd` of a count: far below a
+/// whole count there.
+pub fn binomial_interval(n: u64, p: Probability, level: Probability) -> (u64, u64) {
+    const EXACT_SD: f64 = 1000.0;
+    let (nf, q) = (n as f64, p.get());
+    let variance = nf * q * (1.0 - q);
+    let sd = variance.sqrt();
+    if sd <= EXACT_SD {
+        let silent = Epsilon::new(f64::MIN_POSITIVE).expect("a positive epsilon");
+        let post = posterior(n, p, silent, nf * q, level);
+        return (post.lower, post.upper);
+    }
+    use statrs::distribution::{ContinuousCDF, Normal};
+    let z = Normal::standard().inverse_cdf(1.0 - (1.0 - level.get()) / 2.0);
+    // Skewness and excess kurtosis of Binomial(n, p).
+    let skew = (1.0 - 2.0 * q) / sd;
+    let kurt = (1.0 - 6.0 * q * (1.0 - q)) / variance;
+    let quantile = |z: f64| {
+        let w = z + (z * z - 1.0) * skew / 6.0 + (z * z * z - 3.0 * z) * kurt / 24.0
+            - (2.0 * z * z * z - 5.0 * z) * skew * skew / 36.0;
+        // CDF(k) is about the normal law's at k + 1/2. Float to integer casts saturate.
+        ((nf * q + sd * w - 0.5).ceil().max(0.0) as u64).min(n)
+    };
+    (quantile(-z), quantile(z))
+}
+
 /// The posterior probabilities of the true counts `from..=to` (paper 1, eq. 9), normalised
 /// over that window, for pictures. O(to - from).
 ///
@@ -543,6 +576,62 @@ pub fn posterior_mean_direct(n: u64, p: Probability, eps: Epsilon, y: f64) -> f6
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn binomial_interval_is_the_quantile_definition_for_any_n() {
+        use statrs::distribution::{Binomial, DiscreteCDF};
+        let level = Probability::new(0.999).expect("a probability");
+        // Exact where the law is narrow: the quantiles by their definition.
+        for (n, q) in [
+            (10u64, 0.5),
+            (10_000, 0.3),
+            (1_000_000, 1e-4),
+            (50, 0.999),
+            (7, 1e-9),
+        ] {
+            let law = Binomial::new(q, n).expect("a law");
+            let got = binomial_interval(n, Probability::new(q).expect("a probability"), level);
+            assert_eq!(
+                got,
+                (law.inverse_cdf(0.0005), law.inverse_cdf(0.9995)),
+                "n {n} p {q}"
+            );
+        }
+        // Wide laws: within a count of the definition where it can still be computed, and
+        // finite and quick where it cannot (the generic search gives up there).
+        for (n, q) in [
+            (100_000_000u64, 0.5),
+            (1_000_000_000, 0.01),
+            (10_000_000_000, 0.7),
+        ] {
+            let law = Binomial::new(q, n).expect("a law");
+            let (lo, hi) = binomial_interval(n, Probability::new(q).expect("a probability"), level);
+            let (a, b) = (law.inverse_cdf(0.0005), law.inverse_cdf(0.9995));
+            assert!(
+                lo.abs_diff(a) <= 1 && hi.abs_diff(b) <= 1,
+                "n {n} p {q}: {lo} {hi} against {a} {b}"
+            );
+        }
+        for (n, q) in [
+            (1u64 << 53, 0.5),
+            (1 << 53, 1e-7),
+            (1 << 53, 0.9999999999999999),
+            (1 << 40, 0.5),
+        ] {
+            let (lo, hi) = binomial_interval(n, Probability::new(q).expect("a probability"), level);
+            let mean = n as f64 * q;
+            let sd = (mean * (1.0 - q)).sqrt();
+            assert!(lo <= hi && hi <= n, "n {n} p {q}");
+            assert!(
+                (lo as f64 - (mean - 3.29 * sd)).abs() < 0.01 * sd + 2.0,
+                "n {n} p {q}: {lo}"
+            );
+            assert!(
+                (hi as f64 - (mean + 3.29 * sd)).abs() < 0.01 * sd + 2.0,
+                "n {n} p {q}: {hi}"
+            );
+        }
+    }
 
     fn eps(x: f64) -> Epsilon {
         Epsilon::new(x).expect("test epsilon is valid")

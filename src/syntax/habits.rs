@@ -293,6 +293,10 @@ const SQL_FORMS: &str = "dpq answers SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (e
 fn sql(tokens: &[Token<'_>]) -> Option<Habit> {
     for (i, t) in tokens.iter().enumerate() {
         let next = tokens.get(i + 1);
+        if compared(tokens, i) {
+            // A column that happens to be called `limit`, `join`, ...: not the SQL clause.
+            continue;
+        }
         let refused = if t.is("join") {
             "dpq answers over one table at a time: a JOIN can match one person's row with many rows of another table, so no bound on one person's influence holds"
         } else if t.is("order") && next.is_some_and(|n| n.is("by")) {
@@ -329,6 +333,23 @@ fn sql(tokens: &[Token<'_>]) -> Option<Habit> {
         return Some(habit(refused, SQL_FORMS, t));
     }
     selected(tokens)
+}
+
+/// Whether the word at `i` is compared in a condition (`limit = 3`, `3 < limit`,
+/// `join IN (...)`) or grouped by (`GROUP BY join`): a column's name, not a keyword.
+fn compared(tokens: &[Token<'_>], i: usize) -> bool {
+    let operator = |t: Option<&Token<'_>>| {
+        t.is_some_and(|t| {
+            (t.kind == Kind::Symbol
+                && ["=", "!=", "<>", "<", "<=", ">", ">=", "=="].contains(&t.text))
+                || t.is("in")
+                || t.is("between")
+                || t.is("not")
+        })
+    };
+    operator(tokens.get(i + 1))
+        || (i > 0 && operator(tokens.get(i - 1)) && !tokens[i - 1].is("not"))
+        || (i > 0 && tokens[i - 1].is("by"))
 }
 
 /// The select list: `*`, a column list, or several aggregates.
