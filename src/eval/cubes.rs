@@ -15,6 +15,7 @@ use crate::privacy::{
 use crate::span::Span;
 use crate::stats::blue::{self, Measurement};
 use crate::stats::exact;
+use crate::stats::joint::JointError;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use rust_decimal::prelude::ToPrimitive;
@@ -562,8 +563,6 @@ pub(super) fn table_error(
     Ok((estimate, scales))
 }
 
-/// The BLUE of `query` from `history` over `cells` cells (Xiao and Xiong 2012, section 3), or why
-/// the history cannot give it.
 /// A BLUE: its value and variance.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct Estimated {
@@ -573,44 +572,70 @@ pub(super) struct Estimated {
     pub(super) variance: f64,
 }
 
+/// The BLUEs of several unions of cells from one history, and the joint law of their errors.
+pub(super) struct UnionEstimates {
+    /// One per union, in order.
+    pub(super) estimates: Vec<Estimated>,
+    /// Their errors `A N`, ready to be drawn.
+    pub(super) joint: JointError,
+    /// The history's evidence they come from: the released answers, with their rows.
+    pub(super) evidence: Vec<Measurement>,
+}
+
 /// The BLUE of the count of each union of cells of a table's cube, from its history (one
-/// factorisation for all): free post-processing.
+/// factorisation for all), and the joint law of their errors: free post-processing.
 pub(super) fn blue_of_table(
     entry: &Entry,
     history: &History,
     unions: &[Vec<usize>],
     span: Span,
-) -> Result<Vec<Estimated>, EvalError> {
+) -> Result<UnionEstimates, EvalError> {
     let cube = entry
         .cube
         .as_ref()
         .expect("the checker found the table's cube");
     let name = |j: usize| format!("[{}]", cube.cell_name(j));
-    let measurements = evidence(entry, history, &Measure::Rows);
+    let evidence = evidence(entry, history, &Measure::Rows);
     let fail = |message: String| EvalError::NotEstimable {
         cells: message,
         span,
     };
-    let b = blue::Blue::new(cube.cells(), &measurements).map_err(|e| fail(e.to_string()))?;
-    unions
+    let b = blue::Blue::new(cube.cells(), &evidence).map_err(|e| fail(e.to_string()))?;
+    let found: Vec<blue::Estimate> = unions
         .iter()
         .map(|cells| {
             let mut query = vec![0.0; cube.cells()];
             for &j in cells {
                 query[j] = 1.0;
             }
-            let e = b.estimate(&query).map_err(|e| match e {
+            b.estimate(&query).map_err(|e| match e {
                 blue::BlueError::NotEstimable(n) => fail(lacking(&n, &name)),
                 other => fail(other.to_string()),
-            })?;
-            Ok(Estimated {
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    // Every release's Laplace scale S_i / alpha_i, as the noise terms of any estimate carry it.
+    let scales: Vec<f64> = b
+        .noise_terms(&vec![0.0; evidence.len()])
+        .iter()
+        .map(|t| t.scale)
+        .collect();
+    let weights: Vec<Vec<f64>> = found.iter().map(|e| e.weights.clone()).collect();
+    Ok(UnionEstimates {
+        estimates: found
+            .iter()
+            .map(|e| Estimated {
                 value: e.value,
                 variance: e.variance,
             })
-        })
-        .collect()
+            .collect(),
+        joint: JointError::new(&weights, &scales),
+        evidence,
+    })
 }
 
+/// The BLUE of `query` from `history` over `cells` cells (Xiao and Xiong 2012, section 3), or why
+/// the history cannot give it.
 fn blue_of(
     cells: usize,
     history: &[Measurement],

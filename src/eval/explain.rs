@@ -101,7 +101,7 @@ impl Session {
                 ..
             } => describe_load(&path, &name, postgres.as_deref(), columns.is_some()),
             Plan::Use { table } => vec![step("does", format!("makes `{table}` the current table; {free}"))],
-            Plan::Binned(_) => vec![step("does", format!("estimates the counts of the dimension's bins from the history (the BLUE) and the statistic from them; {free}"))],
+            Plan::Binned(_) => vec![step("does", format!("estimates the counts of the dimension's bins from the history (the BLUE) and the statistic from them, with its probability under the noise of the releases (Monte Carlo, seeded from the statement and the answers); {free}"))],
             Plan::ShowTables | Plan::ShowBudget { .. } | Plan::ShowHistory { .. } | Plan::Describe { .. } | Plan::ShowCube { .. } => {
                 vec![step("does", format!("shows public facts (names, schemas, budgets, released answers); {free}"))]
             }

@@ -85,9 +85,15 @@ pub fn render_json(response: &Response) -> String {
             "quantile": b.quantile,
             "bin": b.bin,
             "bounds": [b.bounds.0, b.bounds.1],
-            "bins": b.bins.iter().map(|(name, estimate, variance)| json!({
+            "bins": b.bins.iter().enumerate().map(|(k, (name, estimate, variance))| json!({
                 "bin": name, "estimate": estimate, "variance": variance,
+                "probability": b.holds.as_ref().map(|h| h[k]),
             })).collect::<Vec<_>>(),
+            "probability": b.probability,
+            "bins95": b.bins95,
+            "interval95": [b.interval95.0, b.interval95.1],
+            "coverage95": b.coverage95,
+            "draws": b.draws,
             "eps_spent": 0.0,
         }),
         Output::Sum(r) => json!({

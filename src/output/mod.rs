@@ -449,6 +449,23 @@ pub struct BinnedResult {
     pub bounds: (f64, f64),
     /// Every bin: its name, estimated count and that estimate's variance.
     pub bins: Vec<(String, f64, f64)>,
+    /// For a quantile, the probability that `bin` holds it, under the noise of the releases
+    /// (the paper's flat prior; a share of `draws` Monte Carlo draws).
+    pub probability: Option<f64>,
+    /// For a quantile, each bin's probability of holding it, in the order of `bins`.
+    pub holds: Option<Vec<f64>>,
+    /// For a quantile, the fewest consecutive bins holding it with probability at least 0.95
+    /// (in the draws), in order.
+    pub bins95: Option<Vec<String>>,
+    /// The values the statistic lies between with probability `coverage95`: those of the bins
+    /// of `bins95` (a quantile), or the mean's interval.
+    pub interval95: (f64, f64),
+    /// That probability: attained in the draws for a quantile's bins (at least 0.95 unless
+    /// draws with no count above 0 hold it nowhere); 0.95 for a mean's interval, a lower
+    /// bound.
+    pub coverage95: f64,
+    /// The number of Monte Carlo draws behind the probabilities.
+    pub draws: usize,
 }
 
 /// A noisy sum, or a mean from a noisy sum and count, of a column clamped to public bounds.

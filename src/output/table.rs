@@ -842,10 +842,45 @@ fn histogram(h: &super::HistogramResult) -> String {
 }
 
 fn binned(b: &super::BinnedResult) -> String {
-    let mut t = new_table(&["bin", "estimated count", "variance"]);
-    for (name, estimate, variance) in &b.bins {
-        t.add_row(vec![name.clone(), fixed(*estimate, 2), num(*variance)]);
+    let what = match b.quantile {
+        Some(0.5) => "median".to_string(),
+        Some(q) => format!("{q}-quantile"),
+        None => "mean".to_string(),
+    };
+    let mut header = vec!["bin", "estimated count", "variance"];
+    let column = format!("P({what} in bin)");
+    if b.holds.is_some() {
+        header.push(&column);
     }
+    let mut t = new_table(&header);
+    for (k, (name, estimate, variance)) in b.bins.iter().enumerate() {
+        let mut row = vec![name.clone(), fixed(*estimate, 2), num(*variance)];
+        if let Some(holds) = &b.holds {
+            row.push(chance(holds[k]));
+        }
+        t.add_row(row);
+    }
+    let said = match (b.quantile, &b.bin) {
+        (Some(q), Some(bin)) => binned_quantile(b, &what, q, bin),
+        _ => format!(
+            "The mean of `{}` lies between {} and {} at the estimated counts: every value at its bin's least, and at its greatest (the outer bins closed by the clamp). With probability at least 0.95 it lies between {} and {} (the 2.5% quantile of the draws' least means, the 97.5% quantile of their greatest).",
+            b.column,
+            num(b.bounds.0),
+            num(b.bounds.1),
+            num(b.interval95.0),
+            num(b.interval95.1)
+        ),
+    };
+    format!(
+        "{} -- table {}\n{t}\n{said}\nProbabilities under the noise of the releases (the flat prior of ESTIMATE), from {} draws of the bins' counts: each within ±0.007 at 95%. From the history's estimates of the bins (counts below 0 taken as 0). Spends nothing.",
+        short(&b.statement),
+        b.table,
+        b.draws
+    )
+}
+
+/// What a binned quantile says: its bin and that bin's probability, and its 95% set of bins.
+fn binned_quantile(b: &super::BinnedResult, what: &str, q: f64, bin: &str) -> String {
     let end = |x: f64| {
         if x.is_infinite() {
             "unbounded".to_string()
@@ -853,27 +888,49 @@ fn binned(b: &super::BinnedResult) -> String {
             num(x)
         }
     };
-    let said = match (b.quantile, &b.bin) {
-        (Some(q), Some(bin)) => format!(
-            "The {} of `{}` lies in the bin {bin} (from {} to {}): the first where the estimated counts reach {} of their total.",
-            if q == 0.5 { "median".to_string() } else { format!("{q}-quantile") },
-            b.column,
-            end(b.bounds.0),
-            end(b.bounds.1),
-            num(q)
-        ),
-        _ => format!(
-            "The mean of `{}` lies between {} and {}: every value at its bin's least, and at its greatest (the outer bins closed by the clamp).",
-            b.column,
-            num(b.bounds.0),
-            num(b.bounds.1)
-        ),
+    let mut out = format!(
+        "The {what} of `{}` lies in the bin {bin} (from {} to {}) with probability {}: the first bin where the estimated counts reach {} of their total.",
+        b.column,
+        end(b.bounds.0),
+        end(b.bounds.1),
+        chance(b.probability.unwrap_or(0.0)),
+        num(q)
+    );
+    let set = b.bins95.as_deref().unwrap_or_default();
+    let bins = match set {
+        [one] => format!("the bin {one}"),
+        [first, .., last] => format!("the bins {first} to {last}"),
+        [] => "no bin".to_string(),
     };
-    format!(
-        "{} -- table {}\n{t}\n{said}\nFrom the history's estimates of the bins (counts below 0 taken as 0); each estimate's uncertainty is ESTIMATE's. Spends nothing.",
-        short(&b.statement),
-        b.table
-    )
+    let range = format!("from {} to {}", end(b.interval95.0), end(b.interval95.1));
+    if b.coverage95 < 0.95 {
+        let _ = write!(
+            out,
+            " It lies in some bin with probability {} only: in the other draws no bin's count is above 0.",
+            chance(b.coverage95)
+        );
+    } else if set.len() == 1 && set[0] == bin {
+        out.push_str(" That bin alone holds it with probability at least 0.95.");
+    } else {
+        let _ = write!(
+            out,
+            " With probability at least 0.95 ({} in the draws) it lies in {bins} ({range}), the fewest consecutive bins that reach 0.95.",
+            chance(b.coverage95)
+        );
+    }
+    out
+}
+
+/// A probability from Monte Carlo draws, to the two decimals they vouch for (each within
+/// ±0.007): below 0.01 and above 0.99 as bounds.
+fn chance(p: f64) -> String {
+    if p >= 0.995 {
+        "> 0.99".to_string()
+    } else if p < 0.005 {
+        "< 0.01".to_string()
+    } else {
+        format!("{p:.2}")
+    }
 }
 
 fn statistic(r: &super::StatisticResult) -> String {

@@ -5,6 +5,7 @@ pub mod bayes;
 pub mod blue;
 pub mod combine;
 pub mod exact;
+pub mod joint;
 pub mod laplace;
 pub mod noise;
 mod params;
