@@ -10,12 +10,9 @@
 //! this table exactly when no table of the schema has a row meeting it. The counts are
 //! released at epsilon 10^5 (noise of scale 10^-5), so rounding recovers them exactly.
 
-use dpq::driver::{run_source, Emitted};
 use dpq::eval::{Randomness, Session};
-use dpq::output::Format;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde_json::Value;
 use std::fmt::Write as _;
 
 fn table() -> (tempfile::TempDir, String) {
@@ -38,17 +35,8 @@ fn table() -> (tempfile::TempDir, String) {
     (dir, path)
 }
 
-fn results(session: &mut Session, source: &str) -> Vec<Value> {
-    let mut out = Vec::new();
-    run_source(session, "test", source, Format::Json, &mut |e| {
-        out.push(match e {
-            Emitted::Result(s) | Emitted::Error(s) => s,
-        })
-    });
-    out.iter()
-        .map(|s| serde_json::from_str(s).expect("JSON"))
-        .collect()
-}
+mod common;
+use common::run_json as results;
 
 /// A random condition over `x`, `s` and `b` of at most `depth` levels.
 fn condition(rng: &mut ChaCha8Rng, depth: u32) -> String {

@@ -5,9 +5,7 @@
 //! SELECT changes nothing on disk, a SELECT spends on the table it names and obeys a served
 //! dataset's policy, and words SQL made keywords still name columns and tables.
 
-use dpq::driver::{run_source, Emitted};
 use dpq::eval::{Randomness, Session};
-use dpq::output::Format;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
@@ -18,17 +16,7 @@ use std::process::Command;
 mod common;
 use common::serve::{error, kinds, Server, Setup};
 
-fn results(session: &mut Session, source: &str) -> Vec<Value> {
-    let mut out = Vec::new();
-    run_source(session, "test", source, Format::Json, &mut |e| {
-        out.push(match e {
-            Emitted::Result(s) | Emitted::Error(s) => s,
-        })
-    });
-    out.iter()
-        .map(|s| serde_json::from_str(s).expect("JSON"))
-        .collect()
-}
+use common::run_json as results;
 
 fn write(dir: &Path, name: &str, text: &str) -> String {
     let path = dir.join(name);
