@@ -72,11 +72,12 @@ pub enum DeclaredDomain {
 pub enum StatementKind {
     /// `LOAD 'people.csv' [AS people] [NO HEADER] [COLUMNS (age integer, ...)]`
     Load {
-        /// The file's path as written (CSV, or Parquet files), or with `postgres` a
-        /// PostgreSQL connection string.
+        /// The file's path as written (CSV, or Parquet files), or with `database` the
+        /// engine's connection string.
         path: Text,
-        /// `POSTGRES 'connection' TABLE name`: the database table whose rows are asked.
-        postgres: Option<Ident>,
+        /// `POSTGRES 'connection' TABLE name` or `SPARK 'sc://...' TABLE name`: the table of
+        /// a database engine whose rows are asked there.
+        database: Option<Database>,
         /// The table's name; by default the file's stem.
         alias: Option<Ident>,
         /// `NO HEADER`: the first row is data, and the columns are named `c1`, `c2`, ...
@@ -797,6 +798,52 @@ pub struct Text {
     pub span: Span,
 }
 
+/// The engine of a table whose rows stay in a database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// PostgreSQL.
+    Postgres,
+    /// Apache Spark, through Spark Connect.
+    Spark,
+}
+
+impl fmt::Display for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Engine::Postgres => "POSTGRES",
+            Engine::Spark => "SPARK",
+        })
+    }
+}
+
+/// `POSTGRES 'connection' TABLE name`, `SPARK 'sc://...' TABLE catalog.schema.name`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Database {
+    /// The engine.
+    pub engine: Engine,
+    /// The table's name in parts (one for PostgreSQL; up to three for Spark).
+    pub table: Vec<Ident>,
+}
+
+impl Database {
+    /// The table's name as the engine is asked for it, its parts unquoted.
+    pub fn parts(&self) -> Vec<String> {
+        self.table.iter().map(|p| p.name.clone()).collect()
+    }
+}
+
+impl fmt::Display for Database {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, part) in self.table.iter().enumerate() {
+            if i > 0 {
+                f.write_str(".")?;
+            }
+            write!(f, "{part}")?;
+        }
+        Ok(())
+    }
+}
+
 /// A name: a table, a column or a mechanism.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ident {
@@ -883,7 +930,7 @@ impl fmt::Display for StatementKind {
         match self {
             StatementKind::Load {
                 path,
-                postgres,
+                database,
                 alias,
                 no_header,
                 delimiter,
@@ -892,8 +939,8 @@ impl fmt::Display for StatementKind {
                 unit,
                 columns,
             } => {
-                match postgres {
-                    Some(table) => write!(f, "LOAD POSTGRES {path} TABLE {table}")?,
+                match database {
+                    Some(d) => write!(f, "LOAD {} {path} TABLE {d}", d.engine)?,
                     None => write!(f, "LOAD {path}")?,
                 }
                 if let Some(a) = alias {

@@ -93,10 +93,10 @@ fn check_unit(
 fn check_columns(
     clause: &ast::ColumnsClause,
     path: &str,
-    postgres: bool,
+    database: Option<ast::Engine>,
     no_header: bool,
 ) -> Result<Vec<data::Declared>, CheckError> {
-    if let Some(source_kind) = reading::source_kind(path, postgres) {
+    if let Some(source_kind) = reading::source_kind(path, database) {
         return Err(CheckError::ColumnsNotCsv {
             source_kind,
             span: clause.span,
@@ -191,7 +191,7 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
     Ok(match kind {
         StatementKind::Load {
             path,
-            postgres,
+            database,
             alias,
             no_header,
             delimiter,
@@ -202,7 +202,7 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
         } => {
             let format = reading::check_format(
                 &path.value,
-                postgres.is_some(),
+                database.as_ref().map(|d| d.engine),
                 delimiter.as_ref(),
                 decimal.as_ref(),
             )?;
@@ -213,7 +213,14 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
                 .transpose()?;
             let columns = columns
                 .as_ref()
-                .map(|c| check_columns(c, &path.value, postgres.is_some(), *no_header))
+                .map(|c| {
+                    check_columns(
+                        c,
+                        &path.value,
+                        database.as_ref().map(|d| d.engine),
+                        *no_header,
+                    )
+                })
                 .transpose()?;
             if let (Some(declared), Some(u)) = (&columns, unit_clause) {
                 if !declared.iter().any(|d| d.name == u.column.name) {
@@ -235,16 +242,18 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
             }
             Plan::Load {
                 path: PathBuf::from(&path.value),
-                postgres: postgres.as_ref().map(|t| t.name.clone()),
+                database: database.clone(),
                 path_span: path.span,
                 header: !no_header,
                 format,
                 neighbours: asked,
                 unit,
                 columns,
-                name: match (alias, postgres) {
+                name: match (alias, database) {
                     (Some(a), _) => a.name.clone(),
-                    (None, Some(t)) => default_table_name(Path::new(&t.name)),
+                    (None, Some(d)) => default_table_name(Path::new(
+                        &d.table.last().map(|t| t.name.clone()).unwrap_or_default(),
+                    )),
                     (None, None) => default_table_name(Path::new(&path.value)),
                 },
             }
@@ -439,7 +448,7 @@ fn shown_statement(kind: &StatementKind, catalog: &dyn Catalog, span: Span) -> S
             Err(_) => format!("{kind};"),
         },
         StatementKind::Load {
-            postgres: Some(_), ..
+            database: Some(_), ..
         } => {
             let mut hidden = kind.clone();
             if let StatementKind::Load { path, .. } = &mut hidden {

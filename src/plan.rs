@@ -14,10 +14,10 @@ use std::path::PathBuf;
 pub enum Plan {
     /// Load a CSV file as a table and make it current.
     Load {
-        /// The file (with `postgres`, the connection string).
+        /// The file (with `database`, the engine's connection string).
         path: PathBuf,
-        /// `POSTGRES ... TABLE name`: the database table.
-        postgres: Option<String>,
+        /// `POSTGRES ... TABLE name` or `SPARK ... TABLE name`: the database table.
+        database: Option<crate::ast::Database>,
         /// Where the path was written, for errors about the file.
         path_span: Span,
         /// Whether the first row names the columns (else they are `c1`, `c2`, ...).

@@ -53,7 +53,7 @@ pub(super) fn check(
         let name = table.column_name(c);
         let domain = catalog.column_domain(table_name, name);
         // A database's float column holds infinities; a file's and Parquet's values are finite.
-        let infinite = table.kind() == "postgres";
+        let infinite = matches!(table.kind(), "postgres" | "spark");
         let Some(w) = column_witnesses(p, c, table.column_type(c), &domain, infinite) else {
             return Ok(None);
         };

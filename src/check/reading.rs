@@ -1,22 +1,25 @@
 //! Checking how `LOAD` reads its source: `DELIMITER` and `DECIMAL` for CSV text, refused elsewhere.
 
-use crate::ast::Text;
+use crate::ast::{Engine, Text};
 use crate::data::{self, CsvFormat};
 use crate::error::CheckError;
 use std::path::Path;
 
 /// What a source that is not CSV text is, in words (`Parquet data`, `a PostgreSQL table`);
 /// `None` for a CSV file.
-pub(super) fn source_kind(path: &str, postgres: bool) -> Option<&'static str> {
+pub(super) fn source_kind(path: &str, database: Option<Engine>) -> Option<&'static str> {
     #[cfg(feature = "native")]
-    let parquet = !postgres && data::is_parquet_path(Path::new(path));
+    let parquet = database.is_none() && data::is_parquet_path(Path::new(path));
     #[cfg(not(feature = "native"))]
     let parquet = {
         let _ = path;
         false
     };
-    if postgres {
-        Some("a PostgreSQL table")
+    if let Some(engine) = database {
+        Some(match engine {
+            Engine::Postgres => "a PostgreSQL table",
+            Engine::Spark => "a Spark table",
+        })
     } else if parquet {
         Some("Parquet data")
     } else {
@@ -30,12 +33,12 @@ pub(super) fn source_kind(path: &str, postgres: bool) -> Option<&'static str> {
 /// default) is refused at `DECIMAL`.
 pub(super) fn check_format(
     path: &str,
-    postgres: bool,
+    database: Option<Engine>,
     delimiter: Option<&Text>,
     decimal: Option<&Text>,
 ) -> Result<CsvFormat, CheckError> {
     let clauses = [("DELIMITER", delimiter), ("DECIMAL", decimal)];
-    if let Some(source_kind) = source_kind(path, postgres) {
+    if let Some(source_kind) = source_kind(path, database) {
         return match clauses.into_iter().find_map(|(c, t)| Some((c, t?))) {
             Some((clause, text)) => Err(CheckError::NotCsvText {
                 clause,

@@ -35,6 +35,10 @@ mod prune;
 mod schema;
 mod source;
 mod sources;
+#[cfg(feature = "spark")]
+mod spark;
+#[cfg(feature = "native")]
+mod sql;
 mod table;
 mod units;
 mod values;
@@ -58,6 +62,8 @@ pub use postgres::{open_postgres, postgres_content, PgOpened, PgTable};
 pub use predicate::{CmpOp, Predicate, Value};
 pub use schema::{Declared, Domain};
 pub use sources::{Source, Work};
+#[cfg(feature = "spark")]
+pub use spark::{open_spark, spark_content, SparkOpened, SparkTable, TOKEN_VARIABLE};
 pub use table::{ColumnType, Table};
 pub use units::bound_units;
 pub use values::value_hash;

@@ -37,7 +37,8 @@ use postgres::{Client, Config, NoTls};
 use super::cells::Buckets;
 use super::count::Clamp;
 use super::error::{has_controls, DataError};
-use super::predicate::{CmpOp, Predicate, Value};
+use super::predicate::Predicate;
+use super::sql::{clamped, Dialect, Param, Sql};
 use super::table::{ColumnType, Dictionary, Table};
 
 /// A database table, asked again at each question.
@@ -280,32 +281,42 @@ pub fn open_postgres(conninfo: &str, table: &str) -> Result<PgOpened, DataError>
     })
 }
 
-/// An SQL statement under construction: its text and its bound parameters.
-#[derive(Default)]
-struct Sql {
-    text: String,
-    params: Vec<Box<dyn ToSql + Sync>>,
-}
-
-impl Sql {
-    /// Binds `value` as a parameter of SQL type `ty` and returns its placeholder.
-    fn param(&mut self, value: impl ToSql + Sync + 'static, ty: &str) -> String {
-        self.params.push(Box::new(value));
-        format!("${}::{ty}", self.params.len())
-    }
-
-    /// Binds `value` and writes its placeholder, typed so that no column is cast for it.
-    fn bind(&mut self, value: &Value) {
-        let placeholder = match value {
-            Value::Number(x) => self.param(*x, "float8"),
-            Value::Text(s) => self.param(s.clone(), "text"),
-            Value::Bool(b) => self.param(*b, "bool"),
+impl Dialect for PgTable {
+    /// `$n::type`: each parameter typed so that no column is cast for it.
+    fn placeholder(&self, n: usize, p: &Param) -> String {
+        let ty = match p {
+            Param::Int(_) => "int8",
+            Param::Float(_) => "float8",
+            Param::Text(_) => "text",
+            Param::Bool(_) => "bool",
         };
-        self.text.push_str(&placeholder);
+        format!("${n}::{ty}")
     }
 
-    fn push(&mut self, s: &str) {
-        self.text.push_str(s);
+    fn column(&self, c: usize) -> &str {
+        &self.columns[c]
+    }
+
+    /// Text in the `C` collation (UTF-8 byte order); a `numeric` as the nearest `float8`
+    /// (see [`numeric_as_float`]).
+    fn operand(&self, column: usize) -> String {
+        match self.shell.types[column] {
+            ColumnType::Text => format!("{} COLLATE \"C\"", self.columns[column]),
+            _ if self.typnames[column] == "numeric" => numeric_as_float(&self.columns[column]),
+            _ => self.columns[column].clone(),
+        }
+    }
+
+    fn column_type(&self, c: usize) -> ColumnType {
+        self.shell.types[c]
+    }
+
+    fn truncated(&self, x: &str) -> String {
+        format!("trunc({x})::int8")
+    }
+
+    fn wide(&self, x: &str) -> String {
+        format!("({x})::numeric")
     }
 }
 
@@ -315,150 +326,26 @@ impl PgTable {
         &self.shell
     }
 
-    /// A column as a condition reads it: text in the `C` collation (UTF-8 byte order); a
-    /// `numeric` as the nearest `float8` (see [`numeric_as_float`]).
-    fn operand(&self, column: usize) -> String {
-        match self.shell.types[column] {
-            ColumnType::Text => format!("{} COLLATE \"C\"", self.columns[column]),
-            _ if self.typnames[column] == "numeric" => numeric_as_float(&self.columns[column]),
-            _ => self.columns[column].clone(),
-        }
-    }
-
-    /// Writes `lo <= col <= hi` (negated when `negate`) for an integer column, the bounds
-    /// integers as the column store computes them (`int_range`): an integer cell is compared
-    /// as an integer, never rounded to a `float8` (`9007199254740993 = 9007199254740992.0` is
-    /// false). A missing value is unknown either way.
-    fn int_range(&self, column: usize, lo: i128, hi: i128, negate: bool, sql: &mut Sql) {
-        let col = &self.columns[column];
-        let lo = lo.max(i128::from(i64::MIN));
-        let hi = hi.min(i128::from(i64::MAX));
-        // `col = col` is true for every value and unknown for a missing one.
-        let (always, never) = (format!("({col} = {col})"), format!("({col} <> {col})"));
-        if lo > hi {
-            sql.push(if negate { &always } else { &never });
-            return;
-        }
-        let (lo, hi) = (sql.param(lo as i64, "int8"), sql.param(hi as i64, "int8"));
-        let not = if negate { "NOT " } else { "" };
-        sql.push(&format!("({not}({col} BETWEEN {lo} AND {hi}))"));
-    }
-
-    /// Writes `pred` as an SQL condition.
-    fn condition(&self, pred: &Predicate, sql: &mut Sql) {
-        match pred {
-            Predicate::Compare {
-                column,
-                op,
-                value: Value::Number(v),
-            } if self.shell.types[*column] == ColumnType::Integer => {
-                let v = *v;
-                if v.is_nan() {
-                    return self.int_range(*column, 1, 0, *op == CmpOp::Ne, sql);
-                }
-                let (ceil, floor) = (v.ceil() as i128, v.floor() as i128);
-                let (min, max) = (i128::MIN, i128::MAX);
-                let (lo, hi, negate) = match op {
-                    CmpOp::Eq => (ceil, floor, false),
-                    CmpOp::Ne => (ceil, floor, true),
-                    CmpOp::Lt => (min, ceil.saturating_sub(1), false),
-                    CmpOp::Le => (min, floor, false),
-                    CmpOp::Gt => (floor.saturating_add(1), max, false),
-                    CmpOp::Ge => (ceil, max, false),
-                };
-                self.int_range(*column, lo, hi, negate, sql);
-            }
-            Predicate::Between {
-                column,
-                low: Value::Number(a),
-                high: Value::Number(b),
-            } if self.shell.types[*column] == ColumnType::Integer => {
-                if a.is_nan() || b.is_nan() {
-                    self.int_range(*column, 1, 0, false, sql);
-                } else {
-                    self.int_range(*column, a.ceil() as i128, b.floor() as i128, false, sql);
-                }
-            }
-            Predicate::In { column, values }
-                if self.shell.types[*column] == ColumnType::Integer =>
-            {
-                // Only whole numbers within range can equal an integer cell.
-                let whole: Vec<i64> = values
-                    .iter()
-                    .filter_map(|v| match v {
-                        Value::Number(x)
-                            if x.fract() == 0.0
-                                && (i64::MIN as f64..i64::MAX as f64).contains(x) =>
-                        {
-                            Some(*x as i64)
-                        }
-                        _ => None,
-                    })
-                    .collect();
-                if whole.is_empty() {
-                    return self.int_range(*column, 1, 0, false, sql);
-                }
-                sql.push(&format!("({} IN (", self.columns[*column]));
-                for (i, x) in whole.into_iter().enumerate() {
-                    if i > 0 {
-                        sql.push(", ");
-                    }
-                    let p = sql.param(x, "int8");
-                    sql.push(&p);
-                }
-                sql.push("))");
-            }
-            Predicate::Compare { column, op, value } => {
-                sql.push(&format!("({} {} ", self.operand(*column), op_text(*op)));
-                sql.bind(value);
-                sql.push(")");
-            }
-            Predicate::In { column, values } => {
-                sql.push(&format!("({} IN (", self.operand(*column)));
-                for (i, v) in values.iter().enumerate() {
-                    if i > 0 {
-                        sql.push(", ");
-                    }
-                    sql.bind(v);
-                }
-                sql.push("))");
-            }
-            Predicate::Between { column, low, high } => {
-                sql.push(&format!("({} BETWEEN ", self.operand(*column)));
-                sql.bind(low);
-                sql.push(" AND ");
-                sql.bind(high);
-                sql.push(")");
-            }
-            Predicate::And(a, b) | Predicate::Or(a, b) => {
-                let word = if matches!(pred, Predicate::And(..)) {
-                    " AND "
-                } else {
-                    " OR "
-                };
-                sql.push("(");
-                self.condition(a, sql);
-                sql.push(word);
-                self.condition(b, sql);
-                sql.push(")");
-            }
-            Predicate::Not(a) => {
-                sql.push("(NOT ");
-                self.condition(a, sql);
-                sql.push(")");
-            }
-        }
-    }
-
     /// Runs `sql` in one read-only snapshot; its first column must be the count of every
     /// row, which must still be the `n` of `LOAD`.
-    fn ask(&self, sql: &Sql) -> Result<Vec<postgres::Row>, DataError> {
+    fn ask(&self, sql: &Sql<'_, Self>) -> Result<Vec<postgres::Row>, DataError> {
         let what = format!("PostgreSQL table {}", self.relation);
         let mut client = self.client.lock().map_err(|_| DataError::Io {
             path: what.clone(),
             message: "the connection was lost".to_string(),
         })?;
-        let params: Vec<&(dyn ToSql + Sync)> = sql.params.iter().map(|p| p.as_ref()).collect();
+        let params: Vec<&(dyn ToSql + Sync)> = sql
+            .params
+            .iter()
+            .map(|p| -> &(dyn ToSql + Sync) {
+                match p {
+                    Param::Int(x) => x,
+                    Param::Float(x) => x,
+                    Param::Text(x) => x,
+                    Param::Bool(x) => x,
+                }
+            })
+            .collect();
         let mut txn = client
             .build_transaction()
             .isolation_level(postgres::IsolationLevel::RepeatableRead)
@@ -525,10 +412,10 @@ impl PgTable {
 
     /// The true number of rows where `pred` is true.
     pub fn count(&self, pred: &Predicate) -> Result<u64, DataError> {
-        let mut sql = Sql::default();
+        let mut sql = Sql::new(self);
         let (read, reads) = self.every_value(pred.columns());
         sql.push("count(*) AS a0, count(*) FILTER (WHERE ");
-        self.condition(pred, &mut sql);
+        sql.condition(pred);
         sql.push(&format!(") AS a1{read}"));
         sql.text = self.over_parts(
             &sql.text,
@@ -542,57 +429,12 @@ impl PgTable {
         Ok(u64::try_from(row.get::<_, i64>(1)).unwrap_or(0))
     }
 
-    /// One dimension's coordinate of a row, as an SQL expression (see `count_cells`).
-    fn coordinate(&self, column: usize, buckets: &Buckets, sql: &mut Sql) {
-        let col = self.operand(column);
-        sql.push(&format!(
-            "(CASE WHEN {col} IS NULL THEN {}",
-            buckets.len() - 1
-        ));
-        match buckets {
-            Buckets::Cuts(cuts) => {
-                let integer = self.shell.types[column] == ColumnType::Integer;
-                for (i, cut) in cuts.iter().enumerate().rev() {
-                    if integer {
-                        // An integer is at or above a cut `c` exactly when it is at or above
-                        // `ceil(c)`, compared as integers (as the column store does).
-                        let c = cut.ceil() as i128;
-                        if c > i128::from(i64::MAX) {
-                            continue;
-                        }
-                        let c = sql.param(c.max(i128::from(i64::MIN)) as i64, "int8");
-                        sql.push(&format!(" WHEN {col} >= {c}"));
-                    } else {
-                        sql.push(&format!(" WHEN {col} >= "));
-                        sql.bind(&Value::Number(*cut));
-                    }
-                    sql.push(&format!(" THEN {}", i + 1));
-                }
-                sql.push(" ELSE 0 END)");
-            }
-            Buckets::Values(values) => {
-                for (i, v) in values.iter().enumerate() {
-                    sql.push(&format!(" WHEN {col} = "));
-                    sql.bind(v);
-                    sql.push(&format!(" THEN {i}"));
-                }
-                sql.push(&format!(" ELSE {} END)", values.len()));
-            }
-        }
-    }
-
     /// The true number of rows in every cell of a cube (numbered as `count_cells` does).
     pub fn count_cells(&self, dims: &[(usize, Buckets)]) -> Result<Vec<u64>, DataError> {
         let cells: usize = dims.iter().map(|(_, b)| b.len()).product();
-        let mut sql = Sql::default();
-        sql.push("(0");
-        let mut stride = cells;
-        for (column, buckets) in dims {
-            stride /= buckets.len();
-            sql.push(&format!(" + {stride} * "));
-            self.coordinate(*column, buckets, &mut sql);
-        }
-        sql.push(")::int8 AS a0, count(*) AS a1");
+        let mut sql = Sql::new(self);
+        sql.cell(dims);
+        sql.push("::int8 AS a0, count(*) AS a1");
         sql.text = self.over_parts(&sql.text, " GROUP BY 1", "a0, sum(a1)::int8", " GROUP BY 1");
         let mut out = vec![0u64; cells];
         let mut all = 0i64;
@@ -617,38 +459,31 @@ impl PgTable {
         clamp: Clamp,
     ) -> Result<(i128, u64), DataError> {
         let col = &self.columns[column];
-        let mut sql = Sql::default();
+        let mut sql = Sql::new(self);
         let (term, k) = match clamp {
             Clamp::Int { lo, hi, k } => {
-                let (lo, hi) = (sql.param(lo, "int8"), sql.param(hi, "int8"));
+                let (lo, hi) = (sql.param(Param::Int(lo)), sql.param(Param::Int(hi)));
                 (clamped(col, &lo, &hi), k)
             }
             Clamp::Float { lo, hi, k } => {
-                // y = clamp(x) 2^k is exact (a power of two); round() is half to even on
-                // float8, so a tie (a fraction of exactly 1/2, computed exactly) goes away
-                // from zero by hand; every other value rounds to its nearest integer.
-                let (lo, hi) = (sql.param(lo, "float8"), sql.param(hi, "float8"));
-                let scale = sql.param(2f64.powi(k as i32), "float8");
+                // y = clamp(x) 2^k is exact (a power of two), then rounded exactly, as wide
+                // as it is (see `Sql::rounded`).
+                let (lo, hi) = (sql.param(Param::Float(lo)), sql.param(Param::Float(hi)));
+                let scale = sql.param(Param::Float(2f64.powi(k as i32)));
                 let x = if self.typnames[column] == "numeric" {
                     numeric_as_float(col)
                 } else {
                     format!("{col}::float8")
                 };
                 let y = format!("({} * {scale})", clamped(&x, &lo, &hi));
-                (
-                    format!(
-                        "(CASE WHEN {y} - trunc({y}) = 0.5 THEN trunc({y}) + 1 \
-                         WHEN {y} - trunc({y}) = -0.5 THEN trunc({y}) - 1 ELSE round({y}) END)::int8"
-                    ),
-                    0,
-                )
+                (sql.rounded(&y), 0)
             }
         };
-        let filter = |sql: &mut Sql| {
+        let filter = |sql: &mut Sql<'_, Self>| {
             sql.push(&format!(" FILTER (WHERE {col} IS NOT NULL"));
             if let Some(p) = pred {
                 sql.push(" AND ");
-                self.condition(p, sql);
+                sql.condition(p);
             }
             sql.push(")");
         };
@@ -677,13 +512,6 @@ impl PgTable {
             u64::try_from(n).unwrap_or(0),
         ))
     }
-}
-
-/// `x` clamped to `[lo, hi]`, as a `CASE` (a foreign server is sent a `CASE`, never
-/// `least`/`greatest`, which `postgres_fdw` does not ship); a missing `x` stays missing, and a
-/// float `NaN`, above every number in PostgreSQL's order, becomes `hi`, as `least` makes it.
-fn clamped(x: &str, lo: &str, hi: &str) -> String {
-    format!("(CASE WHEN {x} < {lo} THEN {lo} WHEN {x} > {hi} THEN {hi} ELSE {x} END)")
 }
 
 /// The question whose select list is `inner` (its items named `a0`, `a1`, ... and `v<c>`)
@@ -761,16 +589,5 @@ fn decimal(base: u32, exp: u32, times: u64, point: usize) -> String {
         format!("{whole}::numeric")
     } else {
         format!("{whole}.{fraction}::numeric")
-    }
-}
-
-fn op_text(op: CmpOp) -> &'static str {
-    match op {
-        CmpOp::Eq => "=",
-        CmpOp::Ne => "<>",
-        CmpOp::Lt => "<",
-        CmpOp::Le => "<=",
-        CmpOp::Gt => ">",
-        CmpOp::Ge => ">=",
     }
 }

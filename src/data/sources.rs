@@ -15,6 +15,8 @@ use super::parquet::ParquetTable;
 #[cfg(feature = "native")]
 use super::postgres::PgTable;
 use super::predicate::Predicate;
+#[cfg(feature = "spark")]
+use super::spark::SparkTable;
 use super::table::{ColumnType, Table};
 
 /// The work a question took (see [`Source::count_work`]).
@@ -40,6 +42,9 @@ pub enum Source {
     /// A PostgreSQL table: each question is sent to the database as one SQL statement.
     #[cfg(feature = "native")]
     Postgres(Box<PgTable>),
+    /// A Spark table: each question is sent to Spark as one aggregate query.
+    #[cfg(feature = "spark")]
+    Spark(Box<SparkTable>),
 }
 
 impl From<Table> for Source {
@@ -57,6 +62,8 @@ impl Source {
             Source::Parquet(p) => p.shell(),
             #[cfg(feature = "native")]
             Source::Postgres(p) => p.shell(),
+            #[cfg(feature = "spark")]
+            Source::Spark(s) => s.shell(),
         }
     }
 
@@ -66,6 +73,8 @@ impl Source {
             Source::Memory(t) => Some(t),
             #[cfg(feature = "native")]
             Source::Parquet(_) | Source::Postgres(_) => None,
+            #[cfg(feature = "spark")]
+            Source::Spark(_) => None,
         }
     }
 
@@ -77,6 +86,8 @@ impl Source {
             Source::Parquet(_) => "parquet",
             #[cfg(feature = "native")]
             Source::Postgres(_) => "postgres",
+            #[cfg(feature = "spark")]
+            Source::Spark(_) => "spark",
         }
     }
 
@@ -126,6 +137,8 @@ impl Source {
             ),
             #[cfg(feature = "native")]
             Source::Postgres(p) => p.count(pred),
+            #[cfg(feature = "spark")]
+            Source::Spark(s) => s.count(pred),
         }
     }
 
@@ -167,6 +180,8 @@ impl Source {
             }
             #[cfg(feature = "native")]
             Source::Postgres(p) => Ok((p.count(pred)?, Work::default())),
+            #[cfg(feature = "spark")]
+            Source::Spark(s) => Ok((s.count(pred)?, Work::default())),
         }
     }
 
@@ -182,6 +197,8 @@ impl Source {
             Source::Parquet(p) => p.constant_work(),
             #[cfg(feature = "native")]
             Source::Postgres(_) => {}
+            #[cfg(feature = "spark")]
+            Source::Spark(_) => {}
         }
     }
 
@@ -205,6 +222,8 @@ impl Source {
             }
             #[cfg(feature = "native")]
             Source::Postgres(p) => p.count_cells(dims),
+            #[cfg(feature = "spark")]
+            Source::Spark(s) => s.count_cells(dims),
         }
     }
 
@@ -234,12 +253,14 @@ impl Source {
             }
             #[cfg(feature = "native")]
             Source::Postgres(p) => p.sum_clamped(column, pred, clamp),
+            #[cfg(feature = "spark")]
+            Source::Spark(s) => s.sum_clamped(column, pred, clamp),
         }
     }
 
     /// The values of `column` clamped as `clamp` says, in grid steps, over the rows where
     /// `pred` holds and the value is present (see [`clamped_values`]), for an order
-    /// statistic. A PostgreSQL table answers counts and sums only: `None`.
+    /// statistic. A PostgreSQL or Spark table answers counts and sums only: `None`.
     ///
     /// Internal: the values must only ever be used to add noise to a statistic of them.
     pub fn clamped_values(
@@ -268,6 +289,8 @@ impl Source {
             }
             #[cfg(feature = "native")]
             Source::Postgres(_) => Ok(None),
+            #[cfg(feature = "spark")]
+            Source::Spark(_) => Ok(None),
         }
     }
 }

@@ -96,10 +96,10 @@ impl Session {
             Plan::Load {
                 path,
                 name,
-                postgres,
+                database,
                 columns,
                 ..
-            } => describe_load(&path, &name, postgres.as_deref(), columns.is_some()),
+            } => describe_load(&path, &name, database.as_ref(), columns.is_some()),
             Plan::Use { table } => vec![step("does", format!("makes `{table}` the current table; {free}"))],
             Plan::Binned(_) => vec![step("does", format!("estimates the counts of the dimension's bins from the history (the BLUE) and the statistic from them, with its probability under the noise of the releases (Monte Carlo, seeded from the statement and the answers); {free}"))],
             Plan::ShowTables | Plan::ShowBudget { .. } | Plan::ShowHistory { .. } | Plan::Describe { .. } | Plan::ShowCube { .. } => {
@@ -530,15 +530,19 @@ fn composition(cube: bool, neighbours: Neighbours) -> &'static str {
 fn describe_load(
     path: &std::path::Path,
     name: &str,
-    postgres: Option<&str>,
+    database: Option<&crate::ast::Database>,
     declared: bool,
 ) -> Vec<(String, String)> {
     let free = "spends nothing and draws no noise";
-    let does = match (postgres, declared) {
+    let does = match (database, declared) {
         // The connection string can hold a password: never shown.
-        (Some(t), _) => format!(
+        (Some(d), _) if d.engine == crate::ast::Engine::Postgres => format!(
             "asks PostgreSQL for the schema and row count of its table {} as table `{name}`; every later question is sent to the database as one SQL statement",
-            crate::data::escape_name(t)
+            crate::data::escape_name(&d.parts().join("."))
+        ),
+        (Some(d), _) => format!(
+            "asks Spark for the schema and row count of its table {} as table `{name}`; every later question is sent to Spark as one aggregate query, and only its integers come back",
+            crate::data::escape_name(&d.parts().join("."))
         ),
         (None, true) => format!(
             "reads {} as table `{name}` with the declared columns only (a cell that does not parse as declared is missing); its row count is public and shown, its schema is the declared one",

@@ -320,7 +320,7 @@ impl Session {
         Ok(match plan {
             Plan::Load {
                 path,
-                postgres,
+                database,
                 path_span,
                 header,
                 format,
@@ -331,7 +331,7 @@ impl Session {
             } => self.load(
                 tables::Source {
                     path,
-                    postgres,
+                    database,
                     path_span,
                     header,
                     format,

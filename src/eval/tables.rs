@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 
 /// Where a table comes from, as `LOAD` says.
 pub(super) struct Source {
-    /// The file (with `postgres`, the connection string, never shown).
+    /// The file (with `database`, the engine's connection string, never shown).
     pub(super) path: PathBuf,
-    /// `POSTGRES ... TABLE name`: the database table.
-    pub(super) postgres: Option<String>,
+    /// `POSTGRES ... TABLE name` or `SPARK ... TABLE name`: the database table.
+    pub(super) database: Option<crate::ast::Database>,
     /// Where the path was written.
     pub(super) path_span: Span,
     /// Whether the first row names the columns.
@@ -52,7 +52,7 @@ impl Session {
         }
         let Source {
             path,
-            postgres,
+            database,
             path_span,
             header,
             format,
@@ -67,7 +67,7 @@ impl Session {
             ..self.load_options.clone()
         };
         let (table, content, data_file, shown, mut warnings) = self
-            .read(&path, postgres.as_deref(), &options)
+            .read(&path, database.as_ref(), &options)
             .map_err(|(shown, error)| EvalError::Load {
                 path: shown,
                 error,
@@ -75,7 +75,7 @@ impl Session {
             })?;
         let file_id = std::fs::metadata(&data_file)
             .ok()
-            .filter(|_| postgres.is_none())
+            .filter(|_| database.is_none())
             .map(|m| (m.dev(), m.ino()));
         if let Some(u) = &unit {
             unit_column(&table, u, &name, span)?;
@@ -144,15 +144,18 @@ impl Session {
     fn read(
         &mut self,
         path: &Path,
-        postgres: Option<&str>,
+        database: Option<&crate::ast::Database>,
         options: &LoadOptions,
     ) -> Result<Read, (String, DataError)> {
         let given = self
             .given
             .take()
-            .filter(|g| postgres.is_none() && Path::new(&g.shown) == path);
-        match (postgres, given) {
-            (Some(relation), _) => read_postgres(path, relation, options.header),
+            .filter(|g| database.is_none() && Path::new(&g.shown) == path);
+        match (database, given) {
+            (Some(d), _) if d.engine == crate::ast::Engine::Spark => {
+                read_spark(path, &d.parts(), options.header)
+            }
+            (Some(d), _) => read_postgres(path, &d.parts().join("."), options.header),
             (None, Some(given)) => read_given(given, options),
             (None, None) => read_table(path, options),
         }
@@ -356,6 +359,49 @@ fn read_postgres(
     let data_file = PathBuf::from(format!("postgres://{}", opened.identity));
     Ok((
         Rows::Postgres(Box::new(opened.table)),
+        content,
+        data_file,
+        shown,
+        warnings,
+    ))
+}
+
+/// Connects to a Spark table through Spark Connect and reads its schema and row count. Its
+/// ledger is kept for where its data lies, as Spark says (the same files whatever host asks
+/// for them), or for its server and name as Spark resolves it; never the connection string.
+#[cfg(not(feature = "spark"))]
+fn read_spark(_: &Path, table: &[String], _: bool) -> Result<Read, (String, DataError)> {
+    Err((
+        format!("Spark table {}", data::escape_name(&table.join("."))),
+        DataError::Io {
+            path: String::new(),
+            message: "this build of dpq has no Spark: build it with `cargo build --features spark`"
+                .to_string(),
+        },
+    ))
+}
+
+#[cfg(feature = "spark")]
+fn read_spark(url: &Path, table: &[String], header: bool) -> Result<Read, (String, DataError)> {
+    let shown = format!("Spark table {}", data::escape_name(&table.join(".")));
+    if !header {
+        return Err((shown, no_header("a Spark table")));
+    }
+    let opened = data::open_spark(&url.to_string_lossy(), table).map_err(|e| (shown.clone(), e))?;
+    let content = data::spark_content(&opened.key);
+    let warnings = opened
+        .left_out
+        .iter()
+        .map(|c| {
+            format!(
+                "column {} is left out: dpq reads integer, float, decimal, boolean and string columns of Spark (or its name holds a control character)",
+                data::escape_name(c)
+            )
+        })
+        .collect();
+    let data_file = PathBuf::from(format!("spark://{}", opened.identity));
+    Ok((
+        Rows::Spark(Box::new(opened.table)),
         content,
         data_file,
         shown,

@@ -94,13 +94,22 @@ impl Builder {
             Rule::load_stmt => {
                 inner.next(); // LOAD
                 let source = inner.next().expect("LOAD has a source");
-                let (path, postgres) = if source.as_rule() == Rule::postgres_source {
-                    let mut parts = source.into_inner().skip(1); // POSTGRES
-                    let path = self.text(parts.next().expect("a connection string"));
-                    let table = self.name(parts.nth(1).expect("a table name")); // TABLE name
-                    (path, Some(table))
-                } else {
-                    (self.text(source), None)
+                let engine = match source.as_rule() {
+                    Rule::postgres_source => Some(crate::ast::Engine::Postgres),
+                    Rule::spark_source => Some(crate::ast::Engine::Spark),
+                    _ => None,
+                };
+                let (path, database) = match engine {
+                    Some(engine) => {
+                        let mut parts = source.into_inner().skip(1); // POSTGRES or SPARK
+                        let path = self.text(parts.next().expect("a connection string"));
+                        let table = parts
+                            .filter(|p| p.as_rule() != Rule::kw_table)
+                            .map(|p| self.name(p))
+                            .collect();
+                        (path, Some(crate::ast::Database { engine, table }))
+                    }
+                    None => (self.text(source), None),
                 };
                 let (mut alias, mut no_header, mut neighbours, mut unit, mut columns) =
                     (None, false, None, None, None);
@@ -145,7 +154,7 @@ impl Builder {
                 }
                 StatementKind::Load {
                     path,
-                    postgres,
+                    database,
                     alias,
                     no_header,
                     delimiter,

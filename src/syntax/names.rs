@@ -56,6 +56,8 @@ pub fn human(rule: Rule) -> &'static str {
         Rule::kw_load => "LOAD",
         Rule::postgres_source => "POSTGRES 'connection' TABLE name",
         Rule::kw_postgres => "POSTGRES",
+        Rule::spark_source => "SPARK 'sc://host:port' TABLE name",
+        Rule::kw_spark => "SPARK",
         Rule::kw_table => "TABLE",
         Rule::kw_as => "AS",
         Rule::kw_no => "NO",
