@@ -46,3 +46,9 @@ pub mod syntax;
 pub mod sys;
 #[cfg(target_arch = "wasm32")]
 pub mod web;
+
+/// The Spark Connect client dpq asks Spark with, for tests and benchmarks that set up the
+/// tables it is asked about.
+#[cfg(feature = "spark")]
+#[doc(hidden)]
+pub use spark_connect;
