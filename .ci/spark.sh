@@ -61,6 +61,7 @@ if ! ready; then
             --conf spark.connect.grpc.binding.address=127.0.0.1 \
             --conf spark.connect.grpc.binding.port="$port" \
             --conf spark.ui.enabled=false \
+            --conf spark.log.level=WARN \
             --conf spark.sql.warehouse.dir="$dir/warehouse" \
             --conf "spark.driver.extraJavaOptions=-Dderby.system.home=$dir" \
             spark-internal >"$dir/server.log" 2>&1 9>&- &

@@ -17,7 +17,7 @@ pub struct Topic {
 pub const TOPICS: &[Topic] = &[
     Topic {
         name: "LOAD",
-        synopsis: "LOAD 'file.csv' | POSTGRES 'connection' TABLE name [AS name] [NO HEADER] [DELIMITER ';'] [DECIMAL ','] [NEIGHBOURS replace|add_remove] [PRIVACY UNIT column MAX ROWS k] [COLUMNS (name type [BETWEEN lo AND hi | IN ('a', ...)], ...)];",
+        synopsis: "LOAD 'file.csv' | POSTGRES 'connection' TABLE name | SPARK 'sc://host:port' TABLE name [AS name] [NO HEADER] [DELIMITER ';'] [DECIMAL ','] [NEIGHBOURS replace|add_remove] [PRIVACY UNIT column MAX ROWS k] [COLUMNS (name type [BETWEEN lo AND hi | IN ('a', ...)], ...)];",
         about:
             "Reads a CSV file with a header row into a table and makes it current. Column types \
 (integer, float, text, boolean) are inferred; empty and NA cells are missing and match no \
@@ -40,7 +40,9 @@ recorded with the data and holds when the file is loaded again. A .parquet file,
 of them or a pattern (LOAD 'events/*.parquet') is one table whose rows stay on disk: its \
 schema comes from the files' metadata and every question streams them. LOAD POSTGRES \
 'connection' TABLE name reads a PostgreSQL table's schema and row count; every question is \
-then one SQL statement sent to the database.",
+then one SQL statement sent to the database. LOAD SPARK 'sc://host:port' TABLE db.name does \
+the same for a Spark table through Spark Connect (a build with the spark feature); a token \
+comes from SPARK_CONNECT_AUTHENTICATE_TOKEN, never from the statement.",
         example: "LOAD 'examples/data/people.csv' AS people;",
     },
     Topic {

@@ -3,8 +3,8 @@
 
 use dpq::ast::{
     Accuracy, ChooseEps, CmpOp, ColumnDecl, ColumnsClause, CountQuery, CountTerm, CubeDim,
-    DeclaredDomain, DeclaredType, Expr, Ident, Literal, Number, Plot, PlotMetric, Prior, ProbEvent,
-    Query, Simulate, Statement, StatementKind, Text, UnitClause,
+    Database, DeclaredDomain, DeclaredType, Engine, Expr, Ident, Literal, Number, Plot, PlotMetric,
+    Prior, ProbEvent, Query, Simulate, Statement, StatementKind, Text, UnitClause,
 };
 use dpq::driver::run_source;
 use dpq::eval::{Randomness, Session};
@@ -177,6 +177,20 @@ fn columns() -> impl Strategy<Value = ColumnsClause> {
     })
 }
 
+/// A database table: a PostgreSQL table of one name, or a Spark table of one to three.
+fn database() -> impl Strategy<Value = Database> {
+    prop_oneof![
+        name().prop_map(|t| Database {
+            engine: Engine::Postgres,
+            table: vec![t],
+        }),
+        prop::collection::vec(name(), 1..4).prop_map(|table| Database {
+            engine: Engine::Spark,
+            table,
+        }),
+    ]
+}
+
 fn statement() -> impl Strategy<Value = StatementKind> {
     prop_oneof![
         (
@@ -185,7 +199,7 @@ fn statement() -> impl Strategy<Value = StatementKind> {
             any::<bool>(),
             prop::option::of(name()),
             prop::option::of((name(), prop::option::of(number()))),
-            prop::option::of(name()),
+            prop::option::of(database()),
             prop::option::of(columns()),
             prop::option::of(delimiter()),
             prop::option::of(delimiter()),
@@ -197,14 +211,14 @@ fn statement() -> impl Strategy<Value = StatementKind> {
                     no_header,
                     neighbours,
                     unit,
-                    postgres,
+                    database,
                     columns,
                     delimiter,
                     decimal,
                 )| {
                     StatementKind::Load {
                         path,
-                        postgres,
+                        database,
                         alias,
                         no_header,
                         delimiter,

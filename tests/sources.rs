@@ -1,4 +1,5 @@
-//! The same rows in a CSV file, in Parquet files and in a PostgreSQL table give the same
+//! The same rows in a CSV file, in Parquet files, in a PostgreSQL table and (built with the
+//! `spark` feature) in a Spark table give the same
 //! exact answers: every condition, cube and clamped sum is asked of every source through the
 //! library (never through a noisy output), with missing values, mixed-case names, text
 //! beyond ASCII and files split into many row groups.
@@ -6,7 +7,9 @@
 //! The PostgreSQL source is a real server named by `DPQ_TEST_POSTGRES` (a connection string;
 //! `bash .ci/postgres.sh` starts one and prints it, and `.ci/run` does so). Without it the
 //! PostgreSQL side is left out with a note, unless `DPQ_REQUIRE_POSTGRES` is set, as in CI,
-//! where its absence fails the tests. And a Parquet table behaves as a table at the prompt:
+//! where its absence fails the tests. The Spark source is a real Spark Connect server named by
+//! `DPQ_TEST_SPARK` (`bash .ci/spark.sh`), required likewise by `DPQ_REQUIRE_SPARK`; its
+//! table is the Parquet files below, registered in Spark's catalog. And a Parquet table behaves as a table at the prompt:
 //! loaded by file, directory or pattern, refused when its files change under it, with
 //! nothing spent.
 
@@ -183,8 +186,44 @@ fn sharded_table(conninfo: &str, table: &str, rows: &[Row]) {
 
 /// The sources: the column store, Parquet files, and with a server a PostgreSQL table and a
 /// table sharded over two more servers; then the rows as Parquet sorted by each column in
-/// small row groups, whose statistics let most questions skip most groups.
-type Sources = (Source, Source, Option<Source>, Option<Source>, Vec<Source>);
+/// small row groups, whose statistics let most questions skip most groups; and with a Spark
+/// Connect server, a Spark table.
+type Sources = (
+    Source,
+    Source,
+    Option<Source>,
+    Option<Source>,
+    Vec<Source>,
+    Option<Source>,
+);
+
+/// The Parquet files in `dir` as a new Spark table (its name in mixed case), opened.
+#[cfg(feature = "spark")]
+fn spark_table(url: &str, dir: &Path) -> Source {
+    let table = format!("Rows_{}", std::process::id());
+    let session = dpq::spark_connect::SparkSessionBuilder::new()
+        .remote(url)
+        .get_or_create()
+        .expect("the Spark server");
+    for statement in [
+        format!("DROP TABLE IF EXISTS `{table}`"),
+        format!(
+            "CREATE TABLE `{table}` USING parquet LOCATION '{}'",
+            dir.display()
+        ),
+    ] {
+        let df = session.sql(&statement).expect("a statement");
+        df.collect().expect("the Spark table");
+    }
+    let opened = dpq::data::open_spark(url, &[table]).expect("the Spark table opens");
+    assert!(opened.left_out.is_empty(), "{:?}", opened.left_out);
+    Source::Spark(Box::new(opened.table))
+}
+
+#[cfg(not(feature = "spark"))]
+fn spark_table(_: &str, _: &Path) -> Source {
+    unreachable!("asked only when built with the `spark` feature")
+}
 
 /// The rows sorted by column `column` (missing values first), as the Parquet file `name` in
 /// `dir` of row groups of 40 rows, opened.
@@ -238,17 +277,23 @@ fn sources() -> &'static Sources {
         let sorted = (0..4)
             .map(|c| sorted_parquet(&rows, c, &dir, &format!("sorted-{c}")))
             .collect();
-        (memory, streamed, database, sharded, sorted)
+        let spark = if cfg!(feature = "spark") {
+            common::spark_server().map(|url| spark_table(&url, &pq))
+        } else {
+            None
+        };
+        (memory, streamed, database, sharded, sorted, spark)
     })
 }
 
 /// Every source but the column store, which the others are compared with.
 fn others() -> Vec<&'static Source> {
-    let (_, streamed, database, sharded, sorted) = sources();
+    let (_, streamed, database, sharded, sorted, spark) = sources();
     std::iter::once(streamed)
         .chain(database.as_ref())
         .chain(sharded.as_ref())
         .chain(sorted)
+        .chain(spark.as_ref())
         .collect()
 }
 
@@ -332,8 +377,13 @@ fn buckets(column: usize) -> BoxedStrategy<Buckets> {
     }
 }
 
+/// Random cases per property: 200; built with Spark among the sources, 64, since each Spark
+/// query takes a job of its own (a tenth of a second or more), and the build without Spark
+/// asks every other source the 200.
+const CASES: u32 = if cfg!(feature = "spark") { 64 } else { 200 };
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: CASES, ..ProptestConfig::default() })]
 
     #[test]
     fn every_condition_counts_the_same(pred in predicate()) {
@@ -683,4 +733,22 @@ fn a_postgres_table_at_the_prompt() {
     );
     let message = out[0]["message"].as_str().unwrap_or_default();
     assert!(message.contains("no table of that name"), "{message}");
+}
+
+/// Built without the `spark` feature, `LOAD SPARK` says how to build it, and nothing else.
+#[cfg(not(feature = "spark"))]
+#[test]
+fn a_build_without_spark_says_how_to_get_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut s = session(dir.path());
+    let out = run_json(
+        &mut s,
+        "LOAD SPARK 'sc://127.0.0.1:1' TABLE lake.visits AS v;",
+    );
+    let message = out[0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("Spark table lake.visits")
+            && message.contains("cargo build --features spark"),
+        "{message}"
+    );
 }

@@ -21,7 +21,9 @@
 //! The session turns ANSI mode off: a cast in a view that does not read gives a missing value
 //! instead of failing, so that whether a question fails cannot depend on the rows it picks;
 //! `count(c)` of every column read makes every value of those columns computed whatever the
-//! condition, as for PostgreSQL. An error from Spark never reaches the user, since its text
+//! condition, as for PostgreSQL. Each question is preceded by `REFRESH TABLE`, so that rows
+//! appended since the last question are counted (Spark keeps a table's file listing).
+//! An error from Spark never reaches the user, since its text
 //! can quote a value of the table: it becomes a fixed message with its SQLSTATE.
 
 // The client's own error type is large; it is turned into a `DataError` at once.
@@ -55,6 +57,8 @@ pub struct SparkTable {
     typenames: Vec<String>,
     /// Whether text is compared with an explicit `COLLATE UTF8_BINARY` (Spark 4 and later).
     collate: bool,
+    /// The server's `host:port`, checked before each question.
+    authority: String,
     session: SparkSession,
 }
 
@@ -156,6 +160,19 @@ fn authority(url: &str, what: &str) -> Result<String, DataError> {
     })
 }
 
+/// How long a connection to the server may take to open.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Whether a TCP connection to `authority` (`host:port`) opens within [`CONNECT_TIMEOUT`].
+/// The client retries an unavailable server for minutes (its policy, which it does not let
+/// a caller change): a server that is not there is found out first, at once.
+fn reachable(authority: &str) -> bool {
+    use std::net::{TcpStream, ToSocketAddrs};
+    authority.to_socket_addrs().is_ok_and(|mut addrs| {
+        addrs.any(|a| TcpStream::connect_timeout(&a, CONNECT_TIMEOUT).is_ok())
+    })
+}
+
 /// The identity of a Spark table's data, from its key ([`SparkOpened::key`]): a keyed hash,
 /// since a table has no bytes to hash.
 pub fn spark_content(key: &str) -> [u8; 32] {
@@ -225,6 +242,9 @@ pub fn open_spark(url: &str, parts: &[String]) -> Result<SparkOpened, DataError>
     let name = parts.join(".");
     let what = format!("Spark table {}", super::escape_name(&name));
     let authority = authority(url, &what)?;
+    if !reachable(&authority) {
+        return Err(io(&what, "cannot connect to the Spark Connect server"));
+    }
     let session = SparkSessionBuilder::new()
         .remote(url)
         .get_or_create()
@@ -263,7 +283,8 @@ pub fn open_spark(url: &str, parts: &[String]) -> Result<SparkOpened, DataError>
             _ => left_out.push(name),
         }
     }
-    let counted = rows(&session, &format!("SELECT count(*) FROM {relation}"))
+    let counted = rows(&session, &format!("REFRESH TABLE {relation}"))
+        .and_then(|_| rows(&session, &format!("SELECT count(*) FROM {relation}")))
         .map_err(|e| failed(&what, &e))?;
     let n = int(counted.first().and_then(|r| r.first())).unwrap_or(0);
     let identity = format!("{authority}/{name}");
@@ -288,6 +309,7 @@ pub fn open_spark(url: &str, parts: &[String]) -> Result<SparkOpened, DataError>
             columns,
             typenames,
             collate: major >= 4,
+            authority,
             session,
         },
     })
@@ -340,8 +362,18 @@ impl SparkTable {
     }
 
     /// Runs `sql` and returns its rows; its first column must be the count of every row,
-    /// which must still be the `n` of `LOAD` (checked by the caller).
+    /// which must still be the `n` of `LOAD` (checked by the caller). The table's files are
+    /// listed again first (`REFRESH TABLE`): Spark keeps a table's file listing from its first
+    /// read, and rows appended since would go unseen, by the count too.
     fn ask(&self, sql: &Sql<'_, Self>) -> Result<Vec<Vec<Cell>>, DataError> {
+        if !reachable(&self.authority) {
+            return Err(io(
+                &self.what(),
+                "cannot connect to the Spark Connect server",
+            ));
+        }
+        rows(&self.session, &format!("REFRESH TABLE {}", self.relation))
+            .map_err(|e| failed(&self.what(), &e))?;
         let rows = self
             .session
             .sql_with_args(&sql.text, Vec::new(), arguments(&sql.params))

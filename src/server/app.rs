@@ -462,6 +462,8 @@ pub fn response_deadline(d: &Dataset, source: &Source) -> Duration {
     let (fixed_ms, row_ns) = match source.kind() {
         "csv" => (50, 100),
         "parquet" => (100, 400),
+        // A Spark job's scheduling alone takes a tenth of a second or more.
+        "spark" => (1000, 100),
         _ => (200, 500),
     };
     match d.neighbours {
@@ -500,6 +502,19 @@ pub fn read_dataset(d: &Dataset) -> Result<(Arc<Source>, [u8; 32]), String> {
             let opened = crate::data::open_postgres(conninfo, table).map_err(fail)?;
             let content = crate::data::postgres_content(&opened.key);
             return Ok((Arc::new(Source::Postgres(Box::new(opened.table))), content));
+        }
+        #[cfg(feature = "spark")]
+        DataSource::Spark { url, table } => {
+            let opened = crate::data::open_spark(url, table).map_err(fail)?;
+            let content = crate::data::spark_content(&opened.key);
+            return Ok((Arc::new(Source::Spark(Box::new(opened.table))), content));
+        }
+        #[cfg(not(feature = "spark"))]
+        DataSource::Spark { .. } => {
+            return Err(format!(
+                "dataset `{}`: cannot load {}: this build of dpq has no Spark: build it with `cargo build --features spark`",
+                d.name, d.source
+            ))
         }
         DataSource::File(path) if crate::data::is_parquet_path(path) => {
             let table = crate::data::open_parquet(path).map_err(fail)?;

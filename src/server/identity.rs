@@ -182,6 +182,7 @@ fn same_sources(datasets: &[Dataset]) -> Result<(), String> {
         }
         DataSource::File(p) => Key::File(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())),
         DataSource::Postgres { conninfo, table } => Key::Table(conninfo.clone(), table.clone()),
+        DataSource::Spark { url, table } => Key::Table(url.clone(), table.join(".")),
     };
     let keys: Vec<Key> = datasets.iter().map(key).collect();
     for (i, a) in datasets.iter().enumerate() {

@@ -86,6 +86,14 @@ pub enum DataSource {
         /// The table.
         table: String,
     },
+    /// A Spark table: the Spark Connect address and the table's name in parts
+    /// (`catalog.database.table`); a token comes from the environment only.
+    Spark {
+        /// `sc://host:port`.
+        url: String,
+        /// The table's name, split at its dots.
+        table: Vec<String>,
+    },
 }
 
 impl DataSource {
@@ -103,6 +111,13 @@ impl std::fmt::Display for DataSource {
             DataSource::File(p) => write!(f, "{}", p.display()),
             DataSource::Postgres { table, .. } => {
                 write!(f, "PostgreSQL table {}", crate::data::escape_name(table))
+            }
+            DataSource::Spark { table, .. } => {
+                write!(
+                    f,
+                    "Spark table {}",
+                    crate::data::escape_name(&table.join("."))
+                )
             }
         }
     }
@@ -517,17 +532,22 @@ fn dataset(t: &toml::Table, base: &Path) -> Result<Dataset, String> {
             ))
         }
     };
-    let source = match (k.string("source")?, k.string("postgres")?, k.string("table")?) {
-        (Some(path), None, None) => DataSource::File(base.join(path)),
-        (None, Some(conninfo), Some(table)) => DataSource::Postgres { conninfo, table },
-        (None, Some(_), None) => {
+    let engines = (k.string("postgres")?, k.string("spark")?);
+    let source = match (k.string("source")?, engines, k.string("table")?) {
+        (Some(path), (None, None), None) => DataSource::File(base.join(path)),
+        (None, (Some(conninfo), None), Some(table)) => DataSource::Postgres { conninfo, table },
+        (None, (None, Some(url)), Some(table)) => DataSource::Spark {
+            url,
+            table: table.split('.').map(str::to_string).collect(),
+        },
+        (None, (Some(_), None), None) | (None, (None, Some(_)), None) => {
             return Err(format!(
-                "dataset `{name}`: `postgres` names a server; add `table = \"name\"`"
+                "dataset `{name}`: `postgres` or `spark` names a server; add `table = \"name\"`"
             ))
         }
         _ => {
             return Err(format!(
-                "dataset `{name}`: give either `source` (a CSV or Parquet file) or `postgres` and `table`"
+                "dataset `{name}`: give either `source` (a CSV or Parquet file), or `postgres` and `table`, or `spark` and `table`"
             ))
         }
     };

@@ -263,6 +263,32 @@ fn a_select_prints_back_to_itself() {
 }
 
 #[test]
+fn a_database_table_prints_back_to_itself() {
+    for src in [
+        "LOAD POSTGRES 'host=db dbname=x' TABLE visits AS v",
+        "LOAD SPARK 'sc://spark.example:15002' TABLE visits AS v",
+        "LOAD SPARK 'sc://h' TABLE lake.visits",
+        "LOAD SPARK 'sc://h' TABLE main.lake.\"my visits\" AS v NEIGHBOURS add_remove",
+    ] {
+        let once = parse_script(src).expect("parses")[0].kind.to_string();
+        assert_eq!(once, src);
+    }
+    match one("LOAD SPARK 'sc://h' TABLE main.lake.visits") {
+        K::Load {
+            database: Some(d), ..
+        } => {
+            assert_eq!(d.engine, crate::ast::Engine::Spark);
+            assert_eq!(d.parts(), ["main", "lake", "visits"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    // At most catalog, database and table.
+    assert!(parse_script("LOAD SPARK 'sc://h' TABLE a.b.c.d").is_err());
+    // PostgreSQL names one table.
+    assert!(parse_script("LOAD POSTGRES 'x' TABLE a.b").is_err());
+}
+
+#[test]
 fn error_spans_point_into_the_script() {
     let src = "SHOW TABLES;\nCOUNT WHERE age < 30 WITH EPS;";
     let e = parse_script(src).expect_err("bad");

@@ -87,6 +87,23 @@ pub fn postgres_server() -> Option<String> {
     }
 }
 
+/// The Spark Connect server named by `DPQ_TEST_SPARK` (`sc://host:port`; `bash .ci/spark.sh`
+/// starts one and prints it). Without it the Spark tests are left out with a note, unless
+/// `DPQ_REQUIRE_SPARK` is set, as in CI, where its absence fails them.
+#[allow(dead_code)]
+pub fn spark_server() -> Option<String> {
+    match std::env::var("DPQ_TEST_SPARK") {
+        Ok(c) if !c.is_empty() => Some(c),
+        _ if std::env::var_os("DPQ_REQUIRE_SPARK").is_some() => {
+            panic!("DPQ_REQUIRE_SPARK is set but DPQ_TEST_SPARK names no server")
+        }
+        _ => {
+            eprintln!("note: DPQ_TEST_SPARK is not set: the Spark tests are not run");
+            None
+        }
+    }
+}
+
 /// The byte range of column `column`'s chunk in row group `group` of the Parquet file `file`.
 pub fn parquet_chunk_range(file: &Path, group: usize, column: usize) -> (u64, u64) {
     use parquet::file::reader::{FileReader, SerializedFileReader};
