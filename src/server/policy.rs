@@ -1022,6 +1022,16 @@ budgets = {{ survey = 0.5 }}
         // The connection string, which can hold a password, is never shown.
         assert!(!pg.describe().contains("host=db"), "{}", pg.describe());
         assert!(one("source = \"e.parquet\"", "").is_ok());
+        let lake =
+            one("spark = \"sc://h:15002\"\ntable = \"main.lake.events\"", "").expect("a policy");
+        assert_eq!(
+            lake.datasets[0].source,
+            DataSource::Spark {
+                url: "sc://h:15002".into(),
+                table: vec!["main".into(), "lake".into(), "events".into()]
+            }
+        );
+        assert!(lake.describe().contains("Spark table main.lake.events"));
         for (source, extra, says) in [
             (
                 "source = \"e.parquet\"",
@@ -1039,6 +1049,17 @@ budgets = {{ survey = 0.5 }}
                 "`privacy_unit` is for CSV files",
             ),
             ("postgres = \"host=db\"", "", "add `table = \"name\"`"),
+            ("spark = \"sc://h:15002\"", "", "add `table = \"name\"`"),
+            (
+                "spark = \"sc://h\"\npostgres = \"host=db\"\ntable = \"t\"",
+                "",
+                "or `spark` and `table`",
+            ),
+            (
+                "spark = \"sc://h\"\ntable = \"t\"",
+                "privacy_unit = \"id\"\nmax_rows_per_unit = 2",
+                "`privacy_unit` is for CSV files",
+            ),
             (
                 "source = \"s.csv\"\npostgres = \"host=db\"\ntable = \"t\"",
                 "",
