@@ -18,7 +18,8 @@
 //! the column store reads a CSV cell. Each question also counts every row in the same query:
 //! a table whose row count changed since `LOAD` is refused.
 //!
-//! The session turns ANSI mode off: a cast in a view that does not read gives a missing value
+//! The session turns Spark's variable substitution off (`${x}` in a quoted name is that
+//! name) and ANSI mode off: a cast in a view that does not read gives a missing value
 //! instead of failing, so that whether a question fails cannot depend on the rows it picks;
 //! `count(c)` of every column read makes every value of those columns computed whatever the
 //! condition, as for PostgreSQL. Each question is preceded by `REFRESH TABLE`, so that rows
@@ -249,11 +250,18 @@ pub fn open_spark(url: &str, parts: &[String]) -> Result<SparkOpened, DataError>
         .remote(url)
         .get_or_create()
         .map_err(|_| io(&what, "cannot connect to the Spark Connect server"))?;
-    // A failing cast gives a missing value, not an error that depends on the rows.
-    session
-        .conf()
-        .set("spark.sql.ansi.enabled", "false")
-        .map_err(|e| failed(&what, &e))?;
+    // A failing cast gives a missing value, not an error that depends on the rows; and the
+    // text sent is the text run: `${x}` in a quoted name is that name, never a variable
+    // Spark would substitute.
+    for (key, value) in [
+        ("spark.sql.ansi.enabled", "false"),
+        ("spark.sql.variable.substitute", "false"),
+    ] {
+        session
+            .conf()
+            .set(key, value)
+            .map_err(|e| failed(&what, &e))?;
+    }
     let major: u32 = session
         .version()
         .map_err(|e| failed(&what, &e))?
