@@ -406,17 +406,19 @@ impl SparkTable {
         columns.dedup();
         columns
             .iter()
-            .map(|&c| format!(", count({})", self.columns[c]))
+            .map(|&c| format!(", count({}) AS v{c}", self.columns[c]))
             .collect()
     }
 
     /// The true number of rows where `pred` is true.
     pub fn count(&self, pred: &Predicate) -> Result<u64, DataError> {
         let mut sql = Sql::new(self);
-        sql.push("SELECT count(*), count(*) FILTER (WHERE ");
+        // Every item is named: Spark names an unnamed one after its text, and would send the
+        // question's literals back with the answer.
+        sql.push("SELECT count(*) AS a0, count(*) FILTER (WHERE ");
         sql.condition(pred);
         let read = self.every_value(pred.columns());
-        sql.push(&format!("){read} FROM {}", self.relation));
+        sql.push(&format!(") AS a1{read} FROM {}", self.relation));
         let rows = self.ask(&sql)?;
         let row = rows.first();
         self.unchanged(int(row.and_then(|r| r.first())))?;
@@ -432,7 +434,7 @@ impl SparkTable {
         sql.push("SELECT CAST(");
         sql.cell(dims);
         sql.push(&format!(
-            " AS BIGINT), count(*) FROM {} GROUP BY 1",
+            " AS BIGINT) AS a0, count(*) AS a1 FROM {} GROUP BY 1",
             self.relation
         ));
         let mut out = vec![0u64; cells];
@@ -497,12 +499,16 @@ impl SparkTable {
             inner.push_str(&format!(", {} AS v{c}", self.columns[c]));
         }
         inner.push_str(&format!(" FROM {}", self.relation));
-        let reads: String = read.iter().map(|c| format!(", count(v{c})")).collect();
+        let reads: String = read
+            .iter()
+            .map(|c| format!(", count(v{c}) AS r{c}"))
+            .collect();
         sql.push(&format!(
-            "SELECT count(*), count(t), \
-             CAST(sum(CASE WHEN t > 0 THEN t END) AS STRING), count(CASE WHEN t > 0 THEN 1 END), \
-             CAST(sum(CASE WHEN t < 0 THEN t END) AS STRING), count(CASE WHEN t < 0 THEN 1 END)\
-             {reads} FROM ({inner}) s"
+            "SELECT count(*) AS a0, count(t) AS a1, \
+             CAST(sum(CASE WHEN t > 0 THEN t END) AS STRING) AS a2, \
+             count(CASE WHEN t > 0 THEN 1 END) AS a3, \
+             CAST(sum(CASE WHEN t < 0 THEN t END) AS STRING) AS a4, \
+             count(CASE WHEN t < 0 THEN 1 END) AS a5{reads} FROM ({inner}) s"
         ));
         let rows = self.ask(&sql)?;
         let row = rows.first();
