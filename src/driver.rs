@@ -99,6 +99,47 @@ pub fn render_error(
     render_diagnostic(origin, source, first_line, &error.diagnostic(), format)
 }
 
+/// `source` with the connection string of every `LOAD POSTGRES '...'` and `LOAD SPARK '...'`
+/// masked byte for byte (so that every span still points where it did): an error shows its
+/// line, and the string can hold a password or a token.
+fn mask_connections(source: &str) -> std::borrow::Cow<'_, str> {
+    let lower = source.to_ascii_lowercase();
+    let bytes = source.as_bytes();
+    let mut masked: Option<Vec<u8>> = None;
+    let mut from = 0;
+    while let Some(at) = lower[from..].find("load").map(|i| i + from) {
+        from = at + 4;
+        let rest = lower[from..].trim_start();
+        let Some(after) = ["postgres", "spark"]
+            .iter()
+            .find_map(|k| rest.strip_prefix(k))
+        else {
+            continue;
+        };
+        let Some(quoted) = after.trim_start().strip_prefix('\'') else {
+            continue;
+        };
+        let start = lower.len() - quoted.len();
+        // Up to the closing quote: the first `'` not doubled.
+        let mut end = start;
+        while end < bytes.len() {
+            if bytes[end] == b'\'' && bytes.get(end + 1) != Some(&b'\'') {
+                break;
+            }
+            end += if bytes[end] == b'\'' { 2 } else { 1 };
+        }
+        let end = end.min(bytes.len());
+        let out = masked.get_or_insert_with(|| bytes.to_vec());
+        out[start..end].iter_mut().for_each(|b| *b = b'*');
+        from = end;
+    }
+    match masked {
+        // Whole characters were replaced by ASCII: still UTF-8.
+        Some(m) => std::borrow::Cow::Owned(String::from_utf8(m).unwrap_or_default()),
+        None => std::borrow::Cow::Borrowed(source),
+    }
+}
+
 /// A diagnostic as the user sees it (an error that happened elsewhere, such as on a server,
 /// placed in the source the user wrote).
 pub fn render_diagnostic(
@@ -111,7 +152,8 @@ pub fn render_diagnostic(
     Emitted::Error(match format {
         // A message may quote a name or the statement: nothing printed may drive the terminal.
         Format::Table => {
-            crate::data::escape_controls(&d.render_from(origin, source, first_line)).into_owned()
+            let source = mask_connections(source);
+            crate::data::escape_controls(&d.render_from(origin, &source, first_line)).into_owned()
         }
         Format::Json => {
             let (line, column) = d.line_col(source).unzip();
@@ -119,4 +161,22 @@ pub fn render_diagnostic(
             error_json(&d.message, line, column, d.help.as_deref())
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_connection_string_is_masked_where_an_error_shows_its_line() {
+        let src =
+            "LOAD SPARK 'sc://h:1/;token=sekrit' TABLE t; load  postgres 'pass''word=x' TABLE u;";
+        let m = super::mask_connections(src);
+        assert_eq!(m.len(), src.len());
+        assert!(!m.contains("sekrit") && !m.contains("word=x"), "{m}");
+        assert!(m.contains("TABLE t;") && m.contains("TABLE u;"), "{m}");
+        assert_eq!(super::mask_connections("LOAD 'a.csv';"), "LOAD 'a.csv';");
+        assert_eq!(
+            super::mask_connections("LOAD SPARK 'unclosed"),
+            "LOAD SPARK '********"
+        );
+    }
 }

@@ -142,6 +142,8 @@ fn authority(url: &str, what: &str) -> Result<String, DataError> {
         )
     })?;
     let (host, params) = rest.split_once('/').unwrap_or((rest, ""));
+    // A user before the host is the client's business, never part of the table's identity.
+    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
     if host.is_empty() || has_controls(url) {
         return Err(io(what, "a Spark Connect address reads sc://host:port"));
     }
@@ -256,6 +258,9 @@ pub fn open_spark(url: &str, parts: &[String]) -> Result<SparkOpened, DataError>
     for (key, value) in [
         ("spark.sql.ansi.enabled", "false"),
         ("spark.sql.variable.substitute", "false"),
+        // A table is a table of the catalog, never files named in its place
+        // (`parquet.\`/path\``), which would be the same data under another name.
+        ("spark.sql.runSQLOnFiles", "false"),
     ] {
         session
             .conf()
@@ -298,7 +303,19 @@ pub fn open_spark(url: &str, parts: &[String]) -> Result<SparkOpened, DataError>
     let identity = format!("{authority}/{name}");
     let key = match resolved(&session, &relation) {
         Some(r) => format!("spark {r}"),
-        None => format!("spark {identity}"),
+        // A temporary view lives as long as its Spark application: keyed by that application
+        // and its name as Spark reads it (case-insensitively), whatever the address.
+        None => match session.conf().get("spark.app.id") {
+            Ok(Some(app)) => format!(
+                "spark application {app}/{}",
+                parts
+                    .iter()
+                    .map(|p| quote(&p.to_lowercase()))
+                    .collect::<Vec<_>>()
+                    .join(".")
+            ),
+            _ => format!("spark {identity}"),
+        },
     };
     let dictionaries = vec![Dictionary::default(); names.len()];
     Ok(SparkOpened {
