@@ -3,8 +3,8 @@
 
 use dpq::ast::{
     Accuracy, ChooseEps, CmpOp, ColumnDecl, ColumnsClause, CountQuery, CountTerm, CubeDim,
-    DeclaredDomain, DeclaredType, Expr, Ident, Literal, Number, Plot, PlotMetric, Prior, ProbEvent,
-    Query, Simulate, Statement, StatementKind, Text, UnitClause,
+    Database, DeclaredDomain, DeclaredType, Engine, Expr, Ident, Literal, Number, Plot, PlotMetric,
+    Prior, ProbEvent, Query, Simulate, Statement, StatementKind, Text, UnitClause,
 };
 use dpq::driver::run_source;
 use dpq::eval::{Randomness, Session};
@@ -185,7 +185,7 @@ fn statement() -> impl Strategy<Value = StatementKind> {
             any::<bool>(),
             prop::option::of(name()),
             prop::option::of((name(), prop::option::of(number()))),
-            prop::option::of(name()),
+            prop::option::of((any::<bool>(), prop::collection::vec(name(), 1..4))),
             prop::option::of(columns()),
             prop::option::of(delimiter()),
             prop::option::of(delimiter()),
@@ -197,14 +197,24 @@ fn statement() -> impl Strategy<Value = StatementKind> {
                     no_header,
                     neighbours,
                     unit,
-                    postgres,
+                    database,
                     columns,
                     delimiter,
                     decimal,
                 )| {
+                    // A PostgreSQL table has one part; a Spark table up to three.
+                    let database = database.map(|(spark, mut table)| {
+                        let engine = if spark {
+                            Engine::Spark
+                        } else {
+                            table.truncate(1);
+                            Engine::Postgres
+                        };
+                        Database { engine, table }
+                    });
                     StatementKind::Load {
                         path,
-                        postgres,
+                        database,
                         alias,
                         no_header,
                         delimiter,
