@@ -87,6 +87,22 @@ pub fn postgres_server() -> Option<String> {
     }
 }
 
+/// The address of the test Spark Connect server (`DPQ_TEST_SPARK`; `bash .ci/spark.sh` starts
+/// one and prints it), if there is one. Without it the Spark side of a test is left out with a
+/// note, unless `DPQ_REQUIRE_SPARK` is set, as in CI, where its absence fails the test.
+pub fn spark_server() -> Option<String> {
+    match std::env::var("DPQ_TEST_SPARK") {
+        Ok(c) if !c.is_empty() => Some(c),
+        _ if std::env::var_os("DPQ_REQUIRE_SPARK").is_some() => {
+            panic!("DPQ_REQUIRE_SPARK is set but DPQ_TEST_SPARK names no server")
+        }
+        _ => {
+            eprintln!("note: DPQ_TEST_SPARK is not set: the Spark tests are not run");
+            None
+        }
+    }
+}
+
 /// The byte range of column `column`'s chunk in row group `group` of the Parquet file `file`.
 pub fn parquet_chunk_range(file: &Path, group: usize, column: usize) -> (u64, u64) {
     use parquet::file::reader::{FileReader, SerializedFileReader};
