@@ -316,3 +316,98 @@ fn a_view_that_fails_for_some_rows_fails_for_every_condition() {
     assert_eq!(database.count(&name("bob")).ok(), Some(1));
     execute(&conninfo, &format!("DROP VIEW {view}; DROP TABLE {table}"));
 }
+
+/// Values near `1e15` put on the grid `2^-k` (`1e15 * 2^10` is near `2^60`) sum beyond `2^63`
+/// (`Sql::rounded` cuts each into exact parts below `2^40`): the sum must be the column
+/// store's exactly, for a `float8` and a `numeric` column, for an `int8` column near `2^63`
+/// summed as floats, with and without a condition, and for several grids.
+#[test]
+fn float_sums_beyond_two_to_the_63_are_the_column_stores() {
+    let Some(conninfo) = postgres_server() else {
+        return;
+    };
+    let table = format!("atk_wide_{}", std::process::id());
+    let rows: [(&str, &str, i64); 12] = [
+        ("999999999999999.9", "999999999999999.900", i64::MAX),
+        ("1000000000000000.5", "1000000000000000.500", i64::MAX - 1),
+        (
+            "1000000000000000.25",
+            "1000000000000000.250",
+            9_007_199_254_740_993,
+        ),
+        (
+            "1500000000000000.125",
+            "1500000000000000.125",
+            -9_007_199_254_740_993,
+        ),
+        (
+            "9990000000000000",
+            "9990000000000000.000",
+            4_611_686_018_427_387_904,
+        ),
+        ("10000000000000005", "99999999999999999.999", 1),
+        ("-3", "-3.000", -1),
+        ("0.3", "0.300", 0),
+        ("123456789012345.67", "123456789012345.670", 3),
+        ("4503599627370495.5", "4503599627370495.500", i64::MIN),
+        ("2.5", "2.500", 5),
+        ("-2.5", "-2.500", -5),
+    ];
+    let values: Vec<String> = rows
+        .iter()
+        .map(|(x, d, i)| format!("('{x}'::float8, {d}, {i})"))
+        .collect();
+    execute(
+        &conninfo,
+        &format!(
+            "DROP TABLE IF EXISTS {table}; \
+             CREATE TABLE {table} (x float8, d numeric(20, 3), i int8); \
+             INSERT INTO {table} VALUES {};",
+            values.join(", ")
+        ),
+    );
+    let csv: String = std::iter::once("x,d,i".to_string())
+        .chain(rows.iter().map(|(x, d, i)| format!("{x},{d},{i}")))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write(dir.path(), "wide.csv", &(csv + "\n"));
+    let memory = Source::Memory(
+        load_csv(&path, &LoadOptions::default())
+            .expect("the CSV loads")
+            .table,
+    );
+    let database = Source::Postgres(Box::new(
+        open_postgres(&conninfo, &table)
+            .expect("the table opens")
+            .table,
+    ));
+    assert_eq!(database.schema(), memory.schema());
+    let big = compare(0, CmpOp::Gt, 1e15);
+    let mut differ = Vec::new();
+    for (column, lo, hi, ks) in [
+        (0usize, 0.0, 1e16, vec![0u32, 10, 20, 52]),
+        (0, -1e16, 1e16, vec![10]),
+        (1, 0.0, 1e16, vec![0, 10, 30]),
+        (1, -1e17, 1e17, vec![10]),
+        (2, 0.0, 1e19, vec![0, 4]),
+        (2, -1e19, 1e19, vec![0]),
+    ] {
+        for k in ks {
+            let clamp = Clamp::Float { lo, hi, k };
+            for pred in [None, Some(&big)] {
+                let (a, b) = (
+                    memory.sum_clamped(column, pred, clamp),
+                    database.sum_clamped(column, pred, clamp),
+                );
+                if format!("{a:?}") != format!("{b:?}") {
+                    differ.push(format!(
+                        "column {column} {clamp:?} {pred:?}: column store {a:?}, PostgreSQL {b:?}"
+                    ));
+                }
+            }
+        }
+    }
+    execute(&conninfo, &format!("DROP TABLE {table}"));
+    assert!(differ.is_empty(), "{differ:#?}");
+}
