@@ -499,23 +499,23 @@ impl SparkTable {
                 (sql.rounded(&y), 0)
             }
         };
-        let mut inner = format!("SELECT CASE WHEN {col} IS NOT NULL");
+        // The inner query is written first, its parameters after the term's, then taken out
+        // to be wrapped.
+        sql.push(&format!("SELECT CASE WHEN {col} IS NOT NULL"));
         if let Some(p) = pred {
-            let mut condition = Sql::new(self);
-            condition.params = std::mem::take(&mut sql.params);
-            condition.condition(p);
-            sql.params = condition.params;
-            inner.push_str(&format!(" AND {}", condition.text));
+            sql.push(" AND ");
+            sql.condition(p);
         }
-        inner.push_str(&format!(" THEN {term} END AS t"));
+        sql.push(&format!(" THEN {term} END AS t"));
         let mut read = pred.map(Predicate::columns).unwrap_or_default();
         read.push(column);
         read.sort_unstable();
         read.dedup();
         for &c in &read {
-            inner.push_str(&format!(", {} AS v{c}", self.columns[c]));
+            sql.push(&format!(", {} AS v{c}", self.columns[c]));
         }
-        inner.push_str(&format!(" FROM {}", self.relation));
+        sql.push(&format!(" FROM {}", self.relation));
+        let inner = std::mem::take(&mut sql.text);
         let reads: String = read
             .iter()
             .map(|c| format!(", count(v{c}) AS r{c}"))
