@@ -246,7 +246,7 @@ fn append_line(ledger: &Path, entry: Value) {
 }
 
 /// A refinement whose map puts the cells of `age < 30` under the old cell `age >= 30` and
-/// back: it covers every old cell, and `LOAD` refuses it (tests/cube_change.rs). Appended
+/// back: it covers every old cell, and `LOAD` refuses it (tests/data/cube_change.rs). Appended
 /// while a session has the table loaded, as another process would append it, it is read by
 /// that session's next statement with no check against the declarations: the 0.6 spent on
 /// `age < 30` lands on the cells of `age >= 30`, and a second 0.6 on `age < 30` fits a

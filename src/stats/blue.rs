@@ -26,7 +26,7 @@
 //! `u = 2^-53`, with `K = kappa(A)` on the QR path and the scaled `kappa(H'WH)` (at most
 //! [`KAPPA_FAST`]) on the Cholesky path; a value `sum_i a_i y_i` is within `10 n u K` of
 //! `sqrt(Var / 2) |W^(1/2) y|` (when the answers are inconsistent the value is known to no
-//! better, whatever the solver: Higham, Thm 20.1). `tests/xiao_xiong.rs` holds both against
+//! better, whatever the solver: Higham, Thm 20.1). `tests/statistics/xiao_xiong.rs` holds both against
 //! 60-digit references up to `kappa = 1e10` (the bound is then `4.4e-5` for 4 cells; the
 //! decimal coefficients' own rounding to `f64` moves the exact answer by about `u kappa`).
 

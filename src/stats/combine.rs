@@ -85,7 +85,7 @@ pub fn half_width(scales: &[f64], confidence: Probability) -> f64 {
 /// `Z(eps)` falls as eps grows; its tail `P(|Z(eps)| > w)` need not fall everywhere (a little
 /// noise added to the history's peak moves mass outwards when `w` is below the history's
 /// scale), but it rises only while above the history's own tail, which exceeds `1 - c` when a
-/// release is needed. `tests/within_combined.rs` checks the interval on a grid of epsilons
+/// release is needed. `tests/statistics/within_combined.rs` checks the interval on a grid of epsilons
 /// over histories and confidences; whatever it finds, the epsilon returned meets the
 /// requirement (the invariant keeps `hi` meeting).
 pub fn least_eps(

@@ -8,7 +8,7 @@ use super::{Epsilon, Probability};
 /// Laplace(0, scale) noise in floating point, for simulation and tests only.
 ///
 /// Not for releases: its outputs form a sparse set of floats that depends on the value noised,
-/// so they can tell neighbouring inputs apart (Mironov 2012; `tests/noise_privacy.rs` shows
+/// so they can tell neighbouring inputs apart (Mironov 2012; `tests/statistics/noise_privacy.rs` shows
 /// it). Releases use [`super::noise`], which samples exactly on a grid.
 ///
 /// Drawn as a fair random sign times `scale * E` with `E ~ Exp(1)` (rand_distr's ziggurat):

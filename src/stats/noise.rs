@@ -8,7 +8,7 @@
 //! floats, and which floats depends on the true value. Mironov (2012, "On significance of
 //! the least significant bits for differential privacy", CCS) showed that many outputs from
 //! a count `c + 1` can never be produced from `c`, so one output can tell the two apart with
-//! certainty (`tests/noise_privacy.rs` finds 12% of dpq's former outputs at eps = 0.1 and
+//! certainty (`tests/statistics/noise_privacy.rs` finds 12% of dpq's former outputs at eps = 0.1 and
 //! count 1 impossible from count 0). The cure, as in OpenDP and Google's libraries, is to draw
 //! noise exactly from a discrete distribution with integer arithmetic only and to release
 //! values on a fixed grid, so that the set of possible outputs is the same for every input.

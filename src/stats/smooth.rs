@@ -34,7 +34,7 @@
 //!   pad them).
 //!
 //! Every smooth sensitivity here is computed exactly by its definition, searching the data
-//! sets at distance `k = 0, 1, 2, ...` until no farther one can matter; `tests/smooth.rs`
+//! sets at distance `k = 0, 1, 2, ...` until no farther one can matter; `tests/statistics/smooth.rs`
 //! checks each against brute force over every data set within distance `k` on small inputs.
 
 use statrs::function::beta::beta_reg;

@@ -235,7 +235,7 @@ impl Staircase {
 /// Geng and Viswanath give `γ* = -b/(1-b) + (b - 2b² + 2b⁴ - b⁵)^{1/3} / (2^{1/3} (1-b)²)`.
 /// Since `b - 2b² + 2b⁴ - b⁵ = b (1-b)³ (1+b)` this is `γ* = (c - b)/(1-b)` with
 /// `c = (b(1+b)/2)^{1/3}`, and `c³ - b³ = b (1-b)(1+2b)/2` removes the cancellation:
-/// `γ* = b (1+2b) / (2 (c² + cb + b²))`. (Checked in `tests/stats_staircase.rs` against a
+/// `γ* = b (1+2b) / (2 (c² + cb + b²))`. (Checked in `tests/statistics/stats_staircase.rs` against a
 /// golden-section minimisation of [`Staircase::variance`]; the two agree.)
 /// Limits: `γ* → 1/2 - eps/12` as `eps → 0`, `γ* ≈ (b/2)^{1/3}` as `eps → ∞`; the value is
 /// always in `[0, 1/2]`, and 0 only once `e^{-eps/3}` underflows (eps above about 2200).

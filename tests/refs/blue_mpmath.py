@@ -1,4 +1,4 @@
-"""High-precision references for tests/xiao_xiong.rs (near-collinear histories).
+"""High-precision references for tests/statistics/xiao_xiong.rs (near-collinear histories).
 
 Run once with `python3 tests/refs/blue_mpmath.py` (mpmath 1.3, 60 significant digits) and
 paste the printed constants. Every coefficient, epsilon and answer is the exact decimal the

@@ -1,0 +1,366 @@
+//! Attacks on Parquet tables.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::types::Int8Type;
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::{
+    Date32Array, DictionaryArray, Int64Array, StringArray, Time64MicrosecondArray,
+    TimestampMicrosecondArray, TimestampMillisecondArray, UInt64Array,
+};
+use dpq::data::{open_parquet, CmpOp, Predicate, Source, Value};
+use dpq::eval::{Randomness, Session};
+use dpq::privacy::Store;
+use parquet::arrow::ArrowWriter;
+use parquet::file::properties::WriterProperties;
+
+use crate::common;
+use common::{run_json, write};
+
+fn session(dir: &Path) -> Session {
+    Session::with_store(Randomness::Os, Store::dir(dir.join("state")))
+}
+
+fn write_parquet(path: &Path, columns: Vec<(&str, ArrayRef)>, group: Option<usize>) {
+    let batch = RecordBatch::try_from_iter(columns).expect("a batch");
+    write_batches(path, &[batch], group);
+}
+
+fn write_batches(path: &Path, batches: &[RecordBatch], group: Option<usize>) {
+    let file = std::fs::File::create(path).expect("a file");
+    let mut props = WriterProperties::builder();
+    if let Some(g) = group {
+        props = props.set_max_row_group_row_count(Some(g));
+    }
+    let mut writer =
+        ArrowWriter::try_new(file, batches[0].schema(), Some(props.build())).expect("a writer");
+    for b in batches {
+        writer.write(b).expect("written");
+    }
+    writer.close().expect("closed");
+}
+
+fn kinds(out: &[serde_json::Value]) -> Vec<String> {
+    out.iter()
+        .map(|o| o["kind"].as_str().unwrap_or("?").to_string())
+        .collect()
+}
+
+fn message(o: &serde_json::Value) -> String {
+    o["message"].as_str().unwrap_or_default().to_string()
+}
+
+fn compare(column: usize, op: CmpOp, value: Value) -> Predicate {
+    Predicate::Compare { column, op, value }
+}
+
+fn text(s: &str) -> Value {
+    Value::Text(s.to_string())
+}
+
+/// A value the column store cannot hold (an unsigned integer past `i64::MAX`, a date past
+/// the calendar's range, a time of day past midnight) was an error at every question on its
+/// column: the table could never be asked about it, and whether the error came told whether
+/// such a value was in the file. It is a missing value, as a float that is not finite is.
+#[test]
+fn a_value_that_does_not_convert_is_missing_not_an_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("odd.parquet");
+    write_parquet(
+        &file,
+        vec![
+            ("u", Arc::new(UInt64Array::from(vec![1, u64::MAX, 5]))),
+            ("day", Arc::new(Date32Array::from(vec![0, i32::MAX, 1]))),
+            (
+                "at",
+                Arc::new(Time64MicrosecondArray::from(vec![0, 2 * 86_400_000_000, 1])),
+            ),
+        ],
+        None,
+    );
+    let source = Source::Parquet(open_parquet(&file).expect("the file opens"));
+    let n = Value::Number;
+    assert_eq!(source.count(&compare(0, CmpOp::Gt, n(0.0))).ok(), Some(2));
+    assert_eq!(source.count(&compare(0, CmpOp::Lt, n(0.0))).ok(), Some(0));
+    assert_eq!(
+        source.count(&compare(1, CmpOp::Ge, text("1970"))).ok(),
+        Some(2)
+    );
+    assert_eq!(
+        source
+            .count(&compare(1, CmpOp::Eq, text("1970-01-02")))
+            .ok(),
+        Some(1)
+    );
+    assert_eq!(
+        source.count(&compare(2, CmpOp::Ge, text("00"))).ok(),
+        Some(2)
+    );
+    let sum = source.sum_clamped(
+        0,
+        None,
+        dpq::data::Clamp::Int {
+            lo: 0,
+            hi: 10,
+            k: 0,
+        },
+    );
+    assert_eq!(sum.ok().map(|(_, rows)| rows), Some(2));
+}
+
+/// A timestamp with a named time zone (`UTC`, as pandas and Spark write it) could never be
+/// read: the zone's name did not parse, and every question on the column failed. Files of
+/// one table in different zones wrote the same instant as different text. Every zoned
+/// timestamp is its UTC instant, `...Z`.
+#[test]
+fn zoned_timestamps_read_as_their_utc_instant() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let at = |zone: &str| -> ArrayRef {
+        Arc::new(TimestampMicrosecondArray::from(vec![0, 3_600_000_000]).with_timezone(zone))
+    };
+    write_parquet(&dir.path().join("a.parquet"), vec![("at", at("UTC"))], None);
+    write_parquet(
+        &dir.path().join("b.parquet"),
+        vec![("at", at("+05:00"))],
+        None,
+    );
+    write_parquet(
+        &dir.path().join("c.parquet"),
+        vec![("at", at("America/New_York"))],
+        None,
+    );
+    let source = Source::Parquet(open_parquet(dir.path()).expect("the files open"));
+    let midnight = compare(0, CmpOp::Eq, text("1970-01-01T00:00:00Z"));
+    assert_eq!(source.count(&midnight).ok(), Some(3));
+    let later = compare(0, CmpOp::Ge, text("1970-01-01T01"));
+    assert_eq!(source.count(&later).ok(), Some(3));
+}
+
+/// Column names a CSV header may not have (a control character, a right-to-left override, an
+/// empty name, a name twice) were taken from a Parquet file as they were: shown on a
+/// terminal, the override reorders what follows; a repeated name answers for the first
+/// column only. They are refused at `LOAD`, as in a CSV header.
+#[test]
+fn column_names_are_held_to_a_csv_headers_rules() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut s = session(dir.path());
+    let one = || -> ArrayRef { Arc::new(Int64Array::from(vec![1, 2])) };
+    for (tag, names) in [
+        ("override", ["a\u{202E}b", "c"]),
+        ("control", ["a\nb", "c"]),
+        ("twice", ["a", "a"]),
+        ("empty", ["", "c"]),
+    ] {
+        let path = dir.path().join(format!("{tag}.parquet"));
+        write_parquet(&path, names.iter().map(|n| (*n, one())).collect(), None);
+        let out = run_json(&mut s, &format!("LOAD '{}' AS {tag};", path.display()));
+        assert_eq!(kinds(&out), ["error"], "{tag}: {out:?}");
+        assert!(message(&out[0]).contains("column names"), "{tag}: {out:?}");
+        assert!(!message(&out[0]).contains('\u{202E}'), "{out:?}");
+    }
+    // A keyword is a name like any other, as in a CSV header.
+    let path = dir.path().join("keywords.parquet");
+    write_parquet(&path, vec![("where", one()), ("count", one())], None);
+    let out = run_json(&mut s, &format!("LOAD '{}' AS k;", path.display()));
+    assert_eq!(kinds(&out), ["loaded"], "{out:?}");
+}
+
+/// A CSV file whose name holds `[` (or `*`, `?`) was taken for a pattern of Parquet files
+/// and could not be loaded ("no file matches the pattern"); a Parquet file so named matched
+/// nothing either. A path that names a file is that file.
+#[test]
+fn a_file_named_like_a_pattern_is_that_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let csv = write(dir.path(), "visits[2024].csv", "a,b\n1,2\n3,4\n");
+    let pq = dir.path().join("events[1].parquet");
+    write_parquet(
+        &pq,
+        vec![("x", Arc::new(Int64Array::from(vec![1, 2, 3])))],
+        None,
+    );
+    let mut s = session(dir.path());
+    let out = run_json(
+        &mut s,
+        &format!(
+            "LOAD '{}' AS visits; LOAD '{}' AS events;",
+            csv.display(),
+            pq.display()
+        ),
+    );
+    assert_eq!(kinds(&out), ["loaded", "loaded"], "{out:?}");
+    assert_eq!((&out[0]["n"], &out[1]["n"]), (&2.into(), &3.into()));
+}
+
+/// The files of one table must write their text alike: a date (`1970-01-01`) in one file and
+/// a timestamp (`1970-01-01T00:00:00`) or a string in another were one `text` column, where
+/// one condition meant different things in different files.
+#[test]
+fn files_of_one_table_agree_on_how_their_text_is_written() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_parquet(
+        &dir.path().join("a.parquet"),
+        vec![("day", Arc::new(Date32Array::from(vec![0, 1])))],
+        None,
+    );
+    write_parquet(
+        &dir.path().join("b.parquet"),
+        vec![(
+            "day",
+            Arc::new(TimestampMillisecondArray::from(vec![0, 86_400_000])),
+        )],
+        None,
+    );
+    let err = open_parquet(dir.path()).expect_err("the files disagree");
+    assert!(err.to_string().contains("other columns or types"), "{err}");
+    // Strings agree with strings however they are stored: plain, dictionary-encoded.
+    let other = tempfile::tempdir().expect("tempdir");
+    write_parquet(
+        &other.path().join("a.parquet"),
+        vec![("s", Arc::new(StringArray::from(vec!["x", "y"])))],
+        None,
+    );
+    let dict: DictionaryArray<Int8Type> = vec!["y", "z"].into_iter().collect();
+    write_parquet(
+        &other.path().join("b.parquet"),
+        vec![("s", Arc::new(dict))],
+        None,
+    );
+    let source = Source::Parquet(open_parquet(other.path()).expect("the files agree"));
+    assert_eq!(
+        source.count(&compare(0, CmpOp::Eq, text("y"))).ok(),
+        Some(2)
+    );
+}
+
+/// Writes the files of the measurements (run by hand, `DPQ_ATTACK_OUT=dir cargo test --release
+/// --test data parquet_attack -- --ignored`): one file of 20,000 row groups of one row, and one
+/// row group of 8,000,000 rows with a text column of distinct values.
+#[test]
+#[ignore]
+fn make_measurement_files() {
+    let Ok(out) = std::env::var("DPQ_ATTACK_OUT") else {
+        return;
+    };
+    let out = Path::new(&out);
+    let batch = |from: i64, n: i64| {
+        RecordBatch::try_from_iter(vec![
+            (
+                "x",
+                Arc::new(Int64Array::from_iter_values(from..from + n)) as ArrayRef,
+            ),
+            (
+                "s",
+                Arc::new(StringArray::from_iter_values(
+                    (from..from + n).map(|i| format!("value number {i:012}")),
+                )),
+            ),
+        ])
+        .expect("a batch")
+    };
+    let small: Vec<RecordBatch> = (0..20_000).map(|i| batch(i, 1)).collect();
+    write_batches(&out.join("many.parquet"), &small, Some(1));
+    let big: Vec<RecordBatch> = (0..80).map(|i| batch(i * 100_000, 100_000)).collect();
+    write_batches(&out.join("huge.parquet"), &big, Some(usize::MAX));
+}
+
+/// A question parsed a file's footer again for each of its row groups: a file of 20,000
+/// row groups of one row (9.6 MB) took 4 minutes 13 seconds to count, quadratic in the
+/// number of groups. The footer is parsed once, at `LOAD`, and the files are then held to
+/// their length, modification time, inode and change time: a footer damaged since, even with
+/// the modification time put back, is noticed (the change time cannot be put back) and the
+/// question refused, rather than answered from a footer that no longer describes the file.
+#[test]
+fn a_footer_damaged_since_load_is_noticed() {
+    use std::io::{Seek, SeekFrom, Write};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("groups.parquet");
+    let batches: Vec<RecordBatch> = (0..50)
+        .map(|i| {
+            RecordBatch::try_from_iter(vec![("x", Arc::new(Int64Array::from(vec![i])) as ArrayRef)])
+                .expect("a batch")
+        })
+        .collect();
+    write_batches(&file, &batches, Some(1));
+    let source = Source::Parquet(open_parquet(&file).expect("the file opens"));
+    let modified = std::fs::metadata(&file)
+        .and_then(|m| m.modified())
+        .expect("a time");
+    let bytes = std::fs::read(&file).expect("the bytes");
+    let end = bytes.len() - 8;
+    let footer = u32::from_le_bytes(bytes[end..end + 4].try_into().expect("4 bytes")) as usize;
+    let mut handle = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&file)
+        .expect("open");
+    handle
+        .seek(SeekFrom::Start((end - footer) as u64))
+        .expect("seek");
+    handle.write_all(&vec![0xff; footer]).expect("written");
+    handle.set_modified(modified).expect("the time is put back");
+    drop(handle);
+    let at_least = compare(0, CmpOp::Ge, Value::Number(10.0));
+    let refused = source.count(&at_least).expect_err("the file changed");
+    assert!(refused.to_string().contains("changed"), "{refused}");
+}
+
+/// Edge values give the same exact answers from a CSV file and from Parquet: the extremes of
+/// `i64`, `-0.0` against `0`, a float literal against an integer column, a string
+/// in NFC and one not; and a truncated copy is refused without quoting its bytes.
+#[test]
+fn edge_values_agree_with_csv() {
+    use arrow_array::Float64Array;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let csv = write(
+        dir.path(),
+        "edge.csv",
+        "i,f,s\n-9223372036854775808,-0.0,a\n9223372036854775807,0,e\u{301}\n0,1.5,\u{e9}\n",
+    );
+    let file = dir.path().join("edge.parquet");
+    write_parquet(
+        &file,
+        vec![
+            ("i", Arc::new(Int64Array::from(vec![i64::MIN, i64::MAX, 0]))),
+            ("f", Arc::new(Float64Array::from(vec![-0.0, 0.0, 1.5]))),
+            (
+                "s",
+                Arc::new(StringArray::from(vec!["a", "e\u{301}", "\u{e9}"])),
+            ),
+        ],
+        None,
+    );
+    let memory = Source::Memory(
+        dpq::data::load_csv(&csv, &dpq::data::LoadOptions::default())
+            .expect("the CSV loads")
+            .table,
+    );
+    let streamed = Source::Parquet(open_parquet(&file).expect("the file opens"));
+    let n = Value::Number;
+    for pred in [
+        compare(0, CmpOp::Lt, n(-9.2e18)),
+        compare(0, CmpOp::Ge, n(i64::MAX as f64)),
+        compare(0, CmpOp::Eq, n(0.5)),
+        compare(0, CmpOp::Le, n(0.0)),
+        compare(1, CmpOp::Eq, n(0.0)),
+        compare(1, CmpOp::Lt, n(0.0)),
+        compare(2, CmpOp::Eq, text("\u{e9}")),
+        compare(2, CmpOp::Gt, text("e")),
+    ] {
+        assert_eq!(
+            memory.count(&pred).ok(),
+            streamed.count(&pred).ok(),
+            "{pred:?}"
+        );
+    }
+    // A truncated copy: refused at LOAD, in dpq's words only.
+    let bytes = std::fs::read(&file).expect("bytes");
+    let cut = dir.path().join("cut.parquet");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).expect("written");
+    let mut s = session(dir.path());
+    let out = run_json(&mut s, &format!("LOAD '{}' AS cut;", cut.display()));
+    assert_eq!(kinds(&out), ["error"], "{out:?}");
+    assert!(
+        message(&out[0]).contains("does not read as a Parquet file"),
+        "{out:?}"
+    );
+}
