@@ -9,9 +9,10 @@
 //! - `SELECT count(*), count(*) FILTER (WHERE <condition>), count(c), ... FROM t`;
 //! - `SELECT <cell>, count(*) FROM t GROUP BY 1`, the cell a `CASE` over the cube's columns;
 //! - `SELECT count(*), sum(<term>) ..., count(c), ... FROM (SELECT <term> ... FROM t)`, each
-//!   term the value clamped and put on the sum's grid as an exact decimal integer (see
-//!   `Sql::rounded`), the positive and negative terms summed apart so that a sum beyond
-//!   `DECIMAL(38)` saturates as the column store's does.
+//!   term the value clamped and put on the sum's grid as an exact integer: a `BIGINT` where
+//!   no sum over the table can leave 64 bits, else a decimal (see `Sql::rounded`), the
+//!   positive and negative terms summed apart so that a sum beyond `DECIMAL(38)` saturates
+//!   as the column store's does.
 //!
 //! Text is compared byte by byte (`UTF8_BINARY`, Spark's default collation, asked for
 //! explicitly from Spark 4 on); a `DECIMAL` is read as the float nearest its decimal text, as
@@ -472,8 +473,14 @@ impl SparkTable {
 
     /// The true clamped sum of `column` where `pred` holds, on the grid `2^-k`, and the rows
     /// that contributed (see `sum_clamped`): each value clamped, scaled by `2^k` (exact) and
-    /// rounded half away from zero as the column store does, as an exact decimal integer,
-    /// then summed as decimals.
+    /// rounded half away from zero as the column store does, then summed exactly.
+    ///
+    /// When no sum over the table's rows can leave `2^62` (the bounds times the row count of
+    /// `LOAD`), each term is a `BIGINT` and so is the sum: Spark sums a `DECIMAL(38)` through
+    /// Java's big decimals, several times slower. A table grown since could overflow that sum
+    /// (silently, ANSI mode being off), but its row count, asked in the same query, refuses
+    /// the answer. Otherwise each term is an exact `DECIMAL(38)` integer and the positive and
+    /// negative terms are summed apart, so that a part beyond `DECIMAL(38)` saturates.
     pub fn sum_clamped(
         &self,
         column: usize,
@@ -481,13 +488,20 @@ impl SparkTable {
         clamp: Clamp,
     ) -> Result<(i128, u64), DataError> {
         let col = self.columns[column].clone();
+        let rows = u128::from(self.shell.n_rows.max(1));
+        let narrow = |bound: f64| bound < 2f64.powi(40) && bound * rows as f64 <= 2f64.powi(62);
         let mut sql = Sql::new(self);
-        let (term, k) = match clamp {
+        let (term, k, narrow) = match clamp {
             Clamp::Int { lo, hi, k } => {
+                let bound = lo.unsigned_abs().max(hi.unsigned_abs());
+                let narrow = narrow(bound as f64);
                 let (lo, hi) = (sql.param(Param::Int(lo)), sql.param(Param::Int(hi)));
-                (self.wide(&clamped(&col, &lo, &hi)), k)
+                let term = clamped(&col, &lo, &hi);
+                let term = if narrow { term } else { self.wide(&term) };
+                (term, k, narrow)
             }
             Clamp::Float { lo, hi, k } => {
+                let narrow = narrow(lo.abs().max(hi.abs()) * 2f64.powi(k as i32));
                 let (lo, hi) = (sql.param(Param::Float(lo)), sql.param(Param::Float(hi)));
                 let scale = sql.param(Param::Float(2f64.powi(k as i32)));
                 let x = if self.typenames[column].starts_with("decimal") {
@@ -496,7 +510,12 @@ impl SparkTable {
                     format!("CAST({col} AS DOUBLE)")
                 };
                 let y = format!("({} * {scale})", clamped(&x, &lo, &hi));
-                (sql.rounded(&y), 0)
+                let term = if narrow {
+                    sql.rounded_narrow(&y)
+                } else {
+                    sql.rounded(&y)
+                };
+                (term, 0, narrow)
             }
         };
         // The inner query is written first, its parameters after the term's, then taken out
@@ -520,12 +539,16 @@ impl SparkTable {
             .iter()
             .map(|c| format!(", count(v{c}) AS r{c}"))
             .collect();
-        sql.push(&format!(
-            "SELECT count(*) AS a0, count(t) AS a1, \
-             CAST(sum(CASE WHEN t > 0 THEN t END) AS STRING) AS a2, \
+        let sums = if narrow {
+            "CAST(sum(t) AS STRING) AS a2"
+        } else {
+            "CAST(sum(CASE WHEN t > 0 THEN t END) AS STRING) AS a2, \
              count(CASE WHEN t > 0 THEN 1 END) AS a3, \
              CAST(sum(CASE WHEN t < 0 THEN t END) AS STRING) AS a4, \
-             count(CASE WHEN t < 0 THEN 1 END) AS a5{reads} FROM ({inner}) s"
+             count(CASE WHEN t < 0 THEN 1 END) AS a5"
+        };
+        sql.push(&format!(
+            "SELECT count(*) AS a0, count(t) AS a1, {sums}{reads} FROM ({inner}) s"
         ));
         let rows = self.ask(&sql)?;
         let row = rows.first();
@@ -541,7 +564,14 @@ impl SparkTable {
             _ if int(cell(terms)).unwrap_or(0) > 0 => full,
             _ => 0,
         };
-        let sum = part(2, 3, i128::MAX).saturating_add(part(4, 5, i128::MIN));
+        let sum = if narrow {
+            match cell(2) {
+                Some(Cell::String(s)) => s.parse::<i128>().unwrap_or(0),
+                _ => 0,
+            }
+        } else {
+            part(2, 3, i128::MAX).saturating_add(part(4, 5, i128::MIN))
+        };
         Ok((sum.saturating_mul(1i128 << k), n))
     }
 }

@@ -262,6 +262,20 @@ impl<'d, D: Dialect + ?Sized> Sql<'d, D> {
         self.push(")");
     }
 
+    /// `y`, a float whose magnitude is below `2^40`, rounded half away from zero to an
+    /// integer exactly, as `rounded` does, as a 64-bit integer: the lowest of `rounded`'s
+    /// three parts alone. Only Spark's sums use it (PostgreSQL sums integers exactly
+    /// whatever their width).
+    #[cfg(feature = "spark")]
+    pub(super) fn rounded_narrow(&mut self, y: &str) -> String {
+        let half = self.param(Param::Float(0.5));
+        let d = self.dialect;
+        let m = format!("abs({y})");
+        let q = d.truncated(&m);
+        let bump = format!("(CASE WHEN {m} - {q} >= {half} THEN 1 ELSE 0 END)");
+        format!("((CASE WHEN {y} < 0 THEN -1 ELSE 1 END) * ({q} + {bump}))")
+    }
+
     /// `y`, a float whose magnitude is below `2^120` (the bounds of a sum keep it there),
     /// rounded half away from zero to an integer, exactly, as the column store rounds it
     /// (`f64::round`): as a wide decimal integer. No cast of a float to a decimal is used
