@@ -17,6 +17,7 @@ mod protocol;
 mod row;
 mod store;
 mod toptwo;
+pub mod zcdp;
 
 pub use history::{
     charge, row_sensitivity, sensitivity, Carry, CubeDecl, History, Overspend, Refinement, Release,

@@ -24,6 +24,9 @@
 //!   `sample_discrete_laplace` implements the same algorithm on big integers).
 //! - [`geometric`]: the geometric mechanism's noise for integer answers (Ghosh, Roughgarden
 //!   and Sundararajan 2009): the discrete Laplace with scale exactly `1/eps`.
+//! - [`DiscreteGaussian`]: `P(z) ∝ exp(-z^2 / (2 sigma2))` on the integers for a rational
+//!   `sigma2`, exactly (the same paper, Algorithm 3), the noise of Gaussian releases under
+//!   zero-concentrated DP.
 //! - [`GridLaplace`] / [`laplace_count`]: the Laplace mechanism on the grid `2^-k`
 //!   ([`grid_exponent`]), released as a [`GridValue`]; see [`GridLaplace`] for the proof that
 //!   it is eps-DP with no extra cost for counts.
@@ -541,6 +544,100 @@ pub fn discrete_laplace<R: RngCore + ?Sized>(rng: &mut R, scale: Rational) -> i1
 /// Add the count in `i128` (`i128::from(count) + z`) so nothing saturates or wraps.
 pub fn geometric<R: RngCore + ?Sized>(rng: &mut R, eps: ExactEpsilon) -> i128 {
     discrete_laplace(rng, eps.count_scale())
+}
+
+// ---------------------------------------------------------------------------------------
+// The discrete Gaussian
+// ---------------------------------------------------------------------------------------
+
+/// The discrete Gaussian on the integers with a rational variance parameter `sigma2`:
+/// `P(z) = exp(-z^2 / (2 sigma2)) / sum_k exp(-k^2 / (2 sigma2))`, sampled exactly.
+///
+/// Canonne, Kamath and Steinke (2020), Algorithm 3: with `t = floor(sigma) + 1`, draw `Y`
+/// from the discrete Laplace of scale `t` and keep it with probability
+/// `exp(-(|Y| - sigma2/t)^2 / (2 sigma2))`, else draw again (about `1.5` draws on average
+/// at every `sigma`). With `sigma2 = p/q` the exponent is the rational
+/// `(|Y| q t - p)^2 / (2 p q t^2)`, decided by [`bernoulli_exp`]: integer arithmetic only,
+/// no float on the sampling path. OpenDP's `sample_discrete_gaussian` implements the same
+/// algorithm on big integers.
+///
+/// Exactness: the denominator `2 p q t^2` is kept below `2^100` ([`DiscreteGaussian::new`]
+/// refuses a larger one), so every exponent whose numerator fits in 128 bits is exact. A
+/// draw whose `|Y| q t - p` reaches `2^64` has an exponent above `2^28` and is rejected
+/// without its Bernoulli(exp(-gamma)) (which is heads with probability below `exp(-2^28)`);
+/// no other approximation is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiscreteGaussian {
+    sigma2: Rational,
+    laplace: DiscreteLaplace,
+    /// `q t`, with `sigma2 = p / q`.
+    qt: u128,
+    /// `2 p q t^2`, the denominator of every exponent.
+    den: u128,
+}
+
+impl DiscreteGaussian {
+    /// Denominators of the rejection's exponent stay below this.
+    pub const MAX_DENOMINATOR: u128 = 1 << 100;
+
+    /// The discrete Gaussian with variance parameter `sigma2`, or `None` if its rejection
+    /// step's denominator `2 p q t^2` would reach [`Self::MAX_DENOMINATOR`] (for
+    /// `sigma2 = p/q` in lowest terms, `t = floor(sqrt(sigma2)) + 1`): a `sigma2` of up to
+    /// `2^40` with a denominator up to `2^20`, say, is accepted.
+    pub fn new(sigma2: Rational) -> Option<Self> {
+        let (p, q) = (sigma2.num(), sigma2.den());
+        // floor(sqrt(p/q)) = isqrt(floor(p/q)): sqrt(x) >= n <=> x >= n^2 <=> floor(x) >= n^2.
+        let t = (p / q).isqrt() + 1;
+        let qt = q.checked_mul(t)?;
+        let den = qt
+            .checked_mul(t)
+            .and_then(|x| x.checked_mul(p))
+            .and_then(|x| x.checked_mul(2))
+            .filter(|&d| d < Self::MAX_DENOMINATOR)?;
+        Some(Self {
+            sigma2,
+            laplace: DiscreteLaplace::new(Rational::integer(NonZeroU128::new(t)?)),
+            qt,
+            den,
+        })
+    }
+
+    /// The variance parameter `sigma2` (the variance itself is slightly below it).
+    pub fn sigma2(&self) -> Rational {
+        self.sigma2
+    }
+
+    /// Fills `out` with independent draws.
+    pub fn fill<R: RngCore + ?Sized>(&self, rng: &mut R, out: &mut [i128]) {
+        let mut bits = Bits::new(rng);
+        for z in out {
+            *z = self.draw(&mut bits);
+        }
+    }
+
+    fn draw<R: RngCore + ?Sized>(&self, bits: &mut Bits<'_, R>) -> i128 {
+        let p = self.sigma2.num();
+        loop {
+            let y = self.laplace.draw(bits);
+            let Some(a) = y
+                .unsigned_abs()
+                .checked_mul(self.qt)
+                .map(|yqt| yqt.abs_diff(p))
+                .filter(|&a| a < 1 << 64)
+            else {
+                continue; // an exponent above 2^28: see the type's notes
+            };
+            if bits.bernoulli_exp(a * a, self.den) {
+                return y;
+            }
+        }
+    }
+}
+
+impl Distribution<i128> for DiscreteGaussian {
+    fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> i128 {
+        self.draw(&mut Bits::new(rng))
+    }
 }
 
 // ---------------------------------------------------------------------------------------

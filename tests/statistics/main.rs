@@ -7,6 +7,7 @@ mod common;
 mod binned_coverage;
 mod geometric_interval;
 mod neighbours;
+mod noise_gaussian;
 mod noise_privacy;
 mod noise_staircase;
 mod slides_noise;
