@@ -9,10 +9,10 @@
 //! - `SELECT count(*), count(*) FILTER (WHERE <condition>), count(c), ... FROM t`;
 //! - `SELECT <cell>, count(*) FROM t GROUP BY 1`, the cell a `CASE` over the cube's columns;
 //! - `SELECT count(*), sum(<term>) ..., count(c), ... FROM (SELECT <term> ... FROM t)`, each
-//!   term the value clamped and put on the sum's grid as an exact integer: a `BIGINT` where
-//!   no sum over the table can leave 64 bits, else a decimal (see `Sql::rounded`), the
-//!   positive and negative terms summed apart so that a sum beyond `DECIMAL(38)` saturates
-//!   as the column store's does.
+//!   term the value clamped and put on the sum's grid as an exact integer: a `BIGINT` cut in
+//!   two parts summed apart where the bounds keep it below `2^40`, else a decimal (see
+//!   `Sql::rounded`), the positive and negative terms summed apart so that a sum beyond
+//!   `DECIMAL(38)` saturates as the column store's does.
 //!
 //! Text is compared byte by byte (`UTF8_BINARY`, Spark's default collation, asked for
 //! explicitly from Spark 4 on); a `DECIMAL` is read as the float nearest its decimal text, as
@@ -341,6 +341,11 @@ pub fn open_spark(url: &str, parts: &[String]) -> Result<SparkOpened, DataError>
     })
 }
 
+/// Tables of fewer rows than this have their sums of terms below `2^40` summed as two
+/// `BIGINT`s (see `SparkTable::sum_clamped`): `2^42` rows of parts below `2^20` sum below
+/// `2^62`.
+const NARROW_ROWS: u64 = 1 << 42;
+
 impl Dialect for SparkTable {
     /// `:pn`, bound to a typed literal (a `bigint`, a `double`, a `string`, a `boolean`).
     fn placeholder(&self, n: usize, _: &Param) -> String {
@@ -475,12 +480,17 @@ impl SparkTable {
     /// that contributed (see `sum_clamped`): each value clamped, scaled by `2^k` (exact) and
     /// rounded half away from zero as the column store does, then summed exactly.
     ///
-    /// When no sum over the table's rows can leave `2^62` (the bounds times the row count of
-    /// `LOAD`), each term is a `BIGINT` and so is the sum: Spark sums a `DECIMAL(38)` through
-    /// Java's big decimals, several times slower. A table grown since could overflow that sum
-    /// (silently, ANSI mode being off), but its row count, asked in the same query, refuses
-    /// the answer. Otherwise each term is an exact `DECIMAL(38)` integer and the positive and
-    /// negative terms are summed apart, so that a part beyond `DECIMAL(38)` saturates.
+    /// When a term cannot reach `2^40` (the bounds say so, and they are the analyst's own)
+    /// each term is a `BIGINT`, cut into a high and a low part below `2^20`, and the two parts
+    /// are summed as `BIGINT`s: Spark sums a `DECIMAL(38)` through Java's big decimals,
+    /// several times slower. Neither part's sum can leave 64 bits over fewer than `2^42` rows
+    /// ([`NARROW_ROWS`]); a larger table, or one grown past it since `LOAD` (whose sums could
+    /// wrap, ANSI mode being off), is refused by the row count asked in the same query or
+    /// summed as decimals. Which way a sum goes is decided by the bounds and by that fixed
+    /// row count alone, never by a threshold the analyst can move: under `add_remove` the
+    /// row count is private, and the time a question takes must not tell it. Otherwise each
+    /// term is an exact `DECIMAL(38)` integer and the positive and negative terms are summed
+    /// apart, so that a part beyond `DECIMAL(38)` saturates.
     pub fn sum_clamped(
         &self,
         column: usize,
@@ -488,8 +498,8 @@ impl SparkTable {
         clamp: Clamp,
     ) -> Result<(i128, u64), DataError> {
         let col = self.columns[column].clone();
-        let rows = u128::from(self.shell.n_rows.max(1));
-        let narrow = |bound: f64| bound < 2f64.powi(40) && bound * rows as f64 <= 2f64.powi(62);
+        let few_rows = self.shell.n_rows < NARROW_ROWS;
+        let narrow = |bound: f64| few_rows && bound < 2f64.powi(40);
         let mut sql = Sql::new(self);
         let (term, k, narrow) = match clamp {
             Clamp::Int { lo, hi, k } => {
@@ -540,7 +550,7 @@ impl SparkTable {
             .map(|c| format!(", count(v{c}) AS r{c}"))
             .collect();
         let sums = if narrow {
-            "CAST(sum(t) AS STRING) AS a2"
+            "sum(t DIV 1048576) AS a2, sum(t - (t DIV 1048576) * 1048576) AS a3"
         } else {
             "CAST(sum(CASE WHEN t > 0 THEN t END) AS STRING) AS a2, \
              count(CASE WHEN t > 0 THEN 1 END) AS a3, \
@@ -565,10 +575,8 @@ impl SparkTable {
             _ => 0,
         };
         let sum = if narrow {
-            match cell(2) {
-                Some(Cell::String(s)) => s.parse::<i128>().unwrap_or(0),
-                _ => 0,
-            }
+            let part = |i: usize| i128::from(int(cell(i)).unwrap_or(0));
+            part(2) * (1 << 20) + part(3)
         } else {
             part(2, 3, i128::MAX).saturating_add(part(4, 5, i128::MIN))
         };
