@@ -555,8 +555,8 @@ pub fn geometric<R: RngCore + ?Sized>(rng: &mut R, eps: ExactEpsilon) -> i128 {
 ///
 /// Canonne, Kamath and Steinke (2020), Algorithm 3: with `t = floor(sigma) + 1`, draw `Y`
 /// from the discrete Laplace of scale `t` and keep it with probability
-/// `exp(-(|Y| - sigma2/t)^2 / (2 sigma2))`, else draw again (about `1.5` draws on average
-/// at every `sigma`). With `sigma2 = p/q` the exponent is the rational
+/// `exp(-(|Y| - sigma2/t)^2 / (2 sigma2))`, else draw again (on average about 1.3 draws of
+/// `Y` for a large `sigma`, 1.5 at `sigma2 = 4`, 2.2 as `sigma` goes to 0). With `sigma2 = p/q` the exponent is the rational
 /// `(|Y| q t - p)^2 / (2 p q t^2)`, decided by [`bernoulli_exp`]: integer arithmetic only,
 /// no float on the sampling path. OpenDP's `sample_discrete_gaussian` implements the same
 /// algorithm on big integers.
@@ -582,8 +582,10 @@ impl DiscreteGaussian {
 
     /// The discrete Gaussian with variance parameter `sigma2`, or `None` if its rejection
     /// step's denominator `2 p q t^2` would reach [`Self::MAX_DENOMINATOR`] (for
-    /// `sigma2 = p/q` in lowest terms, `t = floor(sqrt(sigma2)) + 1`): a `sigma2` of up to
-    /// `2^40` with a denominator up to `2^20`, say, is accepted.
+    /// `sigma2 = p/q` in lowest terms, `t = floor(sqrt(sigma2)) + 1`). The denominator is
+    /// about `2 sigma2^2 q^2`, so `sigma2 q` must stay below about `2^49.5`: a `sigma2` up to
+    /// `2^29` with `q` up to `2^20`, or up to `2^40` with `q` up to `2^9`. A caller with a
+    /// finer `sigma2` rounds it up to a coarser rational (more noise, never less).
     pub fn new(sigma2: Rational) -> Option<Self> {
         let (p, q) = (sigma2.num(), sigma2.den());
         // floor(sqrt(p/q)) = isqrt(floor(p/q)): sqrt(x) >= n <=> x >= n^2 <=> floor(x) >= n^2.

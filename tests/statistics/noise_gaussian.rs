@@ -1,11 +1,12 @@
 //! The discrete Gaussian sampler (`stats::noise::DiscreteGaussian`, Canonne, Kamath and
 //! Steinke 2020, Algorithm 3) against its exact probability mass function
 //! `P(z) ∝ exp(-z^2 / (2 sigma2))`: a chi-square test over a million draws at `sigma2` of 10
-//! and 100 (and at a fractional `sigma2`), and the same test failing a sampler whose
-//! variance parameter is 5% off.
+//! and 100, at small ones (1/4, 1, 399/100, where the far tails are seen) and at a fractional
+//! one; the share of zeros and the variance against the law's; and the same chi-square test
+//! failing a sampler whose variance parameter is 5% off.
 //!
 //! The bins are the integers whose expected count is at least 5, with the two tails beyond
-//! them pooled; the statistic is compared with the chi-square quantile at `1 - alpha`,
+//! them pooled (each also expecting at least 5); the statistic is compared with the chi-square quantile at `1 - alpha`,
 //! alpha 1e-4 per test. Every test is seeded (`ChaCha20Rng`): the false-positive rate is that
 //! of a correct sampler over the choice of seed.
 
@@ -32,13 +33,19 @@ fn chi_square(draws: &[i128], sigma2: f64) -> (f64, f64) {
     let n = draws.len() as f64;
     let m = (40.0 * sigma2.sqrt()).ceil() as i64;
     let p = pmf(sigma2, m);
-    // The inner bins: the integers whose expected count is at least 5 (a symmetric range).
-    let inner = (0..=m)
+    // The inner bins: the integers whose expected count is at least 5 (a symmetric range),
+    // narrowed until each pooled tail's is too (else a single far draw would swamp the
+    // statistic, and the false-positive rate would be well above alpha).
+    let tail_beyond = |inner: i64| p[..(m - inner) as usize].iter().sum::<f64>() * n;
+    let mut inner = (0..=m)
         .take_while(|&z| p[(z + m) as usize] * n >= 5.0)
         .last()
         .expect("the mode is a bin");
+    while inner > 0 && tail_beyond(inner) < 5.0 {
+        inner -= 1;
+    }
     let mut expected: Vec<f64> = (-inner..=inner).map(|z| p[(z + m) as usize] * n).collect();
-    let tail: f64 = p[..(m - inner) as usize].iter().sum::<f64>() * n;
+    let tail = tail_beyond(inner);
     expected.push(tail);
     expected.push(tail);
     let mut observed = vec![0u64; expected.len()];
@@ -90,6 +97,51 @@ fn a_million_draws_follow_the_exact_law_at_sigma2_10_and_100() {
 }
 
 #[test]
+fn small_variance_parameters_are_sampled_exactly() {
+    // At a small sigma the far tails (4 to 8 sigma) are seen in a million draws; 399/100 is
+    // just below a perfect square (t = 2).
+    for (i, (num, den)) in [(1u128, 4u128), (1, 1), (399, 100)].into_iter().enumerate() {
+        let sample = draws(rational(num, den), 1_000_000, 51 + i as u64);
+        let (statistic, critical) = chi_square(&sample, num as f64 / den as f64);
+        assert!(
+            statistic < critical,
+            "sigma2 {num}/{den}: chi-square {statistic:.1} above the critical {critical:.1}"
+        );
+    }
+}
+
+#[test]
+fn the_share_of_zeros_and_the_variance_are_the_laws() {
+    // The exact P(0) = 1 / sum_k exp(-k^2 / (2 sigma2)) and variance
+    // sum_k k^2 exp(-k^2 / (2 sigma2)) / sum_k exp(-k^2 / (2 sigma2)) (0.21501 at sigma2 1/4,
+    // not 1/4), each within 4.5 standard errors (two-sided 7e-6 each).
+    for (i, (num, den)) in [(1u128, 4u128), (4, 1), (10, 1)].into_iter().enumerate() {
+        let sigma2 = num as f64 / den as f64;
+        let n = 1_000_000;
+        let sample = draws(rational(num, den), n, 71 + i as u64);
+        let p = pmf(sigma2, (40.0 * sigma2.sqrt()).ceil() as i64 + 10);
+        let m = (p.len() / 2) as i64;
+        let p0 = p[m as usize];
+        let var: f64 = (-m..=m).map(|z| (z * z) as f64 * p[(z + m) as usize]).sum();
+        let fourth: f64 = (-m..=m)
+            .map(|z| ((z * z) as f64).powi(2) * p[(z + m) as usize])
+            .sum();
+        let zeros = sample.iter().filter(|&&z| z == 0).count() as f64 / n as f64;
+        let se0 = (p0 * (1.0 - p0) / n as f64).sqrt();
+        assert!(
+            (zeros - p0).abs() < 4.5 * se0,
+            "sigma2 {sigma2}: P(0) {zeros} against {p0} (se {se0})"
+        );
+        let squares = sample.iter().map(|&z| (z * z) as f64).sum::<f64>() / n as f64;
+        let se = ((fourth - var * var) / n as f64).sqrt();
+        assert!(
+            (squares - var).abs() < 4.5 * se,
+            "sigma2 {sigma2}: variance {squares} against {var} (se {se})"
+        );
+    }
+}
+
+#[test]
 fn a_fractional_variance_parameter_is_sampled_exactly() {
     // sigma2 = 200/7 (sigma about 5.35): t = 6, and every exponent has denominator 2 p q t^2.
     let sample = draws(rational(200, 7), 200_000, 7);
@@ -132,6 +184,8 @@ fn the_draws_are_symmetric_and_the_sampler_refuses_what_it_cannot_do_exactly() {
     );
     // 2 p q t^2 must stay below 2^100.
     assert!(DiscreteGaussian::new(rational(1 << 40, 1)).is_some());
+    assert!(DiscreteGaussian::new(rational((1 << 29) + 1, 1 << 20)).is_some());
+    assert!(DiscreteGaussian::new(rational((1 << 60) + 1, 1 << 20)).is_none());
     assert!(DiscreteGaussian::new(rational(1 << 80, 1)).is_none());
     assert!(DiscreteGaussian::new(rational(1, 1 << 70)).is_some());
     assert!(DiscreteGaussian::new(rational(1, 1 << 100)).is_none());
