@@ -506,7 +506,10 @@ impl SparkTable {
                 let bound = lo.unsigned_abs().max(hi.unsigned_abs());
                 let narrow = narrow(bound as f64);
                 let (lo, hi) = (sql.param(Param::Int(lo)), sql.param(Param::Int(hi)));
-                let term = clamped(&col, &lo, &hi);
+                // Clamped as a `BIGINT` (exact for every integer column), so that every term
+                // is in `[lo, hi]` whatever the column holds by now: text put in its place
+                // since `LOAD` (`'1e30'`) would compare as missing and pass unclamped.
+                let term = clamped(&format!("CAST({col} AS BIGINT)"), &lo, &hi);
                 let term = if narrow { term } else { self.wide(&term) };
                 (term, k, narrow)
             }
