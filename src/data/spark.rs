@@ -578,8 +578,16 @@ impl SparkTable {
             _ => 0,
         };
         let sum = if narrow {
-            let part = |i: usize| i128::from(int(cell(i)).unwrap_or(0));
-            part(2) * (1 << 20) + part(3)
+            // Both parts are BIGINT sums, missing only over no terms; anything else means
+            // the table is not what it was at `LOAD`.
+            let part = |i: usize| match cell(i) {
+                None | Some(Cell::Null) if n == 0 => Some(0),
+                c => int(c).map(i128::from),
+            };
+            match (part(2), part(3)) {
+                (Some(high), Some(low)) => high * (1 << 20) + low,
+                _ => return Err(DataError::Changed { path: self.what() }),
+            }
         } else {
             part(2, 3, i128::MAX).saturating_add(part(4, 5, i128::MIN))
         };
