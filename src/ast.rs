@@ -112,10 +112,17 @@ pub enum StatementKind {
         /// The table; the current one when absent.
         table: Option<Ident>,
     },
-    /// `SET BUDGET 2.0`
+    /// `SET BUDGET 2.0`, or `SET BUDGET RHO 0.5` (zCDP)
     SetBudget {
-        /// The new total epsilon of the current table.
+        /// The new total of the current table: epsilon, or rho.
         total: Number,
+        /// Written `RHO`: the table accounts in zCDP.
+        rho: bool,
+    },
+    /// `SET DELTA 1e-6`: the delta at which a rho is also shown as (epsilon, delta).
+    SetDelta {
+        /// The delta, in (0, 1).
+        delta: Number,
     },
     /// `SET SEED 42`
     SetSeed {
@@ -499,8 +506,10 @@ pub struct Histogram {
     pub by: Option<Vec<Ident>>,
     /// `WHERE p`: the cells counted (a union of cells); every cell when absent.
     pub filter: Option<Expr>,
-    /// The epsilon of the whole vector.
+    /// The epsilon of the whole vector (its rho, with `rho`).
     pub eps: Number,
+    /// Written `WITH RHO`: Gaussian noise on every part, on a zCDP table.
+    pub rho: bool,
     /// `MECHANISM name`: the noise; Laplace when absent.
     pub mechanism: Option<Ident>,
     /// `PLOT 'file.svg'`: the counts as bars with their intervals.
@@ -526,7 +535,12 @@ impl fmt::Display for Histogram {
                 write!(f, "{d}")?;
             }
         }
-        write!(f, " WITH EPS {}", self.eps)?;
+        write!(
+            f,
+            " WITH {} {}",
+            if self.rho { "RHO" } else { "EPS" },
+            self.eps
+        )?;
         if let Some(m) = &self.mechanism {
             write!(f, " MECHANISM {m}")?;
         }
@@ -649,6 +663,8 @@ impl fmt::Display for StatQuery {
 pub enum Accuracy {
     /// `WITH EPS 0.1`
     Eps(Number),
+    /// `WITH RHO 0.0025`: Gaussian noise, on a table that accounts in zCDP.
+    Rho(Number),
     /// `WITHIN 10 AT 0.95` (or `AT 95%`): answer within ±10 with that probability.
     Within {
         /// The half-width.
@@ -978,7 +994,10 @@ impl fmt::Display for StatementKind {
                 Some(t) => write!(f, "DESCRIBE {t}"),
                 None => f.write_str("DESCRIBE"),
             },
-            StatementKind::SetBudget { total } => write!(f, "SET BUDGET {total}"),
+            StatementKind::SetBudget { total, rho } => {
+                write!(f, "SET BUDGET {}{total}", if *rho { "RHO " } else { "" })
+            }
+            StatementKind::SetDelta { delta } => write!(f, "SET DELTA {delta}"),
             StatementKind::SetSeed { seed } => write!(f, "SET SEED {seed}"),
             StatementKind::Count(q) => write!(f, "{q}"),
             StatementKind::Histogram(h) => write!(f, "{h}"),
@@ -1146,6 +1165,7 @@ impl fmt::Display for Accuracy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Accuracy::Eps(e) => write!(f, "WITH EPS {e}"),
+            Accuracy::Rho(r) => write!(f, "WITH RHO {r}"),
             Accuracy::Within {
                 half_width,
                 at,

@@ -37,6 +37,8 @@ pub trait Catalog {
     fn table_cube(&self, table: &str) -> Option<&Cube>;
     /// How neighbouring tables differ for a table.
     fn table_neighbours(&self, table: &str) -> Neighbours;
+    /// How a table's budget composes: in epsilon, or in rho.
+    fn table_accounting(&self, table: &str) -> crate::privacy::Accounting;
     /// The most rows one privacy unit has in a table: 1 without a unit (a row is the unit).
     /// Every sensitivity over the table is this many times a row's.
     fn table_unit_rows(&self, table: &str) -> Decimal;
@@ -275,14 +277,32 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
         StatementKind::Describe { table } => Plan::Describe {
             table: resolve_table(table.as_ref(), catalog, span)?,
         },
-        StatementKind::SetBudget { total } => {
+        StatementKind::SetBudget { total, rho } => {
             let table = resolve_table(None, catalog, span)?;
             let total = exact_positive(total).ok_or_else(|| CheckError::NotPositive {
                 what: "a budget",
                 text: total.text.clone(),
                 span: total.span,
             })?;
-            Plan::SetBudget { table, total }
+            let accounting = if *rho {
+                crate::privacy::Accounting::Zcdp
+            } else {
+                crate::privacy::Accounting::Pure
+            };
+            Plan::SetBudget {
+                table,
+                total,
+                accounting,
+            }
+        }
+        StatementKind::SetDelta { delta } => {
+            if !(delta.value > 0.0 && delta.value < 1.0) {
+                return Err(CheckError::NotApplicable {
+                    message: "DELTA is a probability strictly between 0 and 1, such as 1e-6",
+                    span: delta.span,
+                });
+            }
+            Plan::SetDelta { delta: delta.value }
         }
         StatementKind::SetSeed { seed } => Plan::SetSeed {
             seed: seed
@@ -1170,8 +1190,16 @@ fn check_count(q: &CountQuery, catalog: &dyn Catalog, span: Span) -> Result<Coun
         }
     };
     let sensitivity = unit_scaled(sensitivity, catalog.table_unit_rows(&table_name), span)?;
+    let gaussian = matches!(q.accuracy, Accuracy::Rho(_));
+    if gaussian && catalog.table_accounting(&table_name) != crate::privacy::Accounting::Zcdp {
+        return Err(CheckError::RhoNeedsZcdp {
+            table: table_name,
+            span,
+        });
+    }
     let spend = match &q.accuracy {
         Accuracy::Eps(eps) => Spend::Eps(check_eps(eps)?),
+        Accuracy::Rho(rho) => Spend::Eps(check_rho(rho)?),
         Accuracy::Within {
             half_width,
             at,
@@ -1185,12 +1213,25 @@ fn check_count(q: &CountQuery, catalog: &dyn Catalog, span: Span) -> Result<Coun
             confidence: probability(at, *at_percent, "the confidence level")?,
         },
     };
+    if let (true, Some(p)) = (gaussian, &q.prior) {
+        return Err(CheckError::NotApplicable {
+            message: "PRIOR assumes Laplace noise (Naldi and D'Acquisto 2014, eq. 8); release WITH EPS for a Bayes estimate",
+            span: p.p.span,
+        });
+    }
     let prior = q
         .prior
         .as_ref()
         .map(|p| check_prior(p, plain && matches!(spend, Spend::Eps(_)), neighbours))
         .transpose()?;
     let mechanism = match &q.mechanism {
+        None if gaussian => Mechanism::Gaussian,
+        Some(m) if gaussian => {
+            return Err(CheckError::NotApplicable {
+                message: "WITH RHO draws Gaussian noise; MECHANISM chooses the noise of WITH EPS",
+                span: m.span,
+            })
+        }
         None => Mechanism::Laplace,
         Some(m) => {
             let mech = mechanism(m)?;
@@ -1333,7 +1374,20 @@ fn check_histogram(
     if groups.is_empty() {
         return Err(CheckError::EmptyQuery { span });
     }
+    if h.rho && catalog.table_accounting(&table_name) != crate::privacy::Accounting::Zcdp {
+        return Err(CheckError::RhoNeedsZcdp {
+            table: table_name,
+            span,
+        });
+    }
     let mechanism = match &h.mechanism {
+        None if h.rho => Mechanism::Gaussian,
+        Some(m) if h.rho => {
+            return Err(CheckError::NotApplicable {
+                message: "WITH RHO draws Gaussian noise; MECHANISM chooses the noise of WITH EPS",
+                span: m.span,
+            })
+        }
         None => Mechanism::Laplace,
         Some(m) => match mechanism(m)? {
             Mechanism::Staircase => {
@@ -1388,7 +1442,11 @@ fn check_histogram(
         grouped: h.by.is_some(),
         groups,
         cube: cube.declaration(),
-        eps: check_eps(&h.eps)?,
+        eps: if h.rho {
+            check_rho(&h.eps)?
+        } else {
+            check_eps(&h.eps)?
+        },
         mechanism,
         plot,
         statement: h.to_string(),
@@ -1648,6 +1706,14 @@ fn check_eps(eps: &Number) -> Result<Eps, CheckError> {
     })
 }
 
+/// A rho: finite, positive, and exact as a decimal (budgets add exactly).
+fn check_rho(rho: &Number) -> Result<Eps, CheckError> {
+    check_eps(rho).map_err(|_| CheckError::InvalidRho {
+        text: rho.text.clone(),
+        span: rho.span,
+    })
+}
+
 /// `MECHANISM smooth` on a count, histogram or sum.
 fn smooth_not_for(span: Span) -> CheckError {
     CheckError::NotApplicable {
@@ -1657,10 +1723,17 @@ fn smooth_not_for(span: Span) -> CheckError {
 }
 
 fn mechanism(m: &Ident) -> Result<Mechanism, CheckError> {
-    Mechanism::from_name(&m.name).ok_or_else(|| CheckError::UnknownMechanism {
-        name: m.name.clone(),
-        span: m.span,
-    })
+    match Mechanism::from_name(&m.name) {
+        Some(Mechanism::Gaussian) => Err(CheckError::NotApplicable {
+            message: "Gaussian noise is asked WITH RHO r (on a table that accounts in zCDP), not with MECHANISM",
+            span: m.span,
+        }),
+        Some(mech) => Ok(mech),
+        None => Err(CheckError::UnknownMechanism {
+            name: m.name.clone(),
+            span: m.span,
+        }),
+    }
 }
 
 fn check_choose(c: &ChooseEps, span: Span) -> Result<ChoosePlan, CheckError> {

@@ -146,6 +146,24 @@ pub enum CheckError {
         /// Where.
         span: Span,
     },
+    /// A rho that is not a finite number greater than 0, exact as a decimal.
+    #[error(
+        "rho must be a finite number greater than 0 with at most 28 decimal places, not {text}"
+    )]
+    InvalidRho {
+        /// The literal as written.
+        text: String,
+        /// Where.
+        span: Span,
+    },
+    /// `WITH RHO` on a table whose budget is in epsilon.
+    #[error("table `{table}` accounts in epsilon (pure DP); WITH RHO draws Gaussian noise, charged in rho on a table that accounts in zCDP")]
+    RhoNeedsZcdp {
+        /// The table.
+        table: String,
+        /// Where.
+        span: Span,
+    },
     /// An epsilon with more digits than the budget can add exactly.
     #[error("epsilon {text} cannot be added to the budget exactly: at most 28 decimal places")]
     InexactEpsilon {
@@ -473,6 +491,25 @@ pub enum EvalError {
     /// Another session changed the table's neighbour model after the statement was checked.
     #[error("the neighbour model of table `{table}` was changed by another session since this statement was checked; nothing was spent")]
     ModelChanged {
+        /// The table.
+        table: String,
+        /// The statement.
+        span: Span,
+    },
+    /// `SET BUDGET` in another unit once answers are out.
+    #[error("table `{table}` has releases accounted in {accounting}: how its budget composes is fixed once answers are out")]
+    AccountingFixed {
+        /// The table.
+        table: String,
+        /// The unit it accounts in.
+        accounting: &'static str,
+        /// The statement.
+        span: Span,
+    },
+    /// Another session set the table's budget in epsilon after a Gaussian statement was
+    /// checked against its rho.
+    #[error("table `{table}` no longer accounts in rho (another session set its budget in epsilon since this statement was checked); nothing was spent")]
+    AccountingChanged {
         /// The table.
         table: String,
         /// The statement.
@@ -861,6 +898,8 @@ impl Error {
                 | CheckError::TypeMismatch { span, .. }
                 | CheckError::InvalidEpsilon { span, .. }
                 | CheckError::InexactEpsilon { span, .. }
+                | CheckError::InvalidRho { span, .. }
+                | CheckError::RhoNeedsZcdp { span, .. }
                 | CheckError::InvalidProbability { span, .. }
                 | CheckError::NotPositive { span, .. }
                 | CheckError::OutOfBounds { span, .. }
@@ -901,6 +940,8 @@ impl Error {
                 EvalError::BudgetExceeded { span, .. }
                 | EvalError::DatasetBudgetExceeded { span, .. }
                 | EvalError::ModelChanged { span, .. }
+                | EvalError::AccountingChanged { span, .. }
+                | EvalError::AccountingFixed { span, .. }
                 | EvalError::NotPermitted { span, .. }
                 | EvalError::BudgetBelowSpent { span, .. }
                 | EvalError::TableExists { span, .. }
@@ -998,7 +1039,7 @@ impl Error {
                     Some("smaller epsilon means more noise and more privacy; 0.1 is common".into())
                 }
                 CheckError::UnknownMechanism { .. } => {
-                    Some("mechanisms: laplace (the default), geometric and staircase".into())
+                    Some("mechanisms: laplace (the default), geometric and staircase; Gaussian noise is WITH RHO r on a table that accounts in zCDP".into())
                 }
 
                 CheckError::RelativeWithoutCount { .. } => Some(
@@ -1035,6 +1076,10 @@ impl Error {
                 CheckError::CountWithAbsolute { .. } => {
                     Some("write WITHIN 20% FOR 100, or drop FOR".into())
                 }
+                CheckError::RhoNeedsZcdp { .. } => Some(
+                    "SET BUDGET RHO 0.5 makes the table account in zCDP, before anything is released (docs/privacy.md, \"zCDP\"); or ask WITH EPS"
+                        .into(),
+                ),
                 _ => None,
             },
             Error::Eval(e) => match e {

@@ -2,7 +2,7 @@
 
 use crate::cube::Cube;
 use crate::data::Predicate;
-pub use crate::privacy::{Mechanism, Neighbours};
+pub use crate::privacy::{Accounting, Mechanism, Neighbours};
 use crate::span::Span;
 use crate::stats::noise::ExactEpsilon;
 use crate::stats::{Epsilon, Positive, Probability};
@@ -56,12 +56,19 @@ pub enum Plan {
         /// The table.
         table: String,
     },
-    /// Change the total budget of a table.
+    /// Change the total budget of a table, and how it composes.
     SetBudget {
         /// The table.
         table: String,
-        /// The new total epsilon, exact.
+        /// The new total, exact: epsilon, or rho.
         total: Decimal,
+        /// How the budget composes.
+        accounting: Accounting,
+    },
+    /// The delta at which a rho is also shown as (epsilon, delta).
+    SetDelta {
+        /// The delta, in (0, 1).
+        delta: f64,
     },
     /// Seed the session's generator: reproducible, and no longer private.
     SetSeed {

@@ -61,6 +61,7 @@ fn native(
                 by: Some(by.clone()),
                 filter: filter.clone(),
                 eps,
+                rho: false,
                 mechanism: None,
                 plot: None,
             }),
@@ -303,6 +304,7 @@ fn native_text(select: &Select, eps: Number) -> String {
                 by: Some(by.clone()),
                 filter: select.filter.clone(),
                 eps,
+                rho: false,
                 mechanism: None,
                 plot: None,
             }
@@ -361,6 +363,9 @@ impl Catalog for From<'_> {
     }
     fn table_neighbours(&self, table: &str) -> Neighbours {
         self.inner.table_neighbours(table)
+    }
+    fn table_accounting(&self, table: &str) -> crate::privacy::Accounting {
+        self.inner.table_accounting(table)
     }
     fn table_unit_rows(&self, table: &str) -> Decimal {
         self.inner.table_unit_rows(table)

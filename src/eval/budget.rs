@@ -3,6 +3,7 @@
 use super::{cubes, ledger_error, Session};
 use crate::error::EvalError;
 use crate::output::{BudgetReport, HistoryReport, Output, ReleaseRow, SpendLine};
+use crate::privacy::Accounting;
 use crate::span::Span;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -10,11 +11,13 @@ use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 
 impl Session {
-    /// `SET BUDGET e`: never below what is spent, checked and recorded under the ledger's lock.
+    /// `SET BUDGET e` or `SET BUDGET RHO r`: never below what is spent, and how the budget
+    /// composes fixed once anything is released; checked and recorded under the ledger's lock.
     pub(super) fn set_budget(
         &mut self,
         table: String,
         total: Decimal,
+        accounting: Accounting,
         span: Span,
     ) -> Result<Output, EvalError> {
         let i = self.index(&table);
@@ -24,8 +27,16 @@ impl Session {
             .get_mut(self.entries[i].ledger)
             .begin()
             .map_err(ledger_error(span))?;
-        let spent = txn.history().spent();
-        if total < spent {
+        let history = txn.history();
+        if accounting != history.accounting() && !history.releases().is_empty() {
+            return Err(EvalError::AccountingFixed {
+                table,
+                accounting: history.accounting().unit(),
+                span,
+            });
+        }
+        let spent = history.spent();
+        if accounting == history.accounting() && total < spent {
             return Err(EvalError::BudgetBelowSpent {
                 table,
                 total,
@@ -33,7 +44,8 @@ impl Session {
                 span,
             });
         }
-        txn.set_total(total, time).map_err(ledger_error(span))?;
+        txn.set_total(total, accounting, time)
+            .map_err(ledger_error(span))?;
         drop(txn);
         Ok(Output::Budget(self.budget(i)))
     }
@@ -64,12 +76,41 @@ impl Session {
         Ok(Output::SeedSet { seed })
     }
 
+    /// Under zCDP, what a history has spent as (epsilon, delta) at the session's delta, by the
+    /// tight conversion of Canonne, Kamath and Steinke (2020); nothing under pure accounting.
+    pub(super) fn equivalent(&self, history: &crate::privacy::History) -> Option<(f64, f64)> {
+        (history.accounting() == Accounting::Zcdp).then(|| {
+            let rho = history.spent().to_f64().unwrap_or(f64::INFINITY);
+            (crate::privacy::zcdp::epsilon(rho, self.delta), self.delta)
+        })
+    }
+
+    /// Under zCDP, `; (eps, delta)-DP after it` for a spending of `rho` in words; nothing
+    /// under pure accounting.
+    pub(super) fn equivalent_after(
+        &self,
+        history: &crate::privacy::History,
+        rho: Decimal,
+    ) -> String {
+        if history.accounting() != Accounting::Zcdp {
+            return String::new();
+        }
+        let rho = rho.to_f64().unwrap_or(f64::INFINITY);
+        format!(
+            " ({}, {})-DP after it",
+            crate::output::short_number(crate::privacy::zcdp::epsilon(rho, self.delta)),
+            self.delta
+        )
+    }
+
     /// Table `i`'s budget, every spending, and with a cube each cell's.
     pub(super) fn budget(&self, i: usize) -> BudgetReport {
         let e = &self.entries[i];
         let ledger = self.ledgers.get(e.ledger);
         let history = ledger.history();
         BudgetReport {
+            accounting: history.accounting(),
+            equivalent: self.equivalent(history),
             unit: history.unit().cloned(),
             table: e.name.clone(),
             total: history.total(),
@@ -92,6 +133,8 @@ impl Session {
                         None => r.statement.clone(),
                     },
                     eps: r.eps,
+                    mechanism: r.mechanism,
+                    cost: history.price(r.eps, r.mechanism),
                     time: r.time,
                 })
                 .collect(),

@@ -77,6 +77,7 @@ enum Within {
 /// The noise of a release, chosen before anything is spent.
 enum Noise {
     Laplace(noise::GridLaplace),
+    Gaussian(noise::GridGaussian),
     Geometric(noise::ExactEpsilon),
     Staircase(noise::GridStaircase),
 }
@@ -185,7 +186,7 @@ impl Session {
                     explain,
                 })
             }
-            Ok(Prepared::Fits(ticket)) => ticket,
+            Ok(Prepared::Fits(ticket)) => *ticket,
             Err(Refusal::Exceeded(_)) if dry => {
                 return Ok(Decision::WouldRefuse {
                     eps: Some(eps),
@@ -196,7 +197,7 @@ impl Session {
             Err(r) => return Err(refuse(r)),
         };
         super::served::permit_release(max_releases, txn.history(), &plan.table, span)?;
-        let noise = noise_for(plan, public_rows, eps, span);
+        let noise = noise_for(plan, public_rows, eps, ticket.sigma2(), span);
         if dry {
             return Ok(match noise {
                 Ok(_) => Decision::WouldRelease {
@@ -253,37 +254,17 @@ impl Session {
         let public = (history.neighbours() == Neighbours::Replace).then(|| entry.table.n_rows());
         let size = plan.prior.and_then(|p| p.n).or(public);
         let e = eps.value;
-        // A plain count's noise, interval and posterior are those of `eps / S` per whole step.
-        let per = per_step(eps, plan.sensitivity).map_or(e, |p| p.value);
         let sensitivity = plan.sensitivity.to_f64().unwrap_or(f64::INFINITY);
         let plain = plan.single().is_some();
-        let stairs = (plan.mechanism == Mechanism::Staircase)
-            .then(|| staircase_law(per_step(eps, plan.sensitivity).unwrap_or(eps)));
-        let (half, coverage95) = match (plan.mechanism, stairs) {
-            (Mechanism::Staircase, Some(law)) => (law.half_width(ninety_five()), 0.95),
-            (Mechanism::Geometric, _) => {
-                // Whole values: the smallest whole half-width holding 95% holds more.
-                let m = accuracy::geometric_half_width(per, ninety_five());
-                (m as f64, accuracy::geometric_coverage(per, m))
-            }
-            _ => (
-                sensitivity * laplace::interval_half_width(e, ninety_five()),
-                0.95,
-            ),
-        };
+        let law = NoiseLaw::of(&plan, eps);
+        let (half, coverage95) = law.interval95();
         let posterior = plan.prior.zip(size).map(|(p, n)| {
-            let post = bayes::posterior(n, p.p, per, noisy, ninety_five());
+            let post = bayes::posterior(n, p.p, law.per, noisy, ninety_five());
             (p.p, n, post)
         });
         let out_of_range = size.filter(|n| plain && (noisy < 0.0 || noisy > *n as f64));
-        let out_of_range = out_of_range.map(|n| {
-            match (plan.mechanism, stairs) {
-                // At a true count of 0: P(noise < 0) + P(noise > n) = 1/2 + (1 - F(n)).
-                (Mechanism::Staircase, Some(law)) => 0.5 + (1.0 - law.cdf(n as f64)),
-                (Mechanism::Geometric, _) => accuracy::geometric_out_of_range_max(n, per),
-                _ => accuracy::out_of_range_max(n, per),
-            }
-        });
+        let out_of_range = out_of_range.map(|n| law.out_of_range_max(n));
+        let (per, stairs, sigma) = (law.per, law.stairs, law.sigma);
         let posterior_shape = posterior.and_then(|(p, n, post)| {
             lab::posterior_shape(n, p, per, noisy, (post.lower, post.upper), SHAPE_BINS)
         });
@@ -295,7 +276,11 @@ impl Session {
             _ => None,
         };
         let posterior = posterior.map(|(_, _, post)| post);
+        let spent = history.spent();
         CountResult {
+            accounting: history.accounting(),
+            sigma,
+            equivalent: self.equivalent(history),
             warnings: warnings(&plan, size, noisy, half),
             grid: grid(plan.mechanism, eps, plan.sensitivity),
             table: plan.table,
@@ -303,7 +288,7 @@ impl Session {
             noisy,
             eps: eps.exact,
             mechanism: plan.mechanism.to_string(),
-            scale: sensitivity / e.get(),
+            scale: sigma.unwrap_or(sensitivity / e.get()),
             n: public,
             size,
             neighbours: history.neighbours(),
@@ -317,9 +302,9 @@ impl Session {
             eps_spent: if from_history {
                 Decimal::ZERO
             } else {
-                eps.exact
+                history.price(eps.exact, plan.mechanism)
             },
-            budget_spent: history.spent(),
+            budget_spent: spent,
             budget_remaining: history.remaining(),
             sensitivity,
             plain,
@@ -330,6 +315,68 @@ impl Session {
             gamma: stairs.map(|law| law.gamma()),
             posterior_shape,
             plot,
+        }
+    }
+}
+
+/// The law of a count's noise, for what is said of its answer.
+struct NoiseLaw {
+    mechanism: Mechanism,
+    /// The release's epsilon.
+    eps: Epsilon,
+    /// A plain count's noise, interval and posterior are those of `eps / S` per whole step.
+    per: Epsilon,
+    /// The sensitivity.
+    sensitivity: f64,
+    /// Staircase noise's law.
+    stairs: Option<staircase::Staircase>,
+    /// Gaussian noise's standard deviation.
+    sigma: Option<f64>,
+}
+
+impl NoiseLaw {
+    fn of(plan: &CountPlan, eps: Eps) -> Self {
+        Self {
+            mechanism: plan.mechanism,
+            eps: eps.value,
+            per: per_step(eps, plan.sensitivity).map_or(eps.value, |p| p.value),
+            sensitivity: plan.sensitivity.to_f64().unwrap_or(f64::INFINITY),
+            stairs: (plan.mechanism == Mechanism::Staircase)
+                .then(|| staircase_law(per_step(eps, plan.sensitivity).unwrap_or(eps))),
+            sigma: (plan.mechanism == Mechanism::Gaussian)
+                .then(|| gaussian_sigma(plan.sensitivity, eps.exact)),
+        }
+    }
+
+    /// The half-width of the 95% noise interval, and the probability it holds the truth.
+    fn interval95(&self) -> (f64, f64) {
+        match (self.mechanism, self.stairs, self.sigma) {
+            (Mechanism::Staircase, Some(law), _) => (law.half_width(ninety_five()), 0.95),
+            (Mechanism::Gaussian, _, Some(sigma)) => {
+                (sigma * accuracy::normal_quantile(0.975), 0.95)
+            }
+            (Mechanism::Geometric, _, _) => {
+                // Whole values: the smallest whole half-width holding 95% holds more.
+                let m = accuracy::geometric_half_width(self.per, ninety_five());
+                (m as f64, accuracy::geometric_coverage(self.per, m))
+            }
+            _ => (
+                self.sensitivity * laplace::interval_half_width(self.eps, ninety_five()),
+                0.95,
+            ),
+        }
+    }
+
+    /// The largest probability of an answer outside `[0, n]` over true counts in it: at a
+    /// true count of 0, `P(noise < 0) + P(noise > n)`.
+    fn out_of_range_max(&self, n: u64) -> f64 {
+        match (self.mechanism, self.stairs, self.sigma) {
+            (Mechanism::Staircase, Some(law), _) => 0.5 + (1.0 - law.cdf(n as f64)),
+            (Mechanism::Gaussian, _, Some(sigma)) => {
+                0.5 + accuracy::normal_upper_tail(n as f64 / sigma)
+            }
+            (Mechanism::Geometric, _, _) => accuracy::geometric_out_of_range_max(n, self.per),
+            _ => accuracy::out_of_range_max(n, self.per),
         }
     }
 }
@@ -596,6 +643,10 @@ pub(super) fn refused(
             table: table.to_string(),
             span,
         },
+        Refusal::AccountingChanged => EvalError::AccountingChanged {
+            table: table.to_string(),
+            span,
+        },
         // The dataset's spending is all its analysts': said only where its policy shows it.
         Refusal::DatasetExceeded(Overspend { after, .. }) => EvalError::DatasetBudgetExceeded {
             table: table.to_string(),
@@ -688,13 +739,33 @@ fn public_rows(history: &History, entry: &Entry) -> u64 {
 /// The noise of a release, or why it cannot be released exactly: its scale must be exact and
 /// its largest possible answer (public: n and the coefficients) must fit the exact integer
 /// arithmetic, so that nothing in the release can fail on the data.
-fn noise_for(plan: &CountPlan, n: u64, eps: Eps, span: Span) -> Result<Noise, EvalError> {
+///
+/// A Gaussian release's variance parameter is the ledger's (`sigma2`, from the ticket): the
+/// noise is drawn with what the ledger charges.
+fn noise_for(
+    plan: &CountPlan,
+    n: u64,
+    eps: Eps,
+    sigma2: Option<(u128, u128)>,
+    span: Span,
+) -> Result<Noise, EvalError> {
     let total: Decimal = plan.terms.iter().map(|(c, _)| c.abs()).sum();
     let bound = total.to_f64().unwrap_or(f64::INFINITY) * n as f64;
     let too_large = || EvalError::TooLarge {
         bound: short_number(bound),
         span,
     };
+    if plan.mechanism == Mechanism::Gaussian {
+        let gaussian = sigma2
+            .and_then(|(p, q)| noise::Rational::new(p, q))
+            .and_then(noise::GridGaussian::new)
+            .ok_or_else(too_large)?;
+        let scaled = bound * 2f64.powi(gaussian.k() as i32);
+        if !(bound < 2f64.powi(90) && scaled < 2f64.powi(120)) {
+            return Err(too_large());
+        }
+        return Ok(Noise::Gaussian(gaussian));
+    }
     let laplace =
         noise::GridLaplace::new(linear_scale(eps, plan.sensitivity).ok_or_else(too_large)?);
     if plan.single().is_none() {
@@ -708,7 +779,9 @@ fn noise_for(plan: &CountPlan, n: u64, eps: Eps, span: Span) -> Result<Noise, Ev
         Mechanism::Laplace => Noise::Laplace(laplace),
         Mechanism::Geometric => Noise::Geometric(per()?.noise),
         Mechanism::Staircase => Noise::Staircase(staircase_noise(per()?)),
-        Mechanism::Smooth => unreachable!("checking refuses smooth noise on a count"),
+        Mechanism::Smooth | Mechanism::Gaussian => {
+            unreachable!("checking refuses smooth noise on a count; Gaussian noise is above")
+        }
     })
 }
 
@@ -769,6 +842,14 @@ fn draw(noise: &Noise, plan: &CountPlan, truth: i128, rng: &mut ChaCha20Rng) -> 
                 .release(rng, truth.saturating_mul(1i128 << laplace.k()))
                 .value()
         }
+        (Noise::Gaussian(gaussian), _) => {
+            // sum_j h_j x_j moves by at most S (the L2 sensitivity of one answer), S 2^k grid
+            // steps; the discrete Gaussian of sigma2 4^k steps is S^2 / (2 sigma2) = rho-zCDP
+            // on it (see GridGaussian).
+            gaussian
+                .release(rng, truth.saturating_mul(1i128 << gaussian.k()))
+                .value()
+        }
         (Noise::Geometric(eps), _) => {
             // P(z) = (1-a)/(1+a) a^|z|, a = e^-eps, exactly.
             (i128::from(count()) + noise::geometric(rng, *eps)) as f64
@@ -781,9 +862,22 @@ fn draw(noise: &Noise, plan: &CountPlan, truth: i128, rng: &mut ChaCha20Rng) -> 
     }
 }
 
+/// A Gaussian release's standard deviation `S / sqrt(2 rho)`, for display and intervals.
+pub(super) fn gaussian_sigma(sensitivity: Decimal, rho: Decimal) -> f64 {
+    let s = sensitivity.to_f64().unwrap_or(f64::INFINITY);
+    s / (2.0 * rho.to_f64().unwrap_or(0.0)).sqrt()
+}
+
 /// The grid a release's values lie on (`1` for whole numbers).
 fn grid(mechanism: Mechanism, eps: Eps, sensitivity: Decimal) -> f64 {
     match (mechanism, linear_scale(eps, sensitivity)) {
+        (Mechanism::Gaussian, _) => {
+            let square = sensitivity.checked_mul(sensitivity).unwrap_or(Decimal::MAX);
+            crate::privacy::zcdp::gaussian_variance(square, eps.exact)
+                .and_then(|(p, q)| noise::Rational::new(p, q))
+                .and_then(noise::GridGaussian::new)
+                .map_or(1.0, |g| g.grid())
+        }
         (Mechanism::Laplace, Some(scale)) => noise::GridLaplace::new(scale).grid(),
         (Mechanism::Staircase, _) => staircase_noise(eps).grid(),
         _ => 1.0,

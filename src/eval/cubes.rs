@@ -217,8 +217,9 @@ impl Session {
             time,
         };
         let ticket = match txn.prepare(request) {
-            Ok(Prepared::Fits(ticket)) => ticket,
-            Ok(Prepared::Recorded(_)) | Err(Refusal::CubeChanged | Refusal::ModelChanged) => {
+            Ok(Prepared::Fits(ticket)) => *ticket,
+            Ok(Prepared::Recorded(_))
+            | Err(Refusal::CubeChanged | Refusal::ModelChanged | Refusal::AccountingChanged) => {
                 return Err(EvalError::CubeInUse { span })
             }
             // A teaching cube is never a served dataset's view: both are its own budget.

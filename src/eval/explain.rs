@@ -7,7 +7,7 @@ use super::{ninety_five, Session};
 use crate::error::EvalError;
 use crate::output::{sensitivity_rule, short_number, ExplainedBudget, Explanation};
 use crate::plan::{CountPlan, Eps, Mechanism, Plan, Spend};
-use crate::privacy::{History, Neighbours, Row, Where};
+use crate::privacy::{Accounting, History, Neighbours, Row, Where};
 use crate::span::Span;
 use crate::stats::noise;
 use crate::stats::{accuracy, laplace};
@@ -89,6 +89,37 @@ impl Session {
         Ok(self.count_explanation(&plan, i, decision))
     }
 
+    /// What `SET BUDGET` would do: it spends nothing.
+    fn describe_budget(
+        &self,
+        table: &str,
+        total: Decimal,
+        accounting: Accounting,
+    ) -> (String, String) {
+        let e = &self.entries[self.index(table)];
+        let history = self.ledgers.get(e.ledger).history();
+        let spent = history.spent();
+        if accounting != history.accounting() && !history.releases().is_empty() {
+            step(
+                "refused",
+                format!(
+                    "`{table}` has releases accounted in {}: how its budget composes is fixed",
+                    history.accounting().unit()
+                ),
+            )
+        } else if accounting == history.accounting() && total < spent {
+            step(
+                "refused",
+                format!("{spent} is already spent on `{table}`, more than {total}: nothing would change"),
+            )
+        } else {
+            step(
+                "does",
+                format!("sets the total budget of `{table}` to {} {total} ({spent} spent); spends nothing and draws no noise", accounting.unit()),
+            )
+        }
+    }
+
     /// What a statement other than a count would do: all of these spend nothing.
     fn describe(&self, plan: Plan) -> Vec<(String, String)> {
         let free = "spends nothing and draws no noise";
@@ -105,21 +136,11 @@ impl Session {
             Plan::ShowTables | Plan::ShowBudget { .. } | Plan::ShowHistory { .. } | Plan::Describe { .. } | Plan::ShowCube { .. } => {
                 vec![step("does", format!("shows public facts (names, schemas, budgets, released answers); {free}"))]
             }
-            Plan::SetBudget { table, total } => {
-                let e = &self.entries[self.index(&table)];
-                let spent = self.ledgers.get(e.ledger).history().spent();
-                vec![if total < spent {
-                    step(
-                        "refused",
-                        format!("{spent} is already spent on `{table}`, more than {total}: nothing would change"),
-                    )
-                } else {
-                    step(
-                        "does",
-                        format!("sets the total budget of `{table}` to {total} ({spent} spent); {free}"),
-                    )
-                }]
-            }
+            Plan::SetDelta { delta } => vec![step(
+                "does",
+                format!("shows every rho spent also as (epsilon, delta) at delta {delta}; {free}"),
+            )],
+            Plan::SetBudget { table, total, accounting } => vec![self.describe_budget(&table, total, accounting)],
             Plan::SetSeed { seed } => vec![step(
                 "does",
                 format!("seeds the generator with {seed}: later answers are reproducible, and so not private; {free}"),
@@ -269,7 +290,8 @@ impl Session {
                 steps.push(step(
                     "refused",
                     format!(
-                        "epsilon {} would exceed the budget ({} of {} spent): nothing would be spent, recorded or drawn",
+                        "{} {} would exceed the budget ({} of {} spent): nothing would be spent, recorded or drawn",
+                        if plan.mechanism == Mechanism::Gaussian { "rho" } else { "epsilon" },
                         eps.exact.normalize(),
                         history.spent().normalize(),
                         history.total().normalize()
@@ -285,25 +307,16 @@ impl Session {
                 steps.extend(self.release_steps(plan, i, eps));
                 spends = eps.exact;
                 budget = Some(budget_line(spent_after));
-                let row = Row::from_cells(&plan.row).unwrap_or_default();
-                let (upper, lower, at) = history.after_bounds(eps.exact, &row);
-                let exact = history.spent_is_exact() && upper == lower;
-                steps.extend(spend_steps(history, eps, spent_after, exact));
-                if let (Some(cube), Where::Pair(j, k)) = (&entry.cube, at) {
-                    let names = (cube.cell_name(j), cube.cell_name(k));
-                    steps.push(pair_step(names, (!exact).then_some(lower)));
-                }
-                if let Some(chart) = &plan.plot {
-                    steps.push(step(
-                        "plot",
-                        format!("writes the posterior to {}", chart.path.display()),
-                    ));
-                }
+                steps.extend(self.would_spend(plan, i, eps, spent_after));
             }
         }
         steps.push(step(
             "composition",
-            composition(entry.cube.is_some(), history.neighbours()),
+            composition(
+                entry.cube.is_some(),
+                history.neighbours(),
+                history.accounting(),
+            ),
         ));
         Explanation {
             statement: plan.statement.clone(),
@@ -312,6 +325,41 @@ impl Session {
             budget,
             steps,
         }
+    }
+
+    /// What a count that fits would spend: the budget before and after, where it costs most,
+    /// and the chart it would write.
+    fn would_spend(
+        &self,
+        plan: &CountPlan,
+        i: usize,
+        eps: Eps,
+        spent_after: Decimal,
+    ) -> Vec<(String, String)> {
+        let entry = &self.entries[i];
+        let history = self.ledgers.get(entry.ledger).history();
+        let row = Row::from_cells(&plan.row).unwrap_or_default();
+        let (upper, lower, at) = history.after_bounds(eps.exact, plan.mechanism, &row);
+        let exact = history.spent_is_exact() && upper == lower;
+        let spend = Spending {
+            eps: eps.exact,
+            mechanism: plan.mechanism,
+            after: spent_after,
+            exact,
+            delta: self.delta,
+        };
+        let mut steps = spend_steps(history, &spend);
+        if let (Some(cube), Where::Pair(j, k)) = (&entry.cube, at) {
+            let names = (cube.cell_name(j), cube.cell_name(k));
+            steps.push(pair_step(names, (!exact).then_some(lower)));
+        }
+        if let Some(chart) = &plan.plot {
+            steps.push(step(
+                "plot",
+                format!("writes the posterior to {}", chart.path.display()),
+            ));
+        }
+        steps
     }
 
     /// The public facts of a count: its table, query, cells and sensitivity.
@@ -449,6 +497,16 @@ fn noise_text(plan: &CountPlan, eps: Eps) -> String {
     let s = plan.sensitivity;
     let sf = s.to_f64().unwrap_or(f64::INFINITY);
     match plan.mechanism {
+        Mechanism::Gaussian => {
+            let sigma = super::count::gaussian_sigma(s, eps.exact);
+            format!(
+                "Gaussian of standard deviation S/sqrt(2 rho) = {}/sqrt(2 x {}) = {}, drawn exactly as discrete Gaussian steps of a 2^-k grid; 95% of answers lie within ±{} of the truth",
+                s.normalize(),
+                eps.exact.normalize(),
+                short_number(sigma),
+                short_number(sigma * accuracy::normal_quantile(0.975))
+            )
+        }
         Mechanism::Laplace => format!(
             "Laplace of scale S/eps = {}/{} = {}, drawn exactly as discrete Laplace steps of a 2^-k grid; 95% of answers lie within ±{} of the truth",
             s.normalize(),
@@ -499,25 +557,70 @@ fn pair_step(names: (String, String), known: Option<Decimal>) -> (String, String
 }
 
 /// The spending of a release and the order of its steps.
-fn spend_steps(history: &History, eps: Eps, after: Decimal, exact: bool) -> Vec<(String, String)> {
-    let bound = if exact { "" } else { "at most " };
-    vec![
-        step(
-            "budget",
-            format!(
-                "spends epsilon {}: spent {bound}{} -> {bound}{} of {}",
-                eps.exact.normalize(),
-                history.spent().normalize(),
-                after.normalize(),
-                history.total().normalize()
-            ),
+/// A release as `EXPLAIN` says what it spends.
+struct Spending {
+    /// Its epsilon, or a Gaussian release's rho.
+    eps: Decimal,
+    mechanism: Mechanism,
+    /// The table's spending after it.
+    after: Decimal,
+    /// Whether `after` is exact (else an upper bound).
+    exact: bool,
+    /// The delta at which a rho is shown as (epsilon, delta).
+    delta: f64,
+}
+
+fn spend_steps(history: &History, spend: &Spending) -> Vec<(String, String)> {
+    let bound = if spend.exact { "" } else { "at most " };
+    let price = history.price(spend.eps, spend.mechanism);
+    let what = match (history.accounting(), spend.mechanism) {
+        (Accounting::Pure, _) => format!("epsilon {}", spend.eps.normalize()),
+        (Accounting::Zcdp, Mechanism::Gaussian) => format!("rho {}", price.normalize()),
+        (Accounting::Zcdp, _) => format!(
+            "rho {} at most (epsilon {} of pure noise is eps^2/2 = {} rho-zCDP; per cell or pair, the square of its share)",
+            price.normalize(),
+            spend.eps.normalize(),
+            price.normalize()
         ),
-        step("order", "the budget is checked and the spending recorded before the noise is drawn; the answer is recorded before it is shown"),
-    ]
+    };
+    let mut steps = vec![step(
+        "budget",
+        format!(
+            "spends {what}: spent {bound}{} -> {bound}{} of {}",
+            history.spent().normalize(),
+            spend.after.normalize(),
+            history.total().normalize()
+        ),
+    )];
+    if history.accounting() == Accounting::Zcdp {
+        let rho = spend.after.to_f64().unwrap_or(f64::INFINITY);
+        steps.push(step(
+            "(eps, delta)",
+            format!(
+                "rho {} is ({}, {})-DP by the tight conversion of Canonne, Kamath and Steinke 2020 (the simpler rho + 2 sqrt(rho ln(1/delta)) says {})",
+                spend.after.normalize(),
+                short_number(crate::privacy::zcdp::epsilon(rho, spend.delta)),
+                spend.delta,
+                short_number(crate::privacy::zcdp::epsilon_simple(rho, spend.delta))
+            ),
+        ));
+    }
+    steps.push(step("order", "the budget is checked and the spending recorded before the noise is drawn; the answer is recorded before it is shown"));
+    steps
 }
 
 /// How releases compose on the table.
-fn composition(cube: bool, neighbours: Neighbours) -> &'static str {
+fn composition(cube: bool, neighbours: Neighbours, accounting: Accounting) -> &'static str {
+    match (cube, neighbours, accounting) {
+        (false, _, Accounting::Zcdp) => "zCDP composition: the rhos of all releases on the data file add up (a pure release's is eps^2/2)",
+        (true, Neighbours::AddRemove, Accounting::Zcdp) => "per-cell zCDP (NEIGHBOURS add_remove): each cell j touched is charged rho h_j^2 / S2^2 (a Gaussian release's H_j^2 / (2 sigma^2)), disjoint cells in parallel; the table's spent budget is its most charged cell's",
+        (true, Neighbours::Replace, Accounting::Zcdp) => "pairwise zCDP (NEIGHBOURS replace): a replaced row moves from a cell j to a cell k, so each pair is charged rho (h_j - h_k)^2 / S2^2 (a Gaussian release's (h_j - h_k)^2 / (2 sigma^2)); the table's spent budget is its costliest pair's",
+        _ => composition_pure(cube, neighbours),
+    }
+}
+
+/// How pure releases compose on the table.
+fn composition_pure(cube: bool, neighbours: Neighbours) -> &'static str {
     match (cube, neighbours) {
         (false, _) => "sequential composition: the epsilons of all releases on the data file add up",
         (true, Neighbours::AddRemove) => "per-cell composition (NEIGHBOURS add_remove): each cell j touched is charged eps |h_j| / S, disjoint cells in parallel; the table's spent budget is its most charged cell's",

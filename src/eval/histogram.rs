@@ -127,7 +127,7 @@ impl Session {
         served::permit_release(max_releases, txn.history(), &plan.table, span)?;
         let sensitivity = ticket.sensitivity();
         let rows = public_rows(txn.history().neighbours(), entry);
-        let noise = noise_for(plan, sensitivity, rows, span)?;
+        let noise = noise_for(plan, sensitivity, ticket.sigma2(), rows, span)?;
         if dry {
             return Ok(HistogramDecision::WouldRelease {
                 sensitivity,
@@ -168,7 +168,8 @@ impl Session {
     ) -> HistogramResult {
         let entry = &self.entries[i];
         let history = self.ledgers.get(entry.ledger).history();
-        let (half, coverage95) = half_width(plan.mechanism, plan.eps, sensitivity);
+        let sigma = gaussian_sigma(history, &plan);
+        let (half, coverage95) = half_width(plan.mechanism, plan.eps, sensitivity, sigma);
         let parts: Vec<HistogramPart> = plan
             .groups
             .iter()
@@ -184,6 +185,9 @@ impl Session {
             super::lab::outcome_of(&chart.path, svg)
         });
         HistogramResult {
+            accounting: history.accounting(),
+            sigma,
+            equivalent: self.equivalent(history),
             grouped: plan.grouped,
             table: plan.table,
             statement: plan.statement,
@@ -192,10 +196,10 @@ impl Session {
             eps_spent: if from_history {
                 Decimal::ZERO
             } else {
-                plan.eps.exact
+                history.price(plan.eps.exact, plan.mechanism)
             },
             sensitivity,
-            scale: sensitivity / plan.eps.value.get(),
+            scale: sigma.unwrap_or(sensitivity / plan.eps.value.get()),
             mechanism: plan.mechanism.to_string(),
             coverage95,
             neighbours: history.neighbours(),
@@ -248,7 +252,9 @@ impl Session {
                 sensitivity,
                 spent_after,
             }) => {
-                let (half, _) = half_width(plan.mechanism, plan.eps, sensitivity);
+                let sigma =
+                    gaussian_sigma(self.ledgers.get(self.entries[i].ledger).history(), &plan);
+                let (half, _) = half_width(plan.mechanism, plan.eps, sensitivity, sigma);
                 steps.push(step("sensitivity", format!(
                     "{}: {} (NEIGHBOURS {model})",
                     crate::output::short_number(sensitivity),
@@ -258,19 +264,18 @@ impl Session {
                         (Neighbours::AddRemove, Some(u)) => format!("{}: a unit adds or removes up to {k} rows, moving the parts by {k} in all", crate::output::unit_clause(u), k = u.max_rows),
                     }
                 )));
-                steps.push(step("noise", format!(
-                    "{} of scale S/eps = {} on every part; 95% of answers lie within ±{} of the truth",
-                    plan.mechanism,
-                    crate::output::short_number(sensitivity / plan.eps.value.get()),
-                    crate::output::short_number(half)
-                )));
+                steps.push(noise_step(&plan, sensitivity, sigma, half));
+                let history = self.ledgers.get(self.entries[i].ledger).history();
+                let price = history.price(plan.eps.exact, plan.mechanism);
                 steps.push(step(
                     "budget",
                     format!(
-                        "spends epsilon {} once for the whole vector: spent {} -> {} of {total}",
-                        plan.eps.exact.normalize(),
+                        "spends {} {} once for the whole vector: spent {} -> {} of {total}{}",
+                        history.accounting().unit(),
+                        price.normalize(),
                         spent.normalize(),
-                        spent_after.normalize()
+                        spent_after.normalize(),
+                        self.equivalent_after(history, spent_after)
                     ),
                 ));
                 steps.push(step("history", "each part enters the history as a row of its own: later ESTIMATEs of unions of cells are free".into()));
@@ -360,6 +365,8 @@ fn public_rows(model: Neighbours, entry: &Entry) -> u64 {
 enum Noise {
     /// Laplace of scale `S/eps` on a grid of `2^-k`.
     Laplace(noise::GridLaplace),
+    /// The discrete Gaussian of variance parameter `S2^2 / (2 rho)` on a grid of `2^-k`.
+    Gaussian(noise::GridGaussian),
     /// Discrete Laplace of scale `S/eps`, for whole answers.
     Geometric(noise::Rational),
 }
@@ -369,6 +376,7 @@ enum Noise {
 fn noise_for(
     plan: &HistogramPlan,
     sensitivity: f64,
+    sigma2: Option<(u128, u128)>,
     rows: u64,
     span: Span,
 ) -> Result<Noise, EvalError> {
@@ -376,6 +384,17 @@ fn noise_for(
         bound: rows.to_string(),
         span,
     };
+    if plan.mechanism == Mechanism::Gaussian {
+        // The ledger's variance, from the ticket: the noise is what the ledger charges.
+        let gaussian = sigma2
+            .and_then(|(p, q)| noise::Rational::new(p, q))
+            .and_then(noise::GridGaussian::new)
+            .ok_or_else(too_large)?;
+        if rows as f64 * 2f64.powi(gaussian.k() as i32) >= 2f64.powi(120) {
+            return Err(too_large());
+        }
+        return Ok(Noise::Gaussian(gaussian));
+    }
     let s = Decimal::try_from(sensitivity).map_err(|_| too_large())?;
     let scale = linear_scale(plan.eps, s).ok_or_else(too_large)?;
     Ok(match plan.mechanism {
@@ -388,6 +407,40 @@ fn noise_for(
             }
             Noise::Laplace(laplace)
         }
+    })
+}
+
+/// `EXPLAIN`'s line on a vector's noise: its law and scale on every part, and its interval.
+fn noise_step(
+    plan: &HistogramPlan,
+    sensitivity: f64,
+    sigma: Option<f64>,
+    half: f64,
+) -> (String, String) {
+    let text = match sigma {
+        Some(sigma) => format!(
+            "gaussian of standard deviation S2/sqrt(2 rho) = {} on every part, S2 = {} (the L2 sensitivity: the square root of the sum of the squared moves); 95% of answers lie within ±{} of the truth",
+            crate::output::short_number(sigma),
+            crate::output::short_number(sigma * (2.0 * plan.eps.value.get()).sqrt()),
+            crate::output::short_number(half)
+        ),
+        None => format!(
+            "{} of scale S/eps = {} on every part; 95% of answers lie within ±{} of the truth",
+            plan.mechanism,
+            crate::output::short_number(sensitivity / plan.eps.value.get()),
+            crate::output::short_number(half)
+        ),
+    };
+    ("noise".to_string(), text)
+}
+
+/// A Gaussian vector's standard deviation on every part, `sqrt(S2^2 / (2 rho))` with its
+/// squared L2 sensitivity on the table's cube and model; `None` for other noise.
+fn gaussian_sigma(history: &crate::privacy::History, plan: &HistogramPlan) -> Option<f64> {
+    (plan.mechanism == Mechanism::Gaussian).then(|| {
+        let l2 = history.vector_l2_squared(&parts(plan));
+        let l2 = l2.to_f64().unwrap_or(f64::INFINITY);
+        (l2 / (2.0 * plan.eps.exact.to_f64().unwrap_or(0.0))).sqrt()
     })
 }
 
@@ -419,6 +472,12 @@ fn draw(noise: &Noise, cells: &[u64], plan: &HistogramPlan, rng: &mut ChaCha20Rn
                 Noise::Laplace(laplace) => laplace
                     .release(rng, truth.saturating_mul(1i128 << laplace.k()))
                     .value(),
+                // Independent discrete Gaussians of variance parameter S2^2 / (2 rho) on every
+                // part: a neighbour moves the parts by a vector of squared length at most
+                // S2^2, so the vector is rho-zCDP (see GridGaussian).
+                Noise::Gaussian(gaussian) => gaussian
+                    .release(rng, truth.saturating_mul(1i128 << gaussian.k()))
+                    .value(),
                 // Discrete Laplace: P(z) proportional to exp(-eps |z| / S), exactly.
                 Noise::Geometric(scale) => (truth + noise::discrete_laplace(rng, *scale)) as f64,
             }
@@ -428,9 +487,18 @@ fn draw(noise: &Noise, cells: &[u64], plan: &HistogramPlan, rng: &mut ChaCha20Rn
 
 /// The half-width of every part's 95% interval, and the probability it holds the true count
 /// (0.95 for Laplace; at least 0.95 for whole-valued geometric noise).
-pub(super) fn half_width(mechanism: Mechanism, eps: Eps, sensitivity: f64) -> (f64, f64) {
+pub(super) fn half_width(
+    mechanism: Mechanism,
+    eps: Eps,
+    sensitivity: f64,
+    sigma: Option<f64>,
+) -> (f64, f64) {
     let ninety_five = crate::stats::Probability::new(0.95).expect("0.95 lies in (0, 1)");
     match mechanism {
+        Mechanism::Gaussian => (
+            sigma.unwrap_or(f64::INFINITY) * accuracy::normal_quantile(0.975),
+            0.95,
+        ),
         Mechanism::Geometric => {
             // Discrete Laplace of scale S/eps is the geometric mechanism at eps/S.
             let per = Epsilon::new(eps.value.get() / sensitivity).unwrap_or(eps.value);

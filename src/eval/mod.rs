@@ -192,7 +192,14 @@ pub struct Session {
     analyst: Option<Quotas>,
     /// Rows handed over in memory for the next `LOAD` of their name ([`Session::give`]).
     given: Option<tables::Given>,
+    /// The delta at which a rho is also shown as (epsilon, delta) (`SET DELTA`).
+    delta: f64,
 }
+
+/// The delta at which a rho is shown as (epsilon, delta) until `SET DELTA` says otherwise:
+/// 1e-6, well below one over the row count of the tables dpq is used on (a delta near 1/n
+/// would allow releasing a row outright).
+pub const DEFAULT_DELTA: f64 = 1e-6;
 
 impl Default for Session {
     fn default() -> Self {
@@ -228,6 +235,7 @@ impl Session {
             progress: None,
             analyst: None,
             given: None,
+            delta: DEFAULT_DELTA,
         }
     }
 
@@ -349,7 +357,15 @@ impl Session {
             Plan::Describe { table } => Output::Described(self.info(self.index(&table))),
             Plan::ShowBudget { table } => self.show_budget(&table, span)?,
             Plan::ShowHistory { table } => self.show_history(&table, span)?,
-            Plan::SetBudget { table, total } => self.set_budget(table, total, span)?,
+            Plan::SetBudget {
+                table,
+                total,
+                accounting,
+            } => self.set_budget(table, total, accounting, span)?,
+            Plan::SetDelta { delta } => {
+                self.delta = delta;
+                Output::DeltaSet { delta }
+            }
             Plan::SetSeed { seed } => self.set_seed(seed, span)?,
             Plan::Count(plan) => self.count(*plan, span)?,
             Plan::Histogram(plan) => self.histogram(*plan, span)?,
@@ -502,6 +518,14 @@ impl Catalog for Session {
             .iter()
             .find(|e| e.name == table)
             .map(|e| self.ledgers.get(e.ledger).history().neighbours())
+            .unwrap_or_default()
+    }
+
+    fn table_accounting(&self, table: &str) -> crate::privacy::Accounting {
+        self.entries
+            .iter()
+            .find(|e| e.name == table)
+            .map(|e| self.ledgers.get(e.ledger).history().accounting())
             .unwrap_or_default()
     }
 

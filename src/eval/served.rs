@@ -278,6 +278,7 @@ impl Session {
             Plan::SetSeed { .. } => refuse("SET SEED: a seeded answer is as good as a true count"),
             Plan::CubeBy { .. } => refuse("CUBE BY: the curator's policy declares the cubes"),
             Plan::Use { .. }
+            | Plan::SetDelta { .. }
             | Plan::ShowTables
             | Plan::Describe { .. }
             | Plan::ShowBudget { .. }
@@ -444,8 +445,9 @@ impl Session {
             .begin()
             .map_err(super::ledger_error(span))?;
         let total = total.max(txn.history().spent());
+        let accounting = txn.history().accounting();
         if txn.history().total() != total {
-            txn.set_total(total, time)
+            txn.set_total(total, accounting, time)
                 .map_err(super::ledger_error(span))?;
         }
         Ok(total)

@@ -213,7 +213,7 @@ impl Session {
                 let noisy = r.noisy;
                 return Ok(self.statistic_output(plan, i, &grid, noisy, true));
             }
-            Ok(Prepared::Fits(t)) => t,
+            Ok(Prepared::Fits(t)) => *t,
             Err(r) => {
                 return Err(refused(
                     r,
@@ -331,7 +331,7 @@ impl Session {
         let history = self.ledgers.get(self.entries[i].ledger).history();
         let spent = history.spent();
         let charged = history.charged_row(&measure(plan), &Row::default());
-        let (after, _, _) = history.after_bounds(plan.eps.exact, &charged);
+        let (after, _, _) = history.after_bounds(plan.eps.exact, Mechanism::Smooth, &charged);
         let unavailable = public_checks(plan, Span::new(0, 0)).err();
         let fits = after <= history.total() && unavailable.is_none();
         let step = |l: &str, t: String| (l.to_string(), t);

@@ -141,7 +141,7 @@ impl Session {
         let spent = history.spent();
         let row = Row::from_cells(&plan.row).expect("a plan's row is by increasing cell");
         let charged = history.charged_row(&measure(plan, "sum"), &row);
-        let (after, _, _) = history.after_bounds(plan.eps.exact, &charged);
+        let (after, _, _) = history.after_bounds(plan.eps.exact, plan.mechanism, &charged);
         let fits = after <= history.total();
         let step = |l: &str, t: String| (l.to_string(), t);
         let mut steps = vec![

@@ -2,6 +2,7 @@
 
 use super::{BudgetReport, HistoryReport, Output, Response, TableInfo};
 use crate::plan::ChoosePlan;
+use crate::privacy::{Accounting, Mechanism};
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
@@ -19,12 +20,16 @@ pub fn render_json(response: &Response) -> String {
         Output::Budget(b) => budget(b),
         Output::History(h) => history(h),
         Output::SeedSet { seed } => json!({ "kind": "seed", "seed": seed }),
+        Output::DeltaSet { delta } => json!({ "kind": "delta", "delta": delta }),
         Output::Count(c) => json!({
             "kind": "count",
             "table": c.table,
             "statement": c.statement,
             "noisy": c.noisy,
-            "eps": dec(c.eps),
+            "eps": c.sigma.is_none().then(|| dec(c.eps)),
+            "rho": c.sigma.is_some().then(|| dec(c.eps)),
+            "sigma": c.sigma,
+            "accounting": c.accounting.to_string(),
             "mechanism": c.mechanism,
             "scale": c.scale,
             "grid": c.grid,
@@ -38,9 +43,11 @@ pub fn render_json(response: &Response) -> String {
             "credible95": c.credible95.map(|(lo, hi)| [lo, hi]),
             "p_out_of_range_max": c.out_of_range,
             "from_history": c.from_history,
-            "eps_spent": dec(c.eps_spent),
+            "eps_spent": (c.accounting == Accounting::Pure).then(|| dec(c.eps_spent)),
+            "rho_spent": (c.accounting == Accounting::Zcdp).then(|| dec(c.eps_spent)),
             "budget_spent": dec(c.budget_spent),
             "budget_remaining": dec(c.budget_remaining),
+            "eps_delta": c.equivalent.map(|(e, d)| [e, d]),
             "sensitivity": c.sensitivity,
             "explain": c.explain,
             "outside_cube": c.outside_cube,
@@ -65,8 +72,13 @@ pub fn render_json(response: &Response) -> String {
                 "noisy": p.noisy,
                 "interval95": [p.interval95.0, p.interval95.1],
             })).collect::<Vec<_>>(),
-            "eps": dec(h.eps),
-            "eps_spent": dec(h.eps_spent),
+            "eps": h.sigma.is_none().then(|| dec(h.eps)),
+            "rho": h.sigma.is_some().then(|| dec(h.eps)),
+            "sigma": h.sigma,
+            "accounting": h.accounting.to_string(),
+            "eps_spent": (h.accounting == Accounting::Pure).then(|| dec(h.eps_spent)),
+            "rho_spent": (h.accounting == Accounting::Zcdp).then(|| dec(h.eps_spent)),
+            "eps_delta": h.equivalent.map(|(e, d)| [e, d]),
             "sensitivity": h.sensitivity,
             "scale": h.scale,
             "mechanism": h.mechanism,
@@ -361,12 +373,18 @@ fn budget(b: &BudgetReport) -> Value {
     json!({
         "kind": "budget",
         "table": b.table,
+        "accounting": b.accounting.to_string(),
+        "unit": b.accounting.unit(),
+        "eps_delta": b.equivalent.map(|(e, d)| [e, d]),
         "total": dec(b.total),
         "spent": dec(b.spent),
         "remaining": dec(b.remaining),
         "ledger": b.ledger,
         "spending": b.lines.iter().map(|l| json!({
-            "seq": l.seq, "statement": l.statement, "eps": dec(l.eps), "time": l.time,
+            "seq": l.seq, "statement": l.statement,
+            "eps": (l.mechanism != Mechanism::Gaussian).then(|| dec(l.eps)),
+            "rho": (l.mechanism == Mechanism::Gaussian).then(|| dec(l.eps)),
+            "mechanism": l.mechanism.to_string(), "cost": dec(l.cost), "time": l.time,
         })).collect::<Vec<_>>(),
         "cells": b.cells.as_ref().map(|cells| cells.iter().map(|(name, spent)| json!({
             "cell": name, "spent": dec(*spent), "remaining": dec(b.total - *spent),

@@ -55,6 +55,11 @@ pub enum Output {
         /// The seed.
         seed: u64,
     },
+    /// `SET DELTA`.
+    DeltaSet {
+        /// The delta.
+        delta: f64,
+    },
     /// `COUNT`.
     Count(Box<CountResult>),
     /// Noisy counts of a cube's cells or groups of cells, released at once.
@@ -292,6 +297,10 @@ pub struct Budget {
 /// A table's budget: total, spent, remaining, and every spending.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BudgetReport {
+    /// How the budget composes: totals, spending and lines in epsilon, or in rho.
+    pub accounting: crate::privacy::Accounting,
+    /// Under zCDP, what is spent as (epsilon, delta) at the session's delta.
+    pub equivalent: Option<(f64, f64)>,
     /// The table.
     pub table: String,
     /// The total epsilon.
@@ -346,8 +355,13 @@ pub struct SpendLine {
     pub seq: u64,
     /// The statement that spent it, canonical.
     pub statement: String,
-    /// The epsilon spent.
+    /// The epsilon spent; a Gaussian release's rho.
     pub eps: Decimal,
+    /// Its noise.
+    pub mechanism: crate::privacy::Mechanism,
+    /// What it costs the budget alone, in the budget's unit: its epsilon, or under zCDP its
+    /// rho (`eps^2 / 2` for a pure release).
+    pub cost: Decimal,
     /// When, as seconds since the Unix epoch.
     pub time: u64,
 }
@@ -398,6 +412,13 @@ pub struct HistogramPart {
 /// A histogram: every part's noisy count, released at once with one epsilon.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HistogramResult {
+    /// How the table's budget composes: `eps_spent`, `budget_spent` and `budget_remaining`
+    /// are in epsilon, or in rho.
+    pub accounting: crate::privacy::Accounting,
+    /// A Gaussian vector's standard deviation on every part (its `eps` is its rho).
+    pub sigma: Option<f64>,
+    /// Under zCDP, the budget spent as (epsilon, delta) at the session's delta.
+    pub equivalent: Option<(f64, f64)>,
     /// The table.
     pub table: String,
     /// The statement, canonical.
@@ -560,6 +581,13 @@ pub struct StatisticResult {
 /// A noisy count and what can be said of it from public facts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CountResult {
+    /// How the table's budget composes: `eps_spent`, `budget_spent` and `budget_remaining`
+    /// are in epsilon, or in rho.
+    pub accounting: crate::privacy::Accounting,
+    /// A Gaussian release's standard deviation (its `eps` is its rho).
+    pub sigma: Option<f64>,
+    /// Under zCDP, the budget spent as (epsilon, delta) at the session's delta.
+    pub equivalent: Option<(f64, f64)>,
     /// The table.
     pub table: String,
     /// The statement, canonical.

@@ -6,6 +6,7 @@ use super::{
     Response, TableInfo,
 };
 use crate::plan::ChoosePlan;
+use crate::privacy::{Accounting, Mechanism};
 use comfy_table::{presets, ColumnConstraint, ContentArrangement, Table, Width};
 use rust_decimal::Decimal;
 use std::fmt::Write as _;
@@ -23,6 +24,10 @@ pub fn render_table(response: &Response) -> String {
         Output::SeedSet { seed } => {
             format!("Seed set to {seed}: from now on results are reproducible and NOT private.")
         }
+        Output::DeltaSet { delta } => format!(
+            "Delta set to {}: a budget in rho is also shown as (epsilon, delta) at this delta.",
+            num(*delta)
+        ),
         Output::Count(c) => count(c),
         Output::Histogram(h) => histogram(h),
         Output::Sum(r) => sum(r),
@@ -482,7 +487,9 @@ fn tables_list(tables: &[TableInfo]) -> String {
 }
 
 fn budget(b: &BudgetReport) -> String {
-    let mut t = new_table(&["table", "total epsilon", "spent", "remaining"]);
+    let zcdp = b.accounting == Accounting::Zcdp;
+    let total = if zcdp { "total rho" } else { "total epsilon" };
+    let mut t = new_table(&["table", total, "spent", "remaining"]);
     t.add_row(vec![
         b.table.clone(),
         dec(b.total),
@@ -490,11 +497,38 @@ fn budget(b: &BudgetReport) -> String {
         dec(b.remaining),
     ]);
     let mut out = t.to_string();
+    if let Some((eps, delta)) = b.equivalent {
+        let _ = write!(
+            out,
+            "\nzCDP: rho {} spent is ({}, {})-DP (the tight conversion of Canonne, Kamath and Steinke 2020; SET DELTA changes delta).",
+            dec(b.spent),
+            num(eps),
+            num(delta)
+        );
+    }
     if let Some(path) = &b.ledger {
         let _ = write!(out, "\nledger: {path}");
     }
     if b.lines.is_empty() {
         out.push_str("\nNothing spent yet.");
+    } else if zcdp {
+        let mut lines = new_table(&["#", "statement", "noise", "rho"]);
+        for l in &b.lines {
+            let noise = match l.mechanism {
+                Mechanism::Gaussian => "gaussian".to_string(),
+                m => format!("{m}, eps {} (rho eps^2/2)", dec(l.eps)),
+            };
+            lines.add_row(vec![
+                l.seq.to_string(),
+                short(&l.statement),
+                noise,
+                dec(l.cost),
+            ]);
+        }
+        let _ = write!(out, "\n{lines}");
+        if b.cells.is_none() {
+            out.push_str("\nSpent is the sum of the rhos above (zCDP composes by adding rho).");
+        }
     } else {
         let mut lines = new_table(&["#", "statement", "epsilon"]);
         for l in &b.lines {
@@ -529,6 +563,11 @@ fn budget(b: &BudgetReport) -> String {
             let _ = write!(out, "\n({hidden} more cells have spent nothing)");
         }
         out.push_str(&match (&b.neighbours, &b.pair) {
+            (Neighbours::Replace, Some(pair)) if zcdp => format!(
+                "\nNEIGHBOURS replace: a row may move from any cell to any other, so the history costs its costliest pair of cells, sum_i rho_i (H_ij - H_ik)^2 / S2_i^2 (zCDP: the Gaussian release of rho_i costs (H_ij - H_ik)^2 / (2 sigma_i^2) for that move; a pure release of eps_i, (eps_i |H_ij - H_ik| / S_i)^2 / 2): {}. Each cell's line above is its cost against a cell no answer touched.",
+                pair_cost(pair)
+            ),
+            (Neighbours::AddRemove, _) if zcdp => "\nNEIGHBOURS add_remove: each cell spends sum_i rho_i H_ij^2 / S2_i^2 (zCDP: a Gaussian release costs H_ij^2 / (2 sigma_i^2) for a row added to cell j; a pure one (eps_i |H_ij| / S_i)^2 / 2; for a privacy unit of k rows, k^2 times that): answers over disjoint cells compose in parallel, and spent is the largest cell's.".to_string(),
             (Neighbours::Replace, None) => "\nNEIGHBOURS replace: a row may move from any cell to any other, so the history costs its costliest pair of cells; nothing is spent yet.".to_string(),
             (Neighbours::Replace, Some(pair)) => format!(
                 "\nNEIGHBOURS replace: a row may move from any cell to any other, so the history costs its costliest pair of cells, sum_i (eps_i/S_i) |H_ij - H_ik|: {}. Each cell's line above is its cost against a cell no answer touched.",
@@ -677,12 +716,33 @@ fn count(c: &CountResult) -> String {
             ),
         ]);
     }
+    let zcdp = c.accounting == Accounting::Zcdp;
     t.add_row(vec![
-        "epsilon spent".to_string(),
+        if zcdp { "rho spent" } else { "epsilon spent" }.to_string(),
         if c.from_history {
             format!(
-                "0 (identical to an earlier query: its recorded answer, epsilon {})",
+                "0 (identical to an earlier query: its recorded answer, {} {})",
+                if c.sigma.is_some() { "rho" } else { "epsilon" },
                 dec(c.eps)
+            )
+        } else if let Some(sigma) = c.sigma {
+            format!(
+                "{} (gaussian noise, sigma {}, on a grid of {})",
+                dec(c.eps_spent),
+                num(sigma),
+                grid(c.grid)
+            )
+        } else if zcdp {
+            format!(
+                "{} (epsilon {} of {} noise, charged eps^2/2; {}, on a grid of {})",
+                dec(c.eps_spent),
+                dec(c.eps),
+                c.mechanism,
+                match c.gamma {
+                    Some(g) => format!("gamma {}", num(g)),
+                    None => format!("scale {}", num(c.scale)),
+                },
+                grid(c.grid)
             )
         } else {
             format!(
@@ -700,9 +760,15 @@ fn count(c: &CountResult) -> String {
     t.add_row(vec![
         "budget".to_string(),
         format!(
-            "{} spent, {} remaining",
+            "{} {}spent, {} remaining{}",
             dec(c.budget_spent),
-            dec(c.budget_remaining)
+            if zcdp { "rho " } else { "" },
+            dec(c.budget_remaining),
+            c.equivalent.map_or(String::new(), |(e, d)| format!(
+                "; ({}, {})-DP so far",
+                num(e),
+                num(d)
+            ))
         ),
     ]);
     let mut out = format!(
@@ -727,9 +793,14 @@ fn count(c: &CountResult) -> String {
     } else {
         let _ = write!(
             out,
-            "\nA linear query of sensitivity S = {} ({}): noise scale S/eps. The interval holds the true value with probability 0.95.",
+            "\nA linear query of sensitivity S = {} ({}): noise scale {}. The interval holds the true value with probability 0.95.",
             num(c.sensitivity),
-            sensitivity_rule(c.neighbours)
+            sensitivity_rule(c.neighbours),
+            if c.sigma.is_some() {
+                "sigma = S/sqrt(2 rho)"
+            } else {
+                "S/eps"
+            }
         );
     }
     if let Some(a) = &c.combined {
@@ -799,18 +870,35 @@ fn histogram(h: &super::HistogramResult) -> String {
         ]);
     }
     let mut out = format!("{} -- table {}\n{t}", short(&h.statement), h.table);
+    let zcdp = h.accounting == Accounting::Zcdp;
+    let unit = if zcdp { "rho" } else { "epsilon" };
     let spent = if h.from_history {
         format!(
-            "0 (identical to an earlier histogram: its recorded answers, epsilon {})",
+            "0 (identical to an earlier histogram: its recorded answers, {} {})",
+            if h.sigma.is_some() { "rho" } else { "epsilon" },
             dec(h.eps)
         )
     } else {
         format!(
-            "{} for the whole vector ({} noise of scale S/eps = {} on every part, S = {}: {})",
+            "{} for the whole vector ({} noise {} on every part, {}: {})",
             dec(h.eps_spent),
             h.mechanism,
-            num(h.scale),
-            num(h.sensitivity),
+            match h.sigma {
+                Some(sigma) => format!("of standard deviation S2/sqrt(2 rho) = {}", num(sigma)),
+                None if zcdp => format!(
+                    "of epsilon {} (charged per part, eps^2/2 each over S^2) and scale S/eps = {}",
+                    dec(h.eps),
+                    num(h.scale)
+                ),
+                None => format!("of scale S/eps = {}", num(h.scale)),
+            },
+            if let Some(sigma) = h.sigma {
+                let rho: f64 =
+                    rust_decimal::prelude::ToPrimitive::to_f64(&h.eps).unwrap_or(f64::NAN);
+                format!("S2 = {}", num(sigma * (2.0 * rho).sqrt()))
+            } else {
+                format!("S = {}", num(h.sensitivity))
+            },
             match (h.neighbours, h.unit_rows) {
                 (Neighbours::Replace, _) => "a replaced row moves two parts by 1 each".to_string(),
                 (Neighbours::AddRemove, 0 | 1) =>
@@ -823,9 +911,14 @@ fn histogram(h: &super::HistogramResult) -> String {
     };
     let _ = write!(
         out,
-        "\nepsilon spent: {spent}; budget: {} spent, {} remaining",
+        "\n{unit} spent: {spent}; budget: {} spent, {} remaining{}",
         dec(h.budget_spent),
-        dec(h.budget_remaining)
+        dec(h.budget_remaining),
+        h.equivalent.map_or(String::new(), |(e, d)| format!(
+            "; ({}, {})-DP so far",
+            num(e),
+            num(d)
+        ))
     );
     if h.coverage95 == 0.95 {
         out.push_str("\nEach interval holds its true count with probability 0.95 over the noise.");
@@ -1629,6 +1722,8 @@ mod tests {
     fn report(exact: bool) -> BudgetReport {
         let d = |s: &str| s.parse::<Decimal>().expect("a decimal");
         BudgetReport {
+            accounting: Accounting::Pure,
+            equivalent: None,
             unit: None,
             table: "t".into(),
             total: Decimal::ONE,

@@ -11,9 +11,9 @@
 
 use super::decimal::AddUp;
 use super::measure::Measure;
-use super::pairs::{to_decimal, PairCosts, Worst};
+use super::pairs::{to_decimal, PairCosts, Rate, Worst};
 use super::row::Row;
-use super::{Mechanism, Neighbours};
+use super::{Accounting, Mechanism, Neighbours};
 use rust_decimal::Decimal;
 use std::collections::HashMap;
 
@@ -157,6 +157,8 @@ pub struct History {
     releases: Vec<Release>,
     cube: Option<CubeDecl>,
     neighbours: Neighbours,
+    /// How the budget composes: in epsilon, or in rho (zCDP).
+    accounting: Accounting,
     /// Whether a seeded release exposed the data (its answers are as good as true counts to
     /// whoever knows the seed): the budget is then used up for good.
     exposed: bool,
@@ -221,13 +223,19 @@ pub fn sensitivity(model: Neighbours, row: &[(usize, Decimal)], cells: usize) ->
     }
 }
 
-/// The charges of a row of sensitivity `s`, cell by cell, under `add_remove`: `eps |h_j| / S`
-/// each (Theorem 5.5), computed once per run of cells sharing a coefficient.
-fn charges(eps: Decimal, row: &Row, s: Decimal) -> impl Iterator<Item = (usize, Decimal)> + '_ {
+/// The charges of a row at a rate, cell by cell, under `add_remove`: `eps |h_j| / S` each
+/// (Theorem 5.5), or under zCDP `rho h_j^2 / S2^2`, computed once per run of cells sharing a
+/// coefficient.
+fn charges(rate: Rate, row: &Row) -> impl Iterator<Item = (usize, Decimal)> + '_ {
     row.runs().iter().flat_map(move |r| {
-        let add = charge(eps, r.coef, s).unwrap_or(Decimal::MAX);
+        let add = rate.decimal(r.coef);
         (r.start..r.end()).map(move |j| (j, add))
     })
+}
+
+/// `x^2`, exact or rounded up; `Decimal::MAX` past its range.
+fn square_up(x: Decimal) -> Decimal {
+    super::decimal::share_up(x.abs(), x.abs(), Decimal::ONE).unwrap_or(Decimal::MAX)
 }
 
 impl History {
@@ -238,6 +246,7 @@ impl History {
             releases: Vec::new(),
             cube: None,
             neighbours,
+            accounting: Accounting::Pure,
             exposed: false,
             answered: HashMap::new(),
             sequential: Decimal::ZERO,
@@ -261,6 +270,66 @@ impl History {
         self.neighbours
     }
 
+    /// How the budget composes: in epsilon, or in rho.
+    pub fn accounting(&self) -> Accounting {
+        self.accounting
+    }
+
+    /// Sets the accounting; the caller has checked that nothing was released yet.
+    pub(super) fn set_accounting(&mut self, accounting: Accounting) {
+        if self.accounting != accounting {
+            self.accounting = accounting;
+            self.reset_cells();
+        }
+    }
+
+    /// What a release of `eps` (its rho for a Gaussian release) with `mechanism` costs the
+    /// budget at most, in its unit: `eps` under pure accounting; under zCDP a Gaussian
+    /// release's rho, and a pure release's `eps^2 / 2` rounded up (an eps-DP release is
+    /// `eps^2 / 2`-zCDP: Bun and Steinke 2016, Proposition 1.4).
+    pub fn price(&self, eps: Decimal, mechanism: Mechanism) -> Decimal {
+        match (self.accounting, mechanism) {
+            (Accounting::Pure, _) | (Accounting::Zcdp, Mechanism::Gaussian) => eps,
+            (Accounting::Zcdp, _) => {
+                super::decimal::share_up(eps, eps, Decimal::TWO).unwrap_or(Decimal::MAX)
+            }
+        }
+    }
+
+    /// The rate a release charges cells and pairs at: its price, over its sensitivity `s`
+    /// (under zCDP over the squared L2 sensitivity: `l2_squared` for a Gaussian vector, whose
+    /// L2 sensitivity is not its L1 one, else `s^2`).
+    fn rate(
+        &self,
+        eps: Decimal,
+        mechanism: Mechanism,
+        s: Decimal,
+        l2_squared: Option<Decimal>,
+    ) -> Rate {
+        let squared = self.accounting == Accounting::Zcdp;
+        let s = match (squared, mechanism, l2_squared) {
+            (false, _, _) => s,
+            (true, Mechanism::Gaussian, Some(q)) => q,
+            (true, _, _) => square_up(s),
+        };
+        Rate {
+            amount: self.price(eps, mechanism),
+            s,
+            squared,
+        }
+    }
+
+    /// The rate of a single row's release.
+    fn row_rate(&self, eps: Decimal, mechanism: Mechanism, row: &Row) -> Rate {
+        self.rate(eps, mechanism, self.sensitivity(row), None)
+    }
+
+    /// The rate of a vector's parts released at once with L1 sensitivity `s`.
+    fn vector_rate(&self, eps: Decimal, mechanism: Mechanism, parts: &[Row], s: Decimal) -> Rate {
+        let l2 = (mechanism == Mechanism::Gaussian).then(|| self.vector_l2_squared(parts));
+        self.rate(eps, mechanism, s, l2)
+    }
+
     /// The privacy unit, if rows are bounded per unit.
     pub fn unit(&self) -> Option<&Unit> {
         self.unit.as_ref()
@@ -281,14 +350,22 @@ impl History {
         }
     }
 
-    /// What a release of `eps` charges cells with, under a unit of `k` rows: `k eps`. A unit's
-    /// rows lie in up to `k` cells, so its loss is at most `k` times its costliest cell's
+    /// The rate a release charges cells at, under a unit of `k` rows: `k eps`. A unit's rows
+    /// lie in up to `k` cells, so its loss is at most `k` times its costliest cell's
     /// `B_j = sum_i (eps_i/S_i) |H_ij|`; charging `k eps_i` makes each cell's total that bound.
-    fn cell_eps(&self, eps: Decimal) -> Decimal {
+    /// Under zCDP `k^2 rho`: the unit moves release `i` by `sum_r H_{i,j_r}` over its rows'
+    /// cells, whose square is at most `k sum_r H_{i,j_r}^2` (Cauchy-Schwarz), so its cost is
+    /// at most `k sum_r C_{j_r} <= k^2 max_j C_j`.
+    fn cell_rate(&self, rate: Rate) -> Rate {
         if self.unit.is_none() {
-            return eps;
+            return rate;
         }
-        eps.checked_mul(self.unit_rows()).unwrap_or(Decimal::MAX)
+        let k = self.unit_rows();
+        let k = if rate.squared { square_up(k) } else { k };
+        Rate {
+            amount: rate.amount.checked_mul(k).unwrap_or(Decimal::MAX),
+            ..rate
+        }
     }
 
     /// Whether a seeded release exposed the data.
@@ -366,17 +443,20 @@ impl History {
             match first.part {
                 // A vector spends its epsilon once over all its parts.
                 Some((0, n)) if n > 0 && i + n <= releases.len() => {
-                    self.sequential = self.sequential.add_up(first.eps);
+                    let price = self.price(first.eps, first.mechanism);
+                    self.sequential = self.sequential.add_up(price);
                     let s = Decimal::try_from(first.sensitivity).unwrap_or(Decimal::MAX);
-                    for part in &releases[i..i + n] {
-                        let row = spread(&part.row);
+                    let spread_parts: Vec<Row> =
+                        releases[i..i + n].iter().map(|p| spread(&p.row)).collect();
+                    let rate = self.vector_rate(first.eps, first.mechanism, &spread_parts, s);
+                    for (part, row) in releases[i..i + n].iter().zip(spread_parts) {
                         if row.is_empty() {
                             if part.part == Some((0, n)) {
-                                self.rowless = self.rowless.add_up(first.eps);
+                                self.rowless = self.rowless.add_up(price);
                             }
                         } else {
                             self.rows += 1;
-                            self.charge_row(first.eps, &row, s);
+                            self.charge_row(rate, &row);
                         }
                         self.push(Release {
                             key: rekey(part, &row),
@@ -426,8 +506,9 @@ impl History {
         let cells = self.cube.as_ref().map_or(0, |c| c.cells);
         self.cells = vec![Decimal::ZERO; cells];
         self.max_cell = Decimal::ZERO;
+        let squared = self.accounting == Accounting::Zcdp;
         self.pairs = (self.cube.is_some() && self.neighbours == Neighbours::Replace)
-            .then(|| PairCosts::new(cells));
+            .then(|| PairCosts::new(cells, squared));
         debug_assert!(
             self.unit.is_none() || self.neighbours == Neighbours::AddRemove,
             "a privacy unit is only ever set under add_remove"
@@ -517,9 +598,14 @@ impl History {
         self.total.saturating_sub(self.spent()).max(Decimal::ZERO)
     }
 
-    /// Whether a release of `eps` with `row` over the cube (or without a row) fits the budget;
-    /// if not, where it would pass it.
-    pub fn check_row(&self, eps: Decimal, row: &Row) -> Result<(), Overspend> {
+    /// Whether a release of `eps` (its rho for a Gaussian release) with `mechanism` and `row`
+    /// over the cube (or without a row) fits the budget; if not, where it would pass it.
+    pub fn check_row(
+        &self,
+        eps: Decimal,
+        mechanism: Mechanism,
+        row: &Row,
+    ) -> Result<(), Overspend> {
         if self.exposed {
             return Err(Overspend {
                 at: Where::Exposed,
@@ -528,10 +614,11 @@ impl History {
         }
         // Spending after a release is at most what is spent plus the most it can add: when
         // that fits, so does the release, and nothing more need be looked at.
-        if self.spent().add_up(self.most_added(eps, row)) <= self.total {
+        let rate = self.row_rate(eps, mechanism, row);
+        if self.spent().add_up(self.most_added(rate, row)) <= self.total {
             return Ok(());
         }
-        let (after, at) = self.after(eps, row);
+        let (after, _, at) = self.after_bounds_with(rate, row);
         if after <= self.total {
             Ok(())
         } else {
@@ -544,42 +631,39 @@ impl History {
     /// bound before it writes a spending, so a spending past the total was not written by it);
     /// the two agree wherever the cost is exact, and a ledger stays readable should its bounds
     /// ever be computed differently.
-    pub fn exceeds_for_certain(&self, eps: Decimal, row: &Row) -> bool {
-        if self.spent().add_up(self.most_added(eps, row)) <= self.total {
+    pub fn exceeds_for_certain(&self, eps: Decimal, mechanism: Mechanism, row: &Row) -> bool {
+        let rate = self.row_rate(eps, mechanism, row);
+        if self.spent().add_up(self.most_added(rate, row)) <= self.total {
             return false;
         }
-        self.after_bounds(eps, row).1 > self.total
+        self.after_bounds_with(rate, row).1 > self.total
     }
 
-    /// The most a release of `eps` with `row` can add to the spending: `eps` without a cube or
-    /// a row; with one, its largest charge to a cell (`add_remove`) or a pair (`replace`).
-    fn most_added(&self, eps: Decimal, row: &Row) -> Decimal {
-        self.most_added_with(eps, row, self.sensitivity(row))
-    }
-
-    /// [`History::most_added`] for a row of sensitivity `s`.
-    fn most_added_with(&self, eps: Decimal, row: &Row, s: Decimal) -> Decimal {
+    /// The most a release at `rate` with `row` can add to the spending: its price without a
+    /// cube or a row; with one, its largest charge to a cell (`add_remove`) or a pair
+    /// (`replace`).
+    fn most_added(&self, rate: Rate, row: &Row) -> Decimal {
         if self.cube.is_none() || row.is_empty() {
-            return eps;
+            return rate.amount;
         }
         match &self.pairs {
-            Some(p) => p.most_added(eps, row, s),
+            Some(p) => p.most_added(&rate, row),
             None => {
                 let hi = row.runs().iter().map(|r| r.coef.abs()).max();
-                charge(self.cell_eps(eps), hi.unwrap_or_default(), s).unwrap_or(Decimal::MAX)
+                self.cell_rate(rate).decimal(hi.unwrap_or_default())
             }
         }
     }
 
-    /// What [`History::spent`] would be after releasing `row` with `eps` (not checked
-    /// against the total).
-    pub fn spent_after(&self, eps: Decimal, row: &Row) -> Decimal {
-        self.after(eps, row).0
+    /// What [`History::spent`] would be after releasing `row` with `eps` and `mechanism` (not
+    /// checked against the total).
+    pub fn spent_after(&self, eps: Decimal, mechanism: Mechanism, row: &Row) -> Decimal {
+        self.after(eps, mechanism, row).0
     }
 
     /// The spending after a release, and where it is largest (a cell, or a pair of cells).
-    pub fn after(&self, eps: Decimal, row: &Row) -> (Decimal, Where) {
-        let (after, _, at) = self.after_bounds(eps, row);
+    pub fn after(&self, eps: Decimal, mechanism: Mechanism, row: &Row) -> (Decimal, Where) {
+        let (after, _, at) = self.after_bounds(eps, mechanism, row);
         (after, at)
     }
 
@@ -590,12 +674,18 @@ impl History {
 
     /// The spending after a release (an upper bound where it is not exact), a lower bound of
     /// it (equal when exact), and where it is largest.
-    pub fn after_bounds(&self, eps: Decimal, row: &Row) -> (Decimal, Decimal, Where) {
-        self.after_bounds_with(eps, row, self.sensitivity(row))
+    pub fn after_bounds(
+        &self,
+        eps: Decimal,
+        mechanism: Mechanism,
+        row: &Row,
+    ) -> (Decimal, Decimal, Where) {
+        self.after_bounds_with(self.row_rate(eps, mechanism, row), row)
     }
 
-    /// [`History::after_bounds`] for a row of sensitivity `s`.
-    fn after_bounds_with(&self, eps: Decimal, row: &Row, s: Decimal) -> (Decimal, Decimal, Where) {
+    /// [`History::after_bounds`] for a release at `rate`.
+    fn after_bounds_with(&self, rate: Rate, row: &Row) -> (Decimal, Decimal, Where) {
+        let eps = rate.amount;
         let Some(_) = &self.cube else {
             let after = self.spent().add_up(eps);
             return (after, after, Where::Table);
@@ -605,7 +695,7 @@ impl History {
                 let w = p.worst();
                 (w.cost.add_up(eps), w.lower.saturating_add(eps), w.cells)
             } else {
-                let a = p.after(eps, row, s);
+                let a = p.after(&rate, row);
                 (to_decimal(a.cost), to_decimal(a.lower), a.cells)
             };
             return (
@@ -619,7 +709,7 @@ impl History {
             return (after, after, Where::Cell(self.fullest_cell()));
         }
         let mut worst = (self.max_cell, self.fullest_cell());
-        for (j, add) in charges(self.cell_eps(eps), row, s) {
+        for (j, add) in charges(self.cell_rate(rate), row) {
             let cell = self
                 .cells
                 .get(j)
@@ -685,16 +775,18 @@ impl History {
 
     /// Records a release; the caller has checked the budget and its number.
     pub(super) fn record(&mut self, release: Release) {
-        self.sequential = self.sequential.add_up(release.eps);
+        let price = self.price(release.eps, release.mechanism);
+        self.sequential = self.sequential.add_up(price);
         if !release.row.is_empty() {
             self.rows += 1;
         }
         let charged = self.charged_row(&release.measure, &release.row);
         if charged.is_empty() {
-            self.rowless = self.rowless.add_up(release.eps);
+            self.rowless = self.rowless.add_up(price);
         } else {
             let s = self.noise_sensitivity(&release, &charged);
-            self.charge_row(release.eps, &charged, s);
+            let rate = self.rate(release.eps, release.mechanism, s, None);
+            self.charge_row(rate, &charged);
         }
         self.push(release);
     }
@@ -725,13 +817,13 @@ impl History {
         }
     }
 
-    /// Charges a row of sensitivity `s` with `eps` to the cells or pairs it touches.
-    fn charge_row(&mut self, eps: Decimal, row: &Row, s: Decimal) {
+    /// Charges a row at `rate` to the cells or pairs it touches.
+    fn charge_row(&mut self, rate: Rate, row: &Row) {
         match &mut self.pairs {
-            Some(p) => p.record(eps, row, s),
+            Some(p) => p.record(&rate, row),
             None => {
-                let eps = self.cell_eps(eps);
-                for (j, add) in charges(eps, row, s) {
+                let rate = self.cell_rate(rate);
+                for (j, add) in charges(rate, row) {
                     if let Some(cell) = self.cells.get_mut(j) {
                         *cell = cell.add_up(add);
                         self.max_cell = self.max_cell.max(*cell);
@@ -760,6 +852,27 @@ impl History {
     /// `eps |h_g(j) - h_g(k)| / S` (or `eps |h_g(j)| / S`), makes the vector eps-DP and
     /// charges it exactly eps at its costliest pair.
     pub fn vector_sensitivity(&self, parts: &[Row]) -> Decimal {
+        let (a, b) = self.vector_moves(parts);
+        a.saturating_add(b)
+    }
+
+    /// The squared L2 sensitivity of a vector of disjoint parts, exact: what one row moves
+    /// `sum_g (answer_g change)^2` by at most. Added or removed (`add_remove`), the largest
+    /// coefficient of any part, squared, times the unit's rows squared (a unit's rows may
+    /// all fall in one part); moved from one cell to another (`replace`), the squares of the
+    /// two largest coefficients of two different parts, a cell outside every part counting as
+    /// a part of coefficient 0: 2 for a histogram, whose noise then has `sigma^2 = 1 / rho`.
+    pub fn vector_l2_squared(&self, parts: &[Row]) -> Decimal {
+        let (a, b) = self.vector_moves(parts);
+        square_up(a).add_up(square_up(b))
+    }
+
+    /// The most one neighbour moves two parts of a vector of disjoint parts by: under
+    /// `add_remove` one part, by its largest coefficient times the unit's rows (a unit's rows
+    /// may fall in one part or in many), and nothing else; under `replace` the two largest
+    /// coefficients of two different parts, a cell outside every part counting as a part of
+    /// coefficient 0.
+    fn vector_moves(&self, parts: &[Row]) -> (Decimal, Decimal) {
         let cells = self.cube.as_ref().map_or(0, |c| c.cells);
         let mut largest: Vec<Decimal> = parts
             .iter()
@@ -772,13 +885,11 @@ impl History {
             })
             .collect();
         match self.neighbours {
-            // A unit's rows may fall in as many parts as it has rows.
-            Neighbours::AddRemove => largest
-                .into_iter()
-                .max()
-                .unwrap_or_default()
-                .checked_mul(self.unit_rows())
-                .unwrap_or(Decimal::MAX),
+            Neighbours::AddRemove => {
+                let top = largest.into_iter().max().unwrap_or_default();
+                let moved = top.checked_mul(self.unit_rows()).unwrap_or(Decimal::MAX);
+                (moved, Decimal::ZERO)
+            }
             Neighbours::Replace => {
                 let covered: usize = parts.iter().map(Row::cells).sum();
                 if covered < cells {
@@ -786,11 +897,32 @@ impl History {
                 }
                 largest.sort_unstable_by(|a, b| b.cmp(a));
                 match largest.as_slice() {
-                    [a, b, ..] => *a + *b,
-                    _ => Decimal::ZERO,
+                    [a, b, ..] => (*a, *b),
+                    _ => (Decimal::ZERO, Decimal::ZERO),
                 }
             }
         }
+    }
+
+    /// The variance parameter of a Gaussian release's noise, `S2^2 / (2 rho)` exactly, with
+    /// its row's sensitivity on this history's cube, model and unit; `None` for any other
+    /// release (and for a Gaussian release of a measure other than rows, which dpq does not
+    /// make).
+    pub fn sigma2(&self, release: &Release) -> Option<(u128, u128)> {
+        if release.mechanism != Mechanism::Gaussian || release.measure != Measure::Rows {
+            return None;
+        }
+        let s = self.sensitivity(&release.row);
+        super::zcdp::gaussian_variance(square_up(s), release.eps)
+    }
+
+    /// The variance parameter of the noise on each part of a Gaussian vector,
+    /// `S2^2 / (2 rho)` with its squared L2 sensitivity; `None` for any other vector.
+    pub fn vector_sigma2(&self, first: &Release, parts: &[Row]) -> Option<(u128, u128)> {
+        if first.mechanism != Mechanism::Gaussian {
+            return None;
+        }
+        super::zcdp::gaussian_variance(self.vector_l2_squared(parts), first.eps)
     }
 
     /// Whether `parts` are disjoint rows over this history's cube: every cell in one part at
@@ -811,16 +943,22 @@ impl History {
         true
     }
 
-    /// Whether releasing the parts of a vector with `eps` and sensitivity `s` fits the budget;
-    /// if not, where it would pass it.
-    pub fn check_vector(&self, eps: Decimal, parts: &[Row], s: Decimal) -> Result<(), Overspend> {
+    /// Whether releasing the parts of a vector with `eps` (its rho, Gaussian), `mechanism` and
+    /// L1 sensitivity `s` fits the budget; if not, where it would pass it.
+    pub fn check_vector(
+        &self,
+        eps: Decimal,
+        mechanism: Mechanism,
+        parts: &[Row],
+        s: Decimal,
+    ) -> Result<(), Overspend> {
         if self.exposed {
             return Err(Overspend {
                 at: Where::Exposed,
                 after: self.total,
             });
         }
-        let (after, _, at) = self.vector_after_bounds(eps, parts, s);
+        let (after, _, at) = self.vector_after_bounds(eps, mechanism, parts, s);
         if after <= self.total {
             Ok(())
         } else {
@@ -834,6 +972,7 @@ impl History {
     pub fn vector_after_bounds(
         &self,
         eps: Decimal,
+        mechanism: Mechanism,
         parts: &[Row],
         s: Decimal,
     ) -> (Decimal, Decimal, Where) {
@@ -841,15 +980,16 @@ impl History {
             let spent = self.spent();
             return (spent, spent, Where::Table);
         };
+        let rate = self.vector_rate(eps, mechanism, parts, s);
         let mut scratch = History {
             releases: Vec::new(),
             answered: HashMap::new(),
             ..self.clone_totals()
         };
         for part in first {
-            scratch.charge_row(eps, part, s);
+            scratch.charge_row(rate, part);
         }
-        scratch.after_bounds_with(eps, last, s)
+        scratch.after_bounds_with(rate, last)
     }
 
     /// The running totals without the releases (a scratch copy to charge a vector to).
@@ -859,6 +999,7 @@ impl History {
             releases: Vec::new(),
             cube: self.cube.clone(),
             neighbours: self.neighbours,
+            accounting: self.accounting,
             exposed: self.exposed,
             answered: HashMap::new(),
             sequential: self.sequential,
@@ -876,12 +1017,15 @@ impl History {
     /// from `first.seq`, with the vector's epsilon and sensitivity, keyed `key#i`; the epsilon
     /// is spent once. The caller has checked the budget and the numbers.
     pub(super) fn record_vector(&mut self, first: &Release, parts: &[Row]) {
-        self.sequential = self.sequential.add_up(first.eps);
+        self.sequential = self
+            .sequential
+            .add_up(self.price(first.eps, first.mechanism));
         let s = Decimal::try_from(first.sensitivity).unwrap_or(Decimal::MAX);
+        let rate = self.vector_rate(first.eps, first.mechanism, parts, s);
         let n = parts.len();
         self.rows += n;
         for (i, part) in parts.iter().enumerate() {
-            self.charge_row(first.eps, part, s);
+            self.charge_row(rate, part);
             self.push(Release {
                 seq: first.seq + i as u64,
                 key: format!("{}#{i}", first.key),
@@ -906,6 +1050,8 @@ impl History {
 mod tests {
     use super::*;
     use rust_decimal::prelude::ToPrimitive;
+
+    const L: Mechanism = Mechanism::Laplace;
     use std::str::FromStr;
 
     fn release(seq: u64, eps: &str) -> Release {
@@ -990,7 +1136,7 @@ mod tests {
             let parts: Vec<Row> = (0..6).map(|j| cells(&[j])).collect();
             assert_eq!(h.vector_sensitivity(&parts), Decimal::from(s), "{model}");
             let half = Decimal::from_str("0.5").expect("decimal");
-            h.check_vector(half, &parts, Decimal::from(s))
+            h.check_vector(half, L, &parts, Decimal::from(s))
                 .expect("half the budget fits");
             let first = Release {
                 sensitivity: f64::from(s),
@@ -1006,12 +1152,13 @@ mod tests {
                 brute(&h, 6)
             );
             // Three more halves do not fit; a fourth half would be 2.
-            let over = h.check_vector(half.saturating_add(half), &parts, Decimal::from(s));
+            let over = h.check_vector(half.saturating_add(half), L, &parts, Decimal::from(s));
             assert!(over.is_err(), "{model}");
             // Under `replace` a count of one cell after it costs its own eps on top of the
             // pair it separates: 0.5 + 0.25.
             if model == Neighbours::Replace {
-                let (after, _) = h.after(Decimal::from_str("0.25").expect("decimal"), &cells(&[0]));
+                let (after, _) =
+                    h.after(Decimal::from_str("0.25").expect("decimal"), L, &cells(&[0]));
                 assert_eq!(after, Decimal::from_str("0.75").expect("decimal"));
             }
         }
@@ -1064,7 +1211,7 @@ mod tests {
         let tenth = Decimal::from_str("0.1").expect("decimal");
         for seq in 1..=10 {
             assert!(
-                h.check_row(tenth, &Row::default()).is_ok(),
+                h.check_row(tenth, L, &Row::default()).is_ok(),
                 "spend {seq} must fit"
             );
             h.record(release(seq, "0.1"));
@@ -1072,7 +1219,7 @@ mod tests {
         assert_eq!(h.spent(), Decimal::ONE);
         assert_eq!(h.remaining(), Decimal::ZERO);
         assert_eq!(
-            h.check_row(tenth, &Row::default()),
+            h.check_row(tenth, L, &Row::default()),
             Err(Overspend {
                 at: Where::Table,
                 after: dec("1.1")
@@ -1095,7 +1242,7 @@ mod tests {
             let mut r = release(seq, "0.1");
             r.row = Row::from_cells(&[(cell, Decimal::ONE)]).expect("a row");
             r.sensitivity = h.sensitivity(&r.row).to_f64().expect("a number");
-            assert!(h.check_row(tenth, &r.row).is_ok());
+            assert!(h.check_row(tenth, L, &r.row).is_ok());
             h.record(r);
         }
         assert_eq!(h.spent(), tenth, "0.1 + 0.1 over disjoint cells costs 0.1");
@@ -1109,16 +1256,16 @@ mod tests {
         // A release without a row charges every cell.
         h.record(release(4, "0.7"));
         assert_eq!(h.spent(), dec("0.9"));
-        assert_eq!(h.check_row(tenth, &one(0)), Ok(()));
+        assert_eq!(h.check_row(tenth, L, &one(0)), Ok(()));
         assert_eq!(
-            h.check_row(dec("0.2"), &one(0)),
+            h.check_row(dec("0.2"), L, &one(0)),
             Err(Overspend {
                 at: Where::Cell(0),
                 after: dec("1.1")
             })
         );
-        assert_eq!(h.spent_after(dec("0.05"), &one(2)), dec("0.9"));
-        assert_eq!(h.spent_after(dec("0.05"), &one(0)), dec("0.95"));
+        assert_eq!(h.spent_after(dec("0.05"), L, &one(2)), dec("0.9"));
+        assert_eq!(h.spent_after(dec("0.05"), L, &one(0)), dec("0.95"));
         // An inexact charge is rounded up, never down.
         let third = charge(Decimal::ONE, Decimal::ONE, Decimal::from(3)).expect("a charge");
         assert!(third * Decimal::from(3) >= Decimal::ONE);
@@ -1154,7 +1301,12 @@ mod tests {
             if r.row.is_empty() {
                 rowless += r.eps;
             }
-            for (j, add) in charges(r.eps, &r.row, h.sensitivity(&r.row)) {
+            let rate = Rate {
+                amount: r.eps,
+                s: h.sensitivity(&r.row),
+                squared: false,
+            };
+            for (j, add) in charges(rate, &r.row) {
                 cells[j] += add;
             }
         }
@@ -1174,6 +1326,189 @@ mod tests {
         assert_eq!(h.find("k1").and_then(|r| r.noisy), Some(4.5));
         assert!(!h.set_noisy(2, 1.0));
         assert!(!h.set_noisy(0, 1.0));
+    }
+
+    /// The zCDP cost of a history by brute force, from the definition: for every pair of
+    /// cells (`replace`) or every cell (`add_remove`), the sum over releases of their cost for
+    /// that neighbour, `(H_ij - H_ik)^2 / (2 sigma_i^2)` for a Gaussian release (its sigma from
+    /// its rho and L2 sensitivity) and `(eps_i |H_ij - H_ik| / S_i)^2 / 2` for a pure one; a
+    /// vector's parts each move by their own coefficient. Releases are given as
+    /// `(gaussian, eps or rho, parts)`, a single release being a vector of one part.
+    fn brute_zcdp(model: Neighbours, n: usize, history: &[(bool, f64, Vec<Vec<f64>>)]) -> f64 {
+        let replace = model == Neighbours::Replace;
+        // Each release's sensitivities (L1 and L2 squared) over its parts, from the move of a
+        // row between any two cells (or of one added row).
+        let moves = |j: usize, k: Option<usize>, parts: &[Vec<f64>]| -> Vec<f64> {
+            parts
+                .iter()
+                .map(|h| h[j] - k.map_or(0.0, |k| h[k]))
+                .collect()
+        };
+        let neighbours: Vec<(usize, Option<usize>)> = if replace {
+            (0..n)
+                .flat_map(|j| (0..n).filter(move |k| *k != j).map(move |k| (j, Some(k))))
+                .collect()
+        } else {
+            (0..n).map(|j| (j, None)).collect()
+        };
+        let mut worst: f64 = 0.0;
+        for &(j, k) in &neighbours {
+            let mut cost = 0.0;
+            for (gaussian, amount, parts) in history {
+                let l1 = neighbours
+                    .iter()
+                    .map(|&(a, b)| moves(a, b, parts).iter().map(|d| d.abs()).sum::<f64>())
+                    .fold(0.0, f64::max);
+                let l2 = neighbours
+                    .iter()
+                    .map(|&(a, b)| moves(a, b, parts).iter().map(|d| d * d).sum::<f64>())
+                    .fold(0.0, f64::max);
+                let d = moves(j, k, parts);
+                cost += if *gaussian {
+                    let sigma2 = l2 / (2.0 * amount);
+                    d.iter().map(|d| d * d / (2.0 * sigma2)).sum::<f64>()
+                } else {
+                    d.iter()
+                        .map(|d| (amount * d.abs() / l1).powi(2) / 2.0)
+                        .sum::<f64>()
+                };
+            }
+            worst = worst.max(cost);
+        }
+        worst
+    }
+
+    /// Per-cell and pairwise zCDP costs equal brute force on random histories of Gaussian and
+    /// pure releases, rows and vectors, under both models.
+    #[test]
+    fn zcdp_costs_equal_brute_force_on_random_histories() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(27);
+        for round in 0..200 {
+            let model = if round % 2 == 0 {
+                Neighbours::Replace
+            } else {
+                Neighbours::AddRemove
+            };
+            let n = rng.random_range(2..7);
+            let mut h = cube(n, model);
+            h.set_accounting(Accounting::Zcdp);
+            h.set_total(Decimal::from(1000));
+            let mut plain: Vec<(bool, f64, Vec<Vec<f64>>)> = Vec::new();
+            for seq in 1..=rng.random_range(1..8u64) {
+                let gaussian = rng.random_bool(0.6);
+                let amount = ["0.01", "0.1", "0.25", "1"][rng.random_range(0..4)];
+                let mechanism = if gaussian {
+                    Mechanism::Gaussian
+                } else {
+                    Mechanism::Laplace
+                };
+                let next = h.next_seq();
+                if rng.random_bool(0.4) {
+                    // A histogram over every cell: one part per cell.
+                    let parts: Vec<Row> = (0..n).map(|j| cells(&[j])).collect();
+                    let s = h.vector_sensitivity(&parts);
+                    let first = Release {
+                        seq: next,
+                        mechanism,
+                        sensitivity: s.to_f64().expect("a number"),
+                        ..release(next, amount)
+                    };
+                    h.record_vector(&first, &parts);
+                    let dense = (0..n)
+                        .map(|j| (0..n).map(|c| if c == j { 1.0 } else { 0.0 }).collect())
+                        .collect();
+                    plain.push((gaussian, amount.parse().expect("f64"), dense));
+                } else {
+                    let dense: Vec<i64> = (0..n).map(|_| rng.random_range(-2i64..=2)).collect();
+                    let cells: Vec<(usize, Decimal)> = dense
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, c)| **c != 0)
+                        .map(|(j, c)| (j, Decimal::from(*c)))
+                        .collect();
+                    let Some(row) = Row::from_cells(&cells).filter(|r| !r.is_empty()) else {
+                        continue;
+                    };
+                    let s = h.sensitivity(&row);
+                    if s.is_zero() {
+                        continue;
+                    }
+                    let r = Release {
+                        seq: next,
+                        mechanism,
+                        row,
+                        sensitivity: s.to_f64().expect("a number"),
+                        ..release(next, amount)
+                    };
+                    h.record(r);
+                    let dense = dense.iter().map(|c| *c as f64).collect();
+                    plain.push((gaussian, amount.parse().expect("f64"), vec![dense]));
+                }
+                let _ = seq;
+            }
+            let want = brute_zcdp(model, n, &plain);
+            let got = h.spent().to_f64().expect("a number");
+            assert!(
+                (got - want).abs() <= 1e-9 * want.max(1.0),
+                "round {round} ({model}): {got} against brute force {want}"
+            );
+        }
+    }
+
+    /// The workload: a hundred Gaussian counts of one cell with sigma^2 = 200 (rho
+    /// 0.0025 each, the variance of a Laplace count at eps 0.1) charge rho 0.25, where a
+    /// hundred Laplace counts at eps 0.1 charge epsilon 10; and a 10-cell histogram at rho r
+    /// costs r once.
+    #[test]
+    fn a_hundred_gaussian_counts_charge_a_quarter_of_rho() {
+        for model in [Neighbours::Replace, Neighbours::AddRemove] {
+            let mut z = cube(10, model);
+            z.set_accounting(Accounting::Zcdp);
+            let mut pure = cube(10, model);
+            pure.set_total(Decimal::from(100));
+            for seq in 1..=100 {
+                let row = one(3);
+                let gaussian = Release {
+                    mechanism: Mechanism::Gaussian,
+                    row: row.clone(),
+                    ..release(seq, "0.0025")
+                };
+                assert_eq!(z.sigma2(&gaussian), Some((200, 1)), "sigma^2 = 1/(2 rho)");
+                z.check_row(gaussian.eps, Mechanism::Gaussian, &row)
+                    .expect("fits");
+                z.record(gaussian);
+                pure.record(Release {
+                    row,
+                    ..release(seq, "0.1")
+                });
+            }
+            assert_eq!(z.spent(), dec("0.25"), "{model}");
+            assert_eq!(pure.spent(), dec("10"), "{model}");
+            let eps = super::super::zcdp::epsilon(0.25, 1e-6);
+            assert!((eps - 3.542291300477016).abs() < 1e-9, "{eps}");
+            let simple = super::super::zcdp::epsilon_simple(0.25, 1e-6);
+            assert!((simple - 3.97).abs() < 0.005, "{simple}");
+            // A histogram over the ten cells at rho 0.01: rho 0.01, once.
+            let mut h = cube(10, model);
+            h.set_accounting(Accounting::Zcdp);
+            let parts: Vec<Row> = (0..10).map(|j| cells(&[j])).collect();
+            let s = h.vector_sensitivity(&parts);
+            let first = Release {
+                mechanism: Mechanism::Gaussian,
+                sensitivity: s.to_f64().expect("a number"),
+                ..release(1, "0.01")
+            };
+            let sigma2 = h.vector_sigma2(&first, &parts);
+            h.record_vector(&first, &parts);
+            assert_eq!(h.spent(), dec("0.01"), "{model}");
+            let want = if model == Neighbours::Replace {
+                (100, 1)
+            } else {
+                (50, 1)
+            };
+            assert_eq!(sigma2, Some(want), "{model}: S2^2 / (2 rho)");
+        }
     }
 
     fn one(cell: usize) -> Row {

@@ -24,7 +24,7 @@
 use super::history::{Carry, CubeDecl, History, Release, Unit};
 use super::measure::Measure;
 use super::row::Row;
-use super::{Mechanism, Neighbours, MAX_CELLS};
+use super::{Accounting, Mechanism, Neighbours, MAX_CELLS};
 use crate::sys::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
@@ -274,6 +274,10 @@ enum Entry<'a> {
     },
     Budget {
         total: String,
+        /// Written when the budget changes how it composes (`zcdp`, or back to `pure` before
+        /// any release); a ledger without it accounts in epsilon.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        accounting: Option<String>,
         time: u64,
     },
     Data {
@@ -314,6 +318,10 @@ enum Entry<'a> {
         eps: String,
         sensitivity: f64,
         mechanism: String,
+        /// A Gaussian release's variance parameter `S2^2 / (2 rho)`, exact (`p/q`); its `eps`
+        /// field holds its rho.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        sigma2: Option<String>,
         /// What the row measures, when not rows (a sum: `["sum", column, lo, hi]`).
         #[serde(skip_serializing_if = "Option::is_none")]
         measure: Option<Vec<String>>,
@@ -429,6 +437,10 @@ struct Raw<'a> {
     #[serde(borrow)]
     mechanism: Option<Cow<'a, str>>,
     #[serde(borrow)]
+    sigma2: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    accounting: Option<Cow<'a, str>>,
+    #[serde(borrow)]
     neighbours: Option<Cow<'a, str>>,
     #[serde(borrow)]
     path: Option<Cow<'a, str>>,
@@ -452,7 +464,8 @@ enum Action {
         total: Decimal,
         neighbours: Neighbours,
     },
-    Budget(Decimal),
+    /// A total, and how the budget composes when that changes.
+    Budget(Decimal, Option<Accounting>),
     Model(Neighbours),
     Unit(Unit),
     Exposed,
@@ -953,8 +966,11 @@ impl Ledger {
         if raw.sum.as_bytes() != sum {
             return Err(damaged("not a ledger entry"));
         }
+        let sigma2 = raw.sigma2.clone();
         let action = self.parse(raw, line_no == 1).map_err(damaged)?;
         self.check(&action, line_no == 1).map_err(damaged)?;
+        self.check_noise(&action, sigma2.as_deref())
+            .map_err(damaged)?;
         self.commit(action);
         if let Some(d) = &mut self.file {
             d.prev_sum = std::mem::replace(&mut d.last_sum, expected);
@@ -1002,7 +1018,13 @@ impl Ledger {
                     },
                 }
             }
-            "budget" => Action::Budget(decimal(e.total)?),
+            "budget" => Action::Budget(
+                decimal(e.total)?,
+                match e.accounting {
+                    None => None,
+                    Some(a) => Some(Accounting::from_name(&a).ok_or("an unknown accounting")?),
+                },
+            ),
             "model" => Action::Model(model(e.neighbours)?),
             "unit" => Action::Unit(Unit {
                 column: e.column.ok_or(missing)?.into_owned(),
@@ -1105,6 +1127,30 @@ impl Ledger {
         }
     }
 
+    /// Whether a spending's recorded Gaussian variance is the one its rho and row give (and
+    /// only a Gaussian spending records one): a ledger is charged by its rhos, so a variance
+    /// written otherwise would say the answers had other noise than they were charged for.
+    fn check_noise(&self, action: &Action, sigma2: Option<&str>) -> Result<(), &'static str> {
+        let expected = match action {
+            Action::Spend(r, _) => self.history.sigma2(r),
+            Action::SpendVector(first, parts, _) => self.history.vector_sigma2(first, parts),
+            _ => None,
+        };
+        let gaussian = match action {
+            Action::Spend(r, _) | Action::SpendVector(r, _, _) => {
+                r.mechanism == Mechanism::Gaussian
+            }
+            _ => false,
+        };
+        if gaussian && expected.is_none() {
+            return Err("a Gaussian release's noise cannot be what its rho gives");
+        }
+        if expected.map(super::zcdp::variance_text).as_deref() != sigma2 {
+            return Err("a release's noise is not what its rho gives");
+        }
+        Ok(())
+    }
+
     /// Whether dpq could have written this entry here: entries that would under-count
     /// spending are refused even when their checksums agree.
     fn check(&self, action: &Action, first: bool) -> Result<(), &'static str> {
@@ -1121,8 +1167,12 @@ impl Ledger {
                     return Err("a budget is not positive or below what is spent");
                 }
             }
-            Action::Budget(total) => {
-                if *total <= Decimal::ZERO || *total < h.spent() {
+            Action::Budget(total, accounting) => {
+                let changes = accounting.is_some_and(|a| a != h.accounting());
+                if changes && !h.releases().is_empty() {
+                    return Err("the accounting changes after releases");
+                }
+                if *total <= Decimal::ZERO || (!changes && *total < h.spent()) {
                     return Err("a budget is not positive or below what is spent");
                 }
             }
@@ -1156,12 +1206,15 @@ impl Ledger {
                 if r.eps <= Decimal::ZERO {
                     return Err("an epsilon is not positive");
                 }
+                if r.mechanism == Mechanism::Gaussian && h.accounting() != Accounting::Zcdp {
+                    return Err("a Gaussian release on a table that accounts in epsilon");
+                }
                 if !r.sensitivity.is_finite() || r.sensitivity <= 0.0 {
                     return Err("a sensitivity is not positive");
                 }
                 // dpq checks the budget before it writes a spending, so a ledger where the
                 // spending passes the budget was not written by it.
-                if h.exceeds_for_certain(r.eps, &h.charged_row(&r.measure, &r.row)) {
+                if h.exceeds_for_certain(r.eps, r.mechanism, &h.charged_row(&r.measure, &r.row)) {
                     return Err("a spending exceeds the budget");
                 }
             }
@@ -1209,7 +1262,15 @@ impl Ledger {
                 }
                 self.note(&fingerprint, Some(&path));
             }
-            Action::Budget(total) => self.history.set_total(total),
+            Action::Budget(total, accounting) => {
+                if let Some(a) = accounting {
+                    self.history.set_accounting(a);
+                    if let Some(v) = &mut self.view {
+                        v.own.set_accounting(a);
+                    }
+                }
+                self.history.set_total(total);
+            }
             Action::Model(m) => {
                 self.history.set_neighbours(m);
                 if let Some(v) = &mut self.view {
@@ -1343,18 +1404,22 @@ impl Ledger {
         Ok(())
     }
 
-    /// Records a new total budget.
+    /// Records a new total budget, and how it composes when that changes (only before any
+    /// release).
     pub(super) fn set_total(
         &mut self,
         lock: &Lock,
         total: Decimal,
+        accounting: Accounting,
         time: u64,
     ) -> Result<(), LedgerError> {
+        let change = (accounting != self.history.accounting()).then_some(accounting);
         let entry = Entry::Budget {
             total: total.normalize().to_string(),
+            accounting: change.map(|a| a.to_string()),
             time,
         };
-        self.append(lock, &entry, Action::Budget(total))
+        self.append(lock, &entry, Action::Budget(total, change))
     }
 
     /// Records how neighbouring tables differ; only before any release.
@@ -1475,6 +1540,7 @@ impl Ledger {
             eps: release.eps.normalize().to_string(),
             sensitivity: release.sensitivity,
             mechanism: release.mechanism.to_string(),
+            sigma2: self.history.sigma2(release).map(super::zcdp::variance_text),
             measure: release.measure.to_fields(),
             analyst: analyst.as_deref(),
             time: release.time,
@@ -1509,6 +1575,10 @@ impl Ledger {
             eps: first.eps.normalize().to_string(),
             sensitivity: first.sensitivity,
             mechanism: first.mechanism.to_string(),
+            sigma2: self
+                .history
+                .vector_sigma2(first, parts)
+                .map(super::zcdp::variance_text),
             measure: None,
             analyst: analyst.as_deref(),
             time: first.time,
@@ -1614,11 +1684,17 @@ fn check_vector(h: &History, first: &Release, parts: &[Row]) -> Result<(), &'sta
     if first.eps <= Decimal::ZERO {
         return Err("an epsilon is not positive");
     }
+    if first.mechanism == Mechanism::Gaussian && h.accounting() != Accounting::Zcdp {
+        return Err("a Gaussian release on a table that accounts in epsilon");
+    }
     let s = h.vector_sensitivity(parts);
     if s <= Decimal::ZERO || Decimal::try_from(first.sensitivity).ok() != Some(s) {
         return Err("a vector's sensitivity is not its parts'");
     }
-    if h.vector_after_bounds(first.eps, parts, s).1 > h.total() {
+    if h.vector_after_bounds(first.eps, first.mechanism, parts, s)
+        .1
+        > h.total()
+    {
         return Err("a spending exceeds the budget");
     }
     Ok(())
@@ -1808,7 +1884,7 @@ mod tests {
         let mut l = Ledger::memory(Decimal::ONE, Neighbours::AddRemove, "f");
         assert!(apply(&mut l, spend(1, "-1")).is_err(), "a negative epsilon");
         assert!(apply(&mut l, spend(1, "0")).is_err(), "a zero epsilon");
-        let budget = Action::Budget(Decimal::from(-5));
+        let budget = Action::Budget(Decimal::from(-5), None);
         assert!(apply(&mut l, budget).is_err(), "a negative budget");
         assert!(
             apply(&mut l, spend(2, "0.1")).is_err(),
@@ -1820,7 +1896,7 @@ mod tests {
         assert!(apply(&mut l, answer()).is_err(), "an answer recorded twice");
         let huge = "79228162514264337593543950335";
         assert!(apply(&mut l, spend(2, huge)).is_err(), "past the budget");
-        let lower = Action::Budget(Decimal::new(5, 2));
+        let lower = Action::Budget(Decimal::new(5, 2), None);
         assert!(
             apply(&mut l, lower).is_err(),
             "a budget below what is spent"
@@ -1880,6 +1956,7 @@ mod tests {
             eps: "0.1".into(),
             sensitivity: 1.0,
             mechanism: "laplace".into(),
+            sigma2: None,
             measure: None,
             analyst: None,
             time: 0,
@@ -2065,6 +2142,7 @@ mod tests {
                 eps: "0.1".into(),
                 sensitivity: 1.0,
                 mechanism: "laplace".into(),
+                sigma2: None,
                 measure: None,
                 analyst: None,
                 time: 0,

@@ -71,6 +71,48 @@ impl fmt::Display for Neighbours {
     }
 }
 
+/// How a table's budget composes: in epsilon (pure differential privacy, sequential or
+/// per-cell composition), or in rho (zero-concentrated differential privacy, whose costs add
+/// as squares: many releases cost far less than under pure accounting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Accounting {
+    /// Pure epsilon-DP, the default: a release of epsilon costs epsilon.
+    #[default]
+    Pure,
+    /// rho-zCDP: a Gaussian release costs its rho, a pure release of epsilon costs
+    /// `epsilon^2 / 2` (Bun and Steinke 2016, Proposition 1.4), and per cell or pair of cells
+    /// a release costs the square of its pure cost's share (see [`pairs`]).
+    Zcdp,
+}
+
+impl Accounting {
+    /// The accounting named `name` as written in a policy or a ledger.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name.to_ascii_lowercase().as_str() {
+            "pure" => Some(Self::Pure),
+            "zcdp" => Some(Self::Zcdp),
+            _ => None,
+        }
+    }
+
+    /// The name of its budget's unit: `epsilon` or `rho`.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Accounting::Pure => "epsilon",
+            Accounting::Zcdp => "rho",
+        }
+    }
+}
+
+impl fmt::Display for Accounting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Accounting::Pure => "pure",
+            Accounting::Zcdp => "zcdp",
+        })
+    }
+}
+
 /// The noise a release adds. Both are sampled exactly with integer arithmetic
 /// (`stats::noise`), so no floating-point artefact tells neighbouring inputs apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +127,10 @@ pub enum Mechanism {
     /// Heavy-tailed noise scaled to the smooth sensitivity at the data (`SHARE`, `MIN`,
     /// `MEDIAN`, `MAX` with `NOISE smooth`), released on a grid.
     Smooth,
+    /// The discrete Gaussian of standard deviation `S2 / sqrt(2 rho)` on a grid of `2^-k`
+    /// (`WITH RHO`): rho-zCDP (Canonne, Kamath and Steinke 2020). Its release's `eps` field
+    /// holds its rho; only tables that account in zCDP take it.
+    Gaussian,
 }
 
 impl Mechanism {
@@ -95,6 +141,7 @@ impl Mechanism {
             "geometric" => Some(Self::Geometric),
             "staircase" => Some(Self::Staircase),
             "smooth" => Some(Self::Smooth),
+            "gaussian" => Some(Self::Gaussian),
             _ => None,
         }
     }
@@ -107,6 +154,7 @@ impl fmt::Display for Mechanism {
             Mechanism::Geometric => "geometric",
             Mechanism::Staircase => "staircase",
             Mechanism::Smooth => "smooth",
+            Mechanism::Gaussian => "gaussian",
         })
     }
 }

@@ -67,6 +67,8 @@ pub struct PairCosts {
     norms: TopTwo,
     /// The sum over releases of the most each costs a pair.
     sequential: Cost,
+    /// Whether costs are zCDP's squares (see [`Rate`]).
+    squared: bool,
     /// Every pair kept, or bounds.
     mode: Mode,
     /// The last release looked at and its cost: the budget is checked before a release and
@@ -74,8 +76,8 @@ pub struct PairCosts {
     memo: RefCell<Option<(Memo, After)>>,
 }
 
-/// A release looked at: epsilon, sensitivity and row.
-type Memo = (Decimal, Decimal, Row);
+/// A release looked at: its rate and row.
+type Memo = (Rate, Row);
 
 #[derive(Debug, Clone, PartialEq)]
 enum Mode {
@@ -193,10 +195,77 @@ fn charge(eps: Decimal, diff: Decimal, s: Decimal) -> Cost {
 
 /// The most a release costs any pair: its charge at the spread of its coefficients over
 /// `cells` cells (cells it leaves out count as 0). No pair's coefficients differ by more, and
-/// a charge grows with the difference; under `replace` the spread is `S`, so this is `eps`.
-fn most(eps: Decimal, row: &Row, s: Decimal, cells: usize) -> Cost {
+/// a charge grows with the difference; under `replace` the spread is `S`, so this is `eps`
+/// (or `rho`).
+fn most(rate: &Rate, row: &Row, cells: usize) -> Cost {
     let (hi, lo) = row.extremes(cells);
-    charge(eps, hi.saturating_sub(lo), s)
+    rate.cost(hi.saturating_sub(lo))
+}
+
+/// How one release charges a pair of cells (or a cell) whose coefficients differ by `d`.
+///
+/// Under pure accounting, `eps |d| / S`: the privacy loss of Laplace-like noise of scale
+/// `S / eps` when the answer moves by `|d|`. Under zCDP (`squared`), `rate d^2 / s` with `s`
+/// the square of the release's L2 sensitivity: a Gaussian release of standard deviation
+/// `sigma = S2 / sqrt(2 rho)` costs `d^2 / (2 sigma^2) = rho d^2 / S2^2` for that move, and a
+/// pure release of epsilon, whose loss for the move is `eps |d| / S`, costs the square of it
+/// over 2, `(eps^2 / 2) d^2 / S^2` (Bun and Steinke 2016, Proposition 3.3, for the pair).
+/// Both are additive over releases for a fixed pair, and the square root of their sum is a
+/// weighted Euclidean distance between two columns of `H`: it obeys the triangle inequality,
+/// as the pure cost does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    /// `eps`, or (zCDP) the release's rho: its own for a Gaussian release, `eps^2 / 2` for a
+    /// pure one.
+    pub amount: Decimal,
+    /// The sensitivity `S` it is divided by, or (zCDP) the squared L2 sensitivity `S2^2`.
+    pub s: Decimal,
+    /// Whether charges are squared (zCDP).
+    pub squared: bool,
+}
+
+impl Rate {
+    /// The charge for a difference of coefficients `d`, in units of 10^-24, rounded up.
+    pub fn cost(&self, d: Decimal) -> Cost {
+        if self.squared {
+            match super::decimal::share_up(d.abs(), d.abs(), Decimal::ONE) {
+                Some(d2) if d2 < Decimal::MAX => charge(self.amount, d2, self.s),
+                _ if d.is_zero() => 0,
+                _ => Cost::MAX,
+            }
+        } else {
+            charge(self.amount, d, self.s)
+        }
+    }
+
+    /// The charge for a difference `d` as a decimal, rounded up; `Decimal::MAX` past its
+    /// range.
+    pub fn decimal(&self, d: Decimal) -> Decimal {
+        let d = if self.squared {
+            match super::decimal::share_up(d.abs(), d.abs(), Decimal::ONE) {
+                Some(d2) => d2,
+                None => return Decimal::MAX,
+            }
+        } else {
+            d.abs()
+        };
+        super::decimal::share_up(self.amount, d, self.s).unwrap_or(Decimal::MAX)
+    }
+}
+
+/// `(sqrt(a) + sqrt(b))^2`, rounded up: the bound the triangle inequality gives on the squared
+/// distance `d(j, k)^2 <= (d(j, a) + d(a, k))^2` for zCDP costs.
+fn root_sum_squared(a: Cost, b: Cost) -> Cost {
+    let up = |x: Cost| {
+        let r = x.isqrt();
+        if r * r < x {
+            r + 1
+        } else {
+            r
+        }
+    };
+    let r = up(a).saturating_add(up(b));
+    r.checked_mul(r).unwrap_or(Cost::MAX)
 }
 
 /// A cost as a decimal of epsilon (exact: 10^-24 is within a decimal's reach).
@@ -241,18 +310,19 @@ struct Touch {
 }
 
 impl PairCosts {
-    /// One class of `cells` cells, none touched yet.
-    pub fn new(cells: usize) -> Self {
-        Self::with_cap(cells, EXACT_CLASSES)
+    /// One class of `cells` cells, none touched yet; costs in epsilon, or (`squared`) in rho.
+    pub fn new(cells: usize, squared: bool) -> Self {
+        Self::with_cap(cells, EXACT_CLASSES, squared)
     }
 
     /// The same with another cap on exact classes (tests of the bounds).
-    pub fn with_cap(cells: usize, cap: usize) -> Self {
+    pub fn with_cap(cells: usize, cap: usize, squared: bool) -> Self {
         Self {
             cells,
             cap,
             norms: TopTwo::new(cells, |_| 0),
             sequential: 0,
+            squared,
             mode: Mode::Exact(Exact::new(cells)),
             memo: RefCell::new(None),
         }
@@ -327,21 +397,25 @@ impl PairCosts {
         self.norms.values().into_iter().map(to_decimal).collect()
     }
 
-    /// The most a release of `eps` with `row` and sensitivity `s` can add to the cost: what
-    /// it costs the pair its coefficients set farthest apart.
-    pub fn most_added(&self, eps: Decimal, row: &Row, s: Decimal) -> Decimal {
-        to_decimal(most(eps, row, s, self.cells))
+    /// The most a release of `rate` with `row` can add to the cost: what it costs the pair
+    /// its coefficients set farthest apart.
+    pub fn most_added(&self, rate: &Rate, row: &Row) -> Decimal {
+        to_decimal(most(rate, row, self.cells))
     }
 
-    /// The cost of the history after a release of `eps` with `row` and sensitivity `s`, and a
-    /// cell of each side of its costliest pair, without recording it.
-    pub fn after(&self, eps: Decimal, row: &Row, s: Decimal) -> After {
+    /// The cost of the history after a release of `rate` with `row`, and a cell of each side
+    /// of its costliest pair, without recording it.
+    pub fn after(&self, rate: &Rate, row: &Row) -> After {
+        debug_assert_eq!(
+            rate.squared, self.squared,
+            "a rate of the table's accounting"
+        );
         if let Some((k, after)) = self.memo.borrow().as_ref() {
-            if k.0 == eps && k.1 == s && k.2 == *row {
+            if k.0 == *rate && k.1 == *row {
                 return *after;
             }
         }
-        let most = most(eps, row, s, self.cells);
+        let most = most(rate, row, self.cells);
         let after = match &self.mode {
             _ if self.sequential.saturating_add(most) == Cost::MAX => After {
                 cost: Cost::MAX,
@@ -349,7 +423,7 @@ impl PairCosts {
                 cells: self.distinct((0, 0)),
             },
             Mode::Exact(e) => {
-                let after = e.after(eps, row, s);
+                let after = e.after(rate, row);
                 After {
                     cells: self.distinct(after.cells),
                     ..after
@@ -358,13 +432,13 @@ impl PairCosts {
             Mode::Bounded(b) => {
                 let norms = self.norms.top_after(
                     row.segments(self.cells)
-                        .map(|(from, to, c)| (from, to, charge(eps, c, s))),
+                        .map(|(from, to, c)| (from, to, rate.cost(c))),
                 );
                 let anchors = b.anchors.iter().map(|a| {
                     let h = row.coef(a.cell);
                     let top = a.distance.top_after(
                         row.segments(self.cells)
-                            .map(|(from, to, c)| (from, to, charge(eps, c - h, s))),
+                            .map(|(from, to, c)| (from, to, rate.cost(c - h))),
                     );
                     (a.cell, top)
                 });
@@ -373,6 +447,7 @@ impl PairCosts {
                     self.sequential.saturating_add(most),
                     b.upper.saturating_add(most),
                     anchors,
+                    self.squared,
                 );
                 After {
                     // The bounds hold (tested against brute force); the larger is kept all
@@ -383,33 +458,37 @@ impl PairCosts {
                 }
             }
         };
-        *self.memo.borrow_mut() = Some(((eps, s, row.clone()), after));
+        *self.memo.borrow_mut() = Some(((*rate, row.clone()), after));
         after
     }
 
-    /// Records a release of `eps` with `row` and sensitivity `s`.
-    pub fn record(&mut self, eps: Decimal, row: &Row, s: Decimal) {
-        let most = most(eps, row, s, self.cells);
+    /// Records a release of `rate` with `row`.
+    pub fn record(&mut self, rate: &Rate, row: &Row) {
+        debug_assert_eq!(
+            rate.squared, self.squared,
+            "a rate of the table's accounting"
+        );
+        let most = most(rate, row, self.cells);
         self.sequential = self.sequential.saturating_add(most);
         for run in row.runs() {
-            self.norms
-                .add(run.start, run.end(), charge(eps, run.coef, s));
+            self.norms.add(run.start, run.end(), rate.cost(run.coef));
         }
         match &mut self.mode {
             Mode::Exact(e) => {
-                e.record(eps, row, s);
+                e.record(rate, row);
                 if e.members.len() > self.cap {
                     self.mode = Mode::Bounded(e.bounded(self.cells));
                 }
             }
             Mode::Bounded(b) => {
-                b.record(eps, row, s, self.cells);
+                b.record(rate, row, self.cells);
                 let anchors = b.anchors.iter().map(|a| (a.cell, a.distance.top()));
                 let (upper, _, _) = b.judge(
                     self.norms.top(),
                     self.sequential,
                     b.upper.saturating_add(most),
                     anchors,
+                    self.squared,
                 );
                 b.upper = upper;
             }
@@ -422,20 +501,30 @@ impl Bounded {
     /// The bounds from the two largest norms, the sum of the most each release costs a pair,
     /// the upper bound carried from before and each anchor's two largest distances: the cost
     /// is at most the least of them (returned first), and at least the largest distance from
-    /// an anchor (a real pair, returned with it).
+    /// an anchor (a real pair, returned with it). zCDP costs (`squared`) are squared
+    /// distances, so the triangle inequality bounds them by `(sqrt(x) + sqrt(y))^2`.
     fn judge(
         &self,
         norms: Top,
         sequential: Cost,
         carried: Cost,
         anchors: impl Iterator<Item = (usize, Top)>,
+        squared: bool,
     ) -> (Cost, Cost, (usize, usize)) {
+        let through = |top: Top| {
+            if squared {
+                let best = top.best.map_or(0, |b| b.0);
+                root_sum_squared(best, top.second.unwrap_or(0))
+            } else {
+                top.pair_sum()
+            }
+        };
         // d(j, k) <= d(j, 0) + d(0, k): the two largest norms (the zero column as anchor).
-        let mut upper = sequential.min(carried).min(norms.pair_sum());
+        let mut upper = sequential.min(carried).min(through(norms));
         let anchors: Vec<(usize, Top)> = anchors.collect();
         for (_, top) in &anchors {
             // d(j, k) <= d(j, a) + d(a, k) for the anchor a.
-            upper = upper.min(top.pair_sum());
+            upper = upper.min(through(*top));
         }
         let (lower, cells) = self.known(anchors.into_iter());
         (upper, lower, cells)
@@ -457,11 +546,11 @@ impl Bounded {
     /// Adds a release to every anchor's distances: over each range of cells the row gives
     /// one coefficient `c`, the distance from an anchor of coefficient `h` grows by the
     /// charge of `c - h`.
-    fn record(&mut self, eps: Decimal, row: &Row, s: Decimal, cells: usize) {
+    fn record(&mut self, rate: &Rate, row: &Row, cells: usize) {
         for a in &mut self.anchors {
             let h = row.coef(a.cell);
             for (from, to, c) in row.segments(cells) {
-                a.distance.add(from, to, charge(eps, c - h, s));
+                a.distance.add(from, to, rate.cost(c - h));
             }
         }
     }
@@ -588,7 +677,7 @@ impl Exact {
     /// The exact cost after a release, without recording it: every pair of parts with
     /// different coefficients gains the release's charge; two parts of one class cost nothing
     /// so far.
-    fn after(&self, eps: Decimal, row: &Row, s: Decimal) -> After {
+    fn after(&self, rate: &Rate, row: &Row) -> After {
         let touches = self.touches(row);
         let parts = self.parts(row, &touches);
         let (a0, b0) = self.two_cells(self.worst.1, self.worst.2);
@@ -596,7 +685,7 @@ impl Exact {
         let by = by_coefficient(&parts);
         for (i, (ci, xs)) in by.iter().enumerate() {
             for (cj, ys) in &by[..i] {
-                let add = charge(eps, *ci - *cj, s);
+                let add = rate.cost(*ci - *cj);
                 for x in xs {
                     for y in ys {
                         let cost = self.cost(x.class, y.class).saturating_add(add);
@@ -616,7 +705,7 @@ impl Exact {
 
     /// Records a release: splits the classes it tells apart, then charges every pair of
     /// classes it gives different coefficients.
-    fn record(&mut self, eps: Decimal, row: &Row, s: Decimal) {
+    fn record(&mut self, rate: &Rate, row: &Row) {
         // Each group of a class the row splits becomes a class of its own, a copy of the
         // class so far; the cells left out (or, if none is, the first group) stay.
         let old = self.members.len();
@@ -649,7 +738,7 @@ impl Exact {
                 self.members[a as usize].retain(|c| class_of[*c as usize] == a);
             }
         }
-        self.charge_pairs(eps, s, &coefs);
+        self.charge_pairs(rate, &coefs);
     }
 
     /// A new class, empty, with the costs of class `a` so far: its row of the triangle is
@@ -686,7 +775,7 @@ impl Exact {
     /// Adds the charges of a release whose classes are split: `coefs` gives the non-zero
     /// coefficient of each class that has one. Each pair is visited once, in the row of its
     /// larger class, so each row of the triangle is read in order.
-    fn charge_pairs(&mut self, eps: Decimal, s: Decimal, coefs: &[(u32, Decimal)]) {
+    fn charge_pairs(&mut self, rate: &Rate, coefs: &[(u32, Decimal)]) {
         let classes = self.members.len();
         // Coefficient values, 0 first; each class's value.
         let mut values = vec![Decimal::ZERO];
@@ -706,7 +795,7 @@ impl Exact {
             return;
         }
         let add: Vec<Cost> = (0..g * g)
-            .map(|i| charge(eps, values[i / g] - values[i % g], s))
+            .map(|i| rate.cost(values[i / g] - values[i % g]))
             .collect();
         let mut by_value: Vec<Vec<u32>> = vec![Vec::new(); g];
         for (class, v) in value_of.iter().enumerate() {
@@ -838,14 +927,24 @@ mod tests {
         assert_eq!(charge(d("1e-28"), d("1"), d("1e28")), 1);
     }
 
-    /// A release: epsilon, sensitivity (at least the spread of its coefficients over every
-    /// cell, untouched ones at 0), row.
-    type Release = (Decimal, Decimal, Row);
+    /// A release: its rate (epsilon and sensitivity, at least the spread of its coefficients
+    /// over every cell, untouched ones at 0; or rho and that spread squared) and row.
+    type Release = (Rate, Row);
+
+    /// A pure release's rate: `eps |d| / s`.
+    fn pure(eps: Decimal, s: Decimal) -> Rate {
+        Rate {
+            amount: eps,
+            s,
+            squared: false,
+        }
+    }
 
     const EPS: [&str; 5] = ["0.1", "0.05", "0.3", "1", "0.0001"];
 
-    /// A release from dense coefficients (one at least is made non-zero).
-    fn release(eps: &str, mut dense: Vec<i64>, spare: usize) -> Release {
+    /// A release from dense coefficients (one at least is made non-zero), charged in epsilon
+    /// or (`squared`) in rho.
+    fn release(eps: &str, mut dense: Vec<i64>, spare: usize, squared: bool) -> Release {
         if dense.iter().all(|c| *c == 0) {
             let n = dense.len();
             dense[spare % n] = 1;
@@ -859,10 +958,22 @@ mod tests {
         let row = Row::from_cells(&cells).expect("increasing cells");
         let (hi, lo) = row.extremes(dense.len());
         let e = Decimal::from_str_exact(eps).expect("a decimal");
-        (e, (hi - lo).max(Decimal::ONE), row)
+        let spread = (hi - lo).max(Decimal::ONE);
+        let s = if squared { spread * spread } else { spread };
+        let rate = Rate {
+            amount: e,
+            s,
+            squared,
+        };
+        (rate, row)
     }
 
-    fn random_history(rng: &mut ChaCha8Rng, cells: usize, releases: usize) -> Vec<Release> {
+    fn random_history(
+        rng: &mut ChaCha8Rng,
+        cells: usize,
+        releases: usize,
+        squared: bool,
+    ) -> Vec<Release> {
         (0..releases)
             .map(|_| {
                 let dense: Vec<i64> = if rng.random_bool(0.5) {
@@ -886,17 +997,26 @@ mod tests {
                         .collect()
                 };
                 let spare = rng.random_range(0..cells);
-                release(EPS[rng.random_range(0..EPS.len())], dense, spare)
+                release(EPS[rng.random_range(0..EPS.len())], dense, spare, squared)
             })
             .collect()
     }
 
-    /// The cost of pair `(j, k)` by brute force: the sum over releases of each one's charge.
+    /// The cost of pair `(j, k)` by brute force: the sum over releases of each one's charge,
+    /// `eps |H_ij - H_ik| / S` or `rho (H_ij - H_ik)^2 / S2^2`, computed here from the formula
+    /// (not with [`Rate::cost`]).
     fn pair_cost(history: &[Release], j: usize, k: usize) -> Cost {
         history
             .iter()
-            .map(|(e, s, row)| charge(*e, row.coef(j) - row.coef(k), *s))
+            .map(|(r, row)| direct(r, row.coef(j) - row.coef(k)))
             .sum()
+    }
+
+    /// One release's charge for a difference `d`, from the formula.
+    fn direct(r: &Rate, d: Decimal) -> Cost {
+        let d = d.abs();
+        let d = if r.squared { d * d } else { d };
+        charge(r.amount, d, r.s)
     }
 
     /// The costliest pair by brute force, and every cell's norm.
@@ -908,12 +1028,7 @@ mod tests {
             }
         }
         let norms = (0..cells)
-            .map(|j| {
-                history
-                    .iter()
-                    .map(|(e, s, row)| charge(*e, row.coef(j), *s))
-                    .sum()
-            })
+            .map(|j| history.iter().map(|(r, row)| direct(r, row.coef(j))).sum())
             .collect();
         (worst, norms)
     }
@@ -921,14 +1036,15 @@ mod tests {
     #[test]
     fn the_costliest_pair_equals_brute_force_on_random_histories() {
         let mut rng = ChaCha8Rng::seed_from_u64(12);
-        for round in 0..60 {
+        for round in 0..120 {
+            let squared = round % 2 == 1;
             let cells = rng.random_range(2..14);
             let releases = rng.random_range(1..12);
-            let history = random_history(&mut rng, cells, releases);
-            let mut p = PairCosts::new(cells);
-            for (i, (e, s, row)) in history.iter().enumerate() {
-                let predicted = p.after(*e, row, *s);
-                p.record(*e, row, *s);
+            let history = random_history(&mut rng, cells, releases, squared);
+            let mut p = PairCosts::new(cells, squared);
+            for (i, (r, row)) in history.iter().enumerate() {
+                let predicted = p.after(r, row);
+                p.record(r, row);
                 let (worst, norms) = brute(cells, &history[..=i]);
                 assert_eq!(predicted.cost, worst, "round {round}, release {i}: after");
                 let w = p.worst();
@@ -951,13 +1067,18 @@ mod tests {
     }
 
     /// Checks the bounds of `p` after each release of `history` against brute force.
-    fn check_bounds(cells: usize, cap: usize, history: &[Release]) -> Result<(), TestCaseError> {
-        let mut p = PairCosts::with_cap(cells, cap);
+    fn check_bounds(
+        cells: usize,
+        cap: usize,
+        history: &[Release],
+        squared: bool,
+    ) -> Result<(), TestCaseError> {
+        let mut p = PairCosts::with_cap(cells, cap, squared);
         let mut sequential = 0;
-        for (i, (e, s, row)) in history.iter().enumerate() {
-            let predicted = p.after(*e, row, *s);
-            p.record(*e, row, *s);
-            sequential += most(*e, row, *s, cells);
+        for (i, (r, row)) in history.iter().enumerate() {
+            let predicted = p.after(r, row);
+            p.record(r, row);
+            sequential += most(r, row, cells);
             let (worst, norms) = brute(cells, &history[..=i]);
             let w = p.worst();
             // What the check predicted is what is recorded.
@@ -972,10 +1093,16 @@ mod tests {
             if w.exact {
                 prop_assert_eq!(w.cost, to_decimal(worst), "release {}: exact", i);
             }
-            // Never looser than the former bound (two largest norms), nor than the sum.
+            // Never looser than the bound through the zero column (two largest norms), nor
+            // than the sum.
             let mut sorted = norms;
             sorted.sort_unstable_by(|a, b| b.cmp(a));
-            let norms_bound = sorted[0] + sorted.get(1).copied().unwrap_or(0);
+            let second = sorted.get(1).copied().unwrap_or(0);
+            let norms_bound = if squared {
+                root_sum_squared(sorted[0], second)
+            } else {
+                sorted[0] + second
+            };
             prop_assert!(w.cost <= to_decimal(norms_bound.min(sequential)));
             // Every pair is kept while there are at most `cap` classes.
             prop_assert_eq!(p.keeps_every_pair(), p.classes().is_some());
@@ -1014,24 +1141,26 @@ mod tests {
         /// pair), and when they meet they are the exact cost.
         #[test]
         fn beyond_the_cap_the_bounds_hold_and_meet_only_at_the_cost(
-            (cells, cap, raw) in histories()
+            (cells, cap, raw) in histories(),
+            squared in any::<bool>(),
         ) {
             let history: Vec<Release> = raw
                 .into_iter()
-                .map(|(e, dense, spare)| release(EPS[e], dense, spare))
+                .map(|(e, dense, spare)| release(EPS[e], dense, spare, squared))
                 .collect();
-            check_bounds(cells, cap, &history)?;
+            check_bounds(cells, cap, &history, squared)?;
         }
     }
 
     #[test]
     fn beyond_the_cap_the_bounds_hold_on_ranges_and_mixed_rows() {
         let mut rng = ChaCha8Rng::seed_from_u64(3);
-        for _ in 0..40 {
+        for round in 0..80 {
+            let squared = round % 2 == 1;
             let cells = rng.random_range(6..20);
-            let history = random_history(&mut rng, cells, 16);
+            let history = random_history(&mut rng, cells, 16, squared);
             let cap = rng.random_range(1..5);
-            check_bounds(cells, cap, &history).expect("the bounds hold");
+            check_bounds(cells, cap, &history, squared).expect("the bounds hold");
         }
     }
 
@@ -1043,15 +1172,15 @@ mod tests {
     #[test]
     fn prefix_counts_beyond_the_cap_cost_exactly_their_sum() {
         let cells = 60;
-        let mut p = PairCosts::with_cap(cells, 4);
+        let mut p = PairCosts::with_cap(cells, 4, false);
         let eps = Decimal::new(1, 5);
         let mut rng = ChaCha8Rng::seed_from_u64(7);
         let mut sum = Decimal::ZERO;
         for i in 0..40 {
             let k = rng.random_range(1..cells);
             let row = Row::from_runs(&[(0, k, Decimal::ONE)]).expect("a run");
-            let predicted = p.after(eps, &row, Decimal::ONE);
-            p.record(eps, &row, Decimal::ONE);
+            let predicted = p.after(&pure(eps, Decimal::ONE), &row);
+            p.record(&pure(eps, Decimal::ONE), &row);
             sum += eps;
             let w = p.worst();
             assert_eq!(to_decimal(predicted.cost), w.cost, "release {i}");
@@ -1070,21 +1199,20 @@ mod tests {
     #[test]
     fn disjoint_counts_cost_twice_and_a_partition_costs_two() {
         let tenth = Decimal::new(1, 1);
-        let mut p = PairCosts::new(3);
-        p.record(tenth, &cells_row(&[(0, Decimal::ONE)]), Decimal::ONE);
-        p.record(tenth, &cells_row(&[(1, Decimal::ONE)]), Decimal::ONE);
+        let mut p = PairCosts::new(3, false);
+        p.record(&pure(tenth, Decimal::ONE), &cells_row(&[(0, Decimal::ONE)]));
+        p.record(&pure(tenth, Decimal::ONE), &cells_row(&[(1, Decimal::ONE)]));
         assert_eq!(p.worst().cost, Decimal::new(2, 1));
-        let mut p = PairCosts::new(11);
+        let mut p = PairCosts::new(11, false);
         for j in 0..10 {
-            p.record(tenth, &cells_row(&[(j, Decimal::ONE)]), Decimal::ONE);
+            p.record(&pure(tenth, Decimal::ONE), &cells_row(&[(j, Decimal::ONE)]));
         }
         assert_eq!(p.worst().cost, Decimal::new(2, 1));
         // a - b over disjoint a and b: S = 2 under replace, so the pair (a, b) costs eps.
-        let mut p = PairCosts::new(3);
+        let mut p = PairCosts::new(3, false);
         p.record(
-            tenth,
+            &pure(tenth, Decimal::TWO),
             &cells_row(&[(0, Decimal::ONE), (1, -Decimal::ONE)]),
-            Decimal::TWO,
         );
         assert_eq!(p.worst().cost, tenth);
         let (j, k) = p.worst().cells;
@@ -1094,16 +1222,16 @@ mod tests {
     /// With nothing told apart every pair costs the same; the pair named is still two cells.
     #[test]
     fn the_pair_named_is_two_distinct_cells() {
-        let p = PairCosts::new(4);
+        let p = PairCosts::new(4, false);
         let (j, k) = p.worst().cells;
         assert_ne!(j, k);
         // A count over every cell tells none apart (under replace it is the public n).
-        let mut p = PairCosts::new(3);
+        let mut p = PairCosts::new(3, false);
         let all = Row::from_runs(&[(0, 3, Decimal::ONE)]).expect("a run");
-        p.record(Decimal::ONE, &all, Decimal::ZERO);
+        p.record(&pure(Decimal::ONE, Decimal::ZERO), &all);
         let (j, k) = p.worst().cells;
         assert_ne!(j, k);
-        let a = p.after(Decimal::ONE, &all, Decimal::ZERO);
+        let a = p.after(&pure(Decimal::ONE, Decimal::ZERO), &all);
         assert_ne!(a.cells.0, a.cells.1);
     }
 
@@ -1111,17 +1239,20 @@ mod tests {
     /// small number.
     #[test]
     fn a_charge_too_large_to_hold_saturates() {
-        let mut p = PairCosts::new(3);
+        let mut p = PairCosts::new(3, false);
         let huge = Decimal::from_str_exact("100000000000000000000").expect("a decimal");
         let row = cells_row(&[(0, huge)]);
         let max = to_decimal(Cost::MAX);
         assert_eq!(
-            to_decimal(p.after(Decimal::ONE, &row, Decimal::ONE).cost),
+            to_decimal(p.after(&pure(Decimal::ONE, Decimal::ONE), &row).cost),
             max
         );
-        p.record(Decimal::ONE, &row, Decimal::ONE);
+        p.record(&pure(Decimal::ONE, Decimal::ONE), &row);
         assert_eq!(p.worst().cost, max);
-        p.record(Decimal::ONE, &cells_row(&[(1, Decimal::ONE)]), Decimal::ONE);
+        p.record(
+            &pure(Decimal::ONE, Decimal::ONE),
+            &cells_row(&[(1, Decimal::ONE)]),
+        );
         assert_eq!(p.worst().cost, max);
         assert!(!p.worst().exact);
     }

@@ -75,9 +75,16 @@ pub struct VectorRequest {
 pub struct VectorTicket {
     first: Release,
     parts: Vec<Row>,
+    sigma2: Option<(u128, u128)>,
 }
 
 impl VectorTicket {
+    /// A Gaussian vector's variance parameter on every part, `S2^2 / (2 rho)`, exactly, as
+    /// the ledger records and charges it.
+    pub fn sigma2(&self) -> Option<(u128, u128)> {
+        self.sigma2
+    }
+
     /// The vector's sensitivity: its noise on every part has scale `sensitivity / eps`.
     pub fn sensitivity(&self) -> f64 {
         self.first.sensitivity
@@ -122,6 +129,15 @@ pub struct Recorded {
 #[derive(Debug)]
 pub struct Ticket {
     release: Release,
+    sigma2: Option<(u128, u128)>,
+}
+
+impl Ticket {
+    /// A Gaussian release's variance parameter `S2^2 / (2 rho)`, exactly, as the ledger
+    /// records and charges it: the noise is drawn with it.
+    pub fn sigma2(&self) -> Option<(u128, u128)> {
+        self.sigma2
+    }
 }
 
 /// What preparing a request found.
@@ -130,7 +146,7 @@ pub enum Prepared {
     /// An identical query was answered before: its answer, at no cost.
     Recorded(Recorded),
     /// The request fits the budget.
-    Fits(Ticket),
+    Fits(Box<Ticket>),
 }
 
 /// Why a request is refused. Nothing was spent, recorded or drawn.
@@ -142,6 +158,9 @@ pub enum Refusal {
     /// The neighbour model the statement's sensitivity was computed under is no longer the
     /// ledger's (another process loaded the data under another before anything was released).
     ModelChanged,
+    /// A Gaussian release was asked of a table that no longer accounts in zCDP (another
+    /// process set its budget in epsilon before anything was released).
+    AccountingChanged,
     /// The release would take a cell, or the table, past the total.
     Exceeded(Overspend),
     /// On a served dataset: the release fits the analyst's cap, but would take the dataset,
@@ -201,33 +220,40 @@ impl Txn<'_> {
                 return Ok(Prepared::Recorded(Recorded { seq: r.seq, noisy }));
             }
         }
+        if request.mechanism == super::Mechanism::Gaussian
+            && history.accounting() != super::Accounting::Zcdp
+        {
+            return Err(Refusal::AccountingChanged);
+        }
         // The budget is checked before any noise is drawn: a refused request changes nothing.
         let charged = history.charged_row(&request.measure, &request.row);
         history
-            .check_row(request.eps, &charged)
+            .check_row(request.eps, request.mechanism, &charged)
             .map_err(Refusal::Exceeded)?;
         // An analyst's view: the dataset's total, shared by all its analysts, bounds them all.
         if self.ledger.is_view() {
             self.ledger
                 .whole()
-                .check_row(request.eps, &charged)
+                .check_row(request.eps, request.mechanism, &charged)
                 .map_err(Refusal::DatasetExceeded)?;
         }
-        Ok(Prepared::Fits(Ticket {
-            release: Release {
-                seq: self.ledger.next_seq(),
-                statement: request.statement,
-                key: request.key,
-                row: request.row,
-                eps: request.eps,
-                sensitivity: request.sensitivity,
-                mechanism: request.mechanism,
-                noisy: None,
-                time: request.time,
-                part: None,
-                measure: request.measure,
-            },
-        }))
+        let release = Release {
+            seq: self.ledger.next_seq(),
+            statement: request.statement,
+            key: request.key,
+            row: request.row,
+            eps: request.eps,
+            sensitivity: request.sensitivity,
+            mechanism: request.mechanism,
+            noisy: None,
+            time: request.time,
+            part: None,
+            measure: request.measure,
+        };
+        Ok(Prepared::Fits(Box::new(Ticket {
+            sigma2: history.sigma2(&release),
+            release,
+        })))
     }
 
     /// Checks a vector under the lock: the cube, an identical earlier vector, the budget
@@ -241,31 +267,38 @@ impl Txn<'_> {
         if let Some(answers) = history.find_vector(&request.key, request.parts.len()) {
             return Ok(PreparedVector::Recorded(answers));
         }
+        if request.mechanism == super::Mechanism::Gaussian
+            && history.accounting() != super::Accounting::Zcdp
+        {
+            return Err(Refusal::AccountingChanged);
+        }
         let s = history.vector_sensitivity(&request.parts);
         // The budget is checked before any noise is drawn: a refused request changes nothing.
         history
-            .check_vector(request.eps, &request.parts, s)
+            .check_vector(request.eps, request.mechanism, &request.parts, s)
             .map_err(Refusal::Exceeded)?;
         if self.ledger.is_view() {
             self.ledger
                 .whole()
-                .check_vector(request.eps, &request.parts, s)
+                .check_vector(request.eps, request.mechanism, &request.parts, s)
                 .map_err(Refusal::DatasetExceeded)?;
         }
+        let first = Release {
+            seq: self.ledger.next_seq(),
+            statement: request.statement,
+            key: request.key,
+            row: Row::default(),
+            eps: request.eps,
+            sensitivity: s.to_f64().unwrap_or(f64::INFINITY),
+            mechanism: request.mechanism,
+            noisy: None,
+            time: request.time,
+            part: None,
+            measure: super::Measure::Rows,
+        };
         Ok(PreparedVector::Fits(Box::new(VectorTicket {
-            first: Release {
-                seq: self.ledger.next_seq(),
-                statement: request.statement,
-                key: request.key,
-                row: Row::default(),
-                eps: request.eps,
-                sensitivity: s.to_f64().unwrap_or(f64::INFINITY),
-                mechanism: request.mechanism,
-                noisy: None,
-                time: request.time,
-                part: None,
-                measure: super::Measure::Rows,
-            },
+            sigma2: history.vector_sigma2(&first, &request.parts),
+            first,
             parts: request.parts,
         })))
     }
@@ -274,7 +307,7 @@ impl Txn<'_> {
     pub fn vector_spent_after(&self, ticket: &VectorTicket) -> Decimal {
         let s = self.history().vector_sensitivity(&ticket.parts);
         self.history()
-            .vector_after_bounds(ticket.first.eps, &ticket.parts, s)
+            .vector_after_bounds(ticket.first.eps, ticket.first.mechanism, &ticket.parts, s)
             .0
     }
 
@@ -345,12 +378,12 @@ impl Txn<'_> {
             .fold(Decimal::ZERO, |a, r| super::decimal::add_up(a, r.eps));
         let charged = history.charged_row(&first.measure, &row);
         history
-            .check_row(total, &charged)
+            .check_row(total, first.mechanism, &charged)
             .map_err(Refusal::Exceeded)?;
         if self.ledger.is_view() {
             self.ledger
                 .whole()
-                .check_row(total, &charged)
+                .check_row(total, first.mechanism, &charged)
                 .map_err(Refusal::DatasetExceeded)?;
         }
         let first = self.ledger.next_seq();
@@ -401,8 +434,11 @@ impl Txn<'_> {
     /// What the ledger's spent budget will be after the release of `ticket` (`EXPLAIN` shows
     /// it; a release itself needs only the check [`Txn::prepare`] made).
     pub fn spent_after(&self, ticket: &Ticket) -> Decimal {
-        self.history()
-            .spent_after(ticket.release.eps, &ticket.release.row)
+        self.history().spent_after(
+            ticket.release.eps,
+            ticket.release.mechanism,
+            &ticket.release.row,
+        )
     }
 
     /// Releases a prepared request: the spending is made durable, then `draw` gives the noisy
@@ -426,9 +462,15 @@ impl Txn<'_> {
         Ok(Recorded { seq, noisy })
     }
 
-    /// Records a new total budget, which may not be below what is spent.
-    pub fn set_total(&mut self, total: Decimal, time: u64) -> Result<(), LedgerError> {
-        self.ledger.set_total(&self.lock, total, time)
+    /// Records a new total budget, which may not be below what is spent, and how it
+    /// composes (which may change only before any release).
+    pub fn set_total(
+        &mut self,
+        total: Decimal,
+        accounting: super::Accounting,
+        time: u64,
+    ) -> Result<(), LedgerError> {
+        self.ledger.set_total(&self.lock, total, accounting, time)
     }
 
     /// Records the cube declared on the data file; `carry` says how the releases made over

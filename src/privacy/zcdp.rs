@@ -22,6 +22,41 @@
 //! The simpler bound `rho + 2 sqrt(rho ln(1/delta))` (Bun and Steinke 2016, Proposition 1.3)
 //! is shown in teaching, to say what the tight one saves.
 
+use rust_decimal::Decimal;
+
+/// The variance parameter `sigma^2 = S2^2 / (2 rho)` of a Gaussian release of `rho` on a
+/// query of squared L2 sensitivity `l2_squared`, exactly, as a fraction in lowest terms
+/// `(numerator, denominator)`: the noise's law, and what the ledger records of it. `None`
+/// when either is not positive or the fraction passes 128 bits.
+pub fn gaussian_variance(l2_squared: Decimal, rho: Decimal) -> Option<(u128, u128)> {
+    if l2_squared <= Decimal::ZERO || rho <= Decimal::ZERO {
+        return None;
+    }
+    // (a 10^-x) / (2 m 10^-y) = a 10^y / (2 m 10^x).
+    let (a, x) = (l2_squared.mantissa().unsigned_abs(), l2_squared.scale());
+    let (m, y) = (rho.mantissa().unsigned_abs(), rho.scale());
+    let num = a.checked_mul(10u128.checked_pow(y)?)?;
+    let den = m.checked_mul(2)?.checked_mul(10u128.checked_pow(x)?)?;
+    let g = gcd(num, den);
+    Some((num / g, den / g))
+}
+
+/// `sigma^2` as the ledger writes it: `p/q`, or `p` when whole.
+pub fn variance_text((num, den): (u128, u128)) -> String {
+    if den == 1 {
+        num.to_string()
+    } else {
+        format!("{num}/{den}")
+    }
+}
+
+fn gcd(mut a: u128, mut b: u128) -> u128 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
 /// The `eps` of `(eps, delta)`-DP that `rho`-zCDP gives, by the tight conversion of
 /// Canonne, Kamath and Steinke (2020), Corollary 13.
 ///

@@ -123,6 +123,7 @@ pub fn statement_kind(kind: &StatementKind) -> &'static str {
         StatementKind::Describe { .. } => "DESCRIBE",
         StatementKind::SetBudget { .. } => "SET BUDGET",
         StatementKind::SetSeed { .. } => "SET SEED",
+        StatementKind::SetDelta { .. } => "SET DELTA",
         StatementKind::Count(_) => "COUNT",
         StatementKind::Histogram(h) if h.by.is_some() => "COUNT BY",
         StatementKind::Histogram(_) => "HISTOGRAM",

@@ -2,6 +2,18 @@
 
 use super::{Epsilon, Positive, Probability};
 
+/// The standard normal quantile at `p` in (0, 1): the `z` with `P(Z <= z) = p`.
+pub fn normal_quantile(p: f64) -> f64 {
+    use statrs::distribution::{ContinuousCDF, Normal};
+    Normal::standard().inverse_cdf(p)
+}
+
+/// `P(Z > z)` for a standard normal `Z`, accurate far into the tail.
+pub fn normal_upper_tail(z: f64) -> f64 {
+    use statrs::distribution::{ContinuousCDF, Normal};
+    Normal::standard().sf(z)
+}
+
 /// Paper 1 eq. 2: P[noisy < 0 or noisy > n | true = a] = (e^{-eps a} + e^{eps (a-n)})/2 for 0<=a<=n.
 ///
 /// The noise is Laplace with scale `1/eps`. For a true count outside `[0, n]` (not a count,

@@ -27,6 +27,7 @@
 //! - [`DiscreteGaussian`]: `P(z) ∝ exp(-z^2 / (2 sigma2))` on the integers for a rational
 //!   `sigma2`, exactly (the same paper, Algorithm 3), the noise of Gaussian releases under
 //!   zero-concentrated DP.
+//! - [`GridGaussian`]: the Gaussian mechanism on the grid `2^-k`, for releases under zCDP.
 //! - [`GridLaplace`] / [`laplace_count`]: the Laplace mechanism on the grid `2^-k`
 //!   ([`grid_exponent`]), released as a [`GridValue`]; see [`GridLaplace`] for the proof that
 //!   it is eps-DP with no extra cost for counts.
@@ -822,6 +823,86 @@ impl GridLaplace {
         } else {
             None
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The Gaussian mechanism on a grid
+// ---------------------------------------------------------------------------------------
+
+/// A Gaussian release's grid has at least `2^GAUSSIAN_GRID_BITS` steps per standard
+/// deviation when the sampler allows it: the discrete Gaussian then follows the normal law
+/// to far below any displayed precision.
+pub const GAUSSIAN_GRID_BITS: u32 = 10;
+
+/// The Gaussian mechanism released on the grid `2^-k`: `value = true_value + Z 2^-k` with `Z`
+/// discrete Gaussian of variance parameter `sigma2 4^k` steps, sampled exactly
+/// ([`DiscreteGaussian`]).
+///
+/// # Privacy for integer answers of L2 sensitivity `S` (counts, linear counts)
+///
+/// A whole answer `c` is `c 2^k` steps exactly (`k >= 0`: the grid divides 1). Neighbouring
+/// answers are at most `S 2^k` steps apart, and the discrete Gaussian of variance parameter
+/// `s2 = sigma2 4^k` on the integers is `Delta^2 / (2 s2)`-zCDP for integer shifts `Delta`
+/// (Canonne, Kamath and Steinke 2020, Theorem 4): `(S 2^k)^2 / (2 sigma2 4^k) =
+/// S^2 / (2 sigma2) = rho`, the same as the continuous Gaussian mechanism, whatever `k`. For a
+/// vector of answers with independent noise the squared shifts add: `S2^2 / (2 sigma2)`.
+/// The released `f64` is a function of the steps alone (post-processing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GridGaussian {
+    k: u32,
+    noise: DiscreteGaussian,
+}
+
+impl GridGaussian {
+    /// Gaussian noise of variance parameter `sigma2` (in the answer's units) on the finest
+    /// grid up to `sigma 2^-GAUSSIAN_GRID_BITS` that the exact sampler takes; `None` if it
+    /// takes none, even the integers (a `sigma2` whose fraction is too fine: the release is
+    /// refused, never drawn with less noise).
+    pub fn new(sigma2: Rational) -> Option<Self> {
+        let finest = (0..=MAX_GRID_EXPONENT / 2)
+            .find(|&k| sigma2.times_pow2_at_least_pow2(2 * k, 2 * GAUSSIAN_GRID_BITS))
+            .unwrap_or(MAX_GRID_EXPONENT / 2);
+        (0..=finest).rev().find_map(|k| {
+            let noise = DiscreteGaussian::new(sigma2.mul_pow2(2 * k)?)?;
+            Some(Self { k, noise })
+        })
+    }
+
+    /// The grid exponent `k`: values lie on multiples of `2^-k`.
+    pub fn k(&self) -> u32 {
+        self.k
+    }
+
+    /// The grid spacing `2^-k`.
+    pub fn grid(&self) -> f64 {
+        grid_f64(self.k)
+    }
+
+    /// Releases `true_steps 2^-k` plus noise: `true_steps + Z` steps (saturating, as
+    /// [`GridLaplace::release`]).
+    pub fn release<R: RngCore + ?Sized>(&self, rng: &mut R, true_steps: i128) -> GridValue {
+        let z = self.noise.draw(&mut Bits::new(rng));
+        GridValue {
+            steps: true_steps.saturating_add(z),
+            k: self.k,
+        }
+    }
+
+    /// Releases whole answers, one independent noise each: `answer 2^k` steps plus noise.
+    pub fn release_all<R: RngCore + ?Sized>(&self, rng: &mut R, answers: &[i128]) -> Vec<f64> {
+        let mut bits = Bits::new(rng);
+        answers
+            .iter()
+            .map(|a| {
+                let z = self.noise.draw(&mut bits);
+                GridValue {
+                    steps: a.saturating_mul(1i128 << self.k).saturating_add(z),
+                    k: self.k,
+                }
+                .value()
+            })
+            .collect()
     }
 }
 

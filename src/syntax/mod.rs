@@ -178,12 +178,14 @@ impl Builder {
             },
             Rule::set_stmt => {
                 let what = inner.nth(1).expect("SET has a subject");
-                let is_budget = what.as_rule() == Rule::set_budget;
-                let number = self.number(what.into_inner().nth(1).expect("SET x has a number"));
-                if is_budget {
-                    StatementKind::SetBudget { total: number }
-                } else {
-                    StatementKind::SetSeed { seed: number }
+                let rule = what.as_rule();
+                let words: Vec<_> = what.into_inner().collect();
+                let rho = words.iter().any(|p| p.as_rule() == Rule::kw_rho);
+                let number = self.number(words.last().cloned().expect("SET x has a number"));
+                match rule {
+                    Rule::set_budget => StatementKind::SetBudget { total: number, rho },
+                    Rule::set_delta => StatementKind::SetDelta { delta: number },
+                    _ => StatementKind::SetSeed { seed: number },
                 }
             }
             Rule::count_stmt => StatementKind::Count(self.count(inner)?),
@@ -304,6 +306,8 @@ impl Builder {
         let clause = inner.next().expect("COUNT has an epsilon or an accuracy");
         let accuracy = if clause.as_rule() == Rule::eps_clause {
             Accuracy::Eps(self.number(clause.into_inner().nth(2).expect("EPS has a number")))
+        } else if clause.as_rule() == Rule::rho_clause {
+            Accuracy::Rho(self.number(clause.into_inner().nth(2).expect("RHO has a number")))
         } else {
             let mut parts = clause.into_inner();
             let half_width = self.number(parts.nth(1).expect("WITHIN has a number"));
@@ -368,6 +372,7 @@ impl Builder {
                 text: String::new(),
                 span: Span::new(0, 0),
             },
+            rho: false,
             mechanism: None,
             plot: None,
         };
@@ -381,7 +386,8 @@ impl Builder {
                 Rule::bare_name | Rule::quoted_name if after_by => {
                     h.by.get_or_insert_with(Vec::new).push(self.name(p));
                 }
-                Rule::eps_clause => {
+                Rule::eps_clause | Rule::rho_clause => {
+                    h.rho = p.as_rule() == Rule::rho_clause;
                     h.eps = self.number(p.into_inner().nth(2).expect("EPS has a number"));
                 }
                 Rule::mechanism_clause if h.mechanism.is_none() => {

@@ -132,6 +132,7 @@ fn terms() -> impl Strategy<Value = Vec<CountTerm>> {
 fn accuracy() -> impl Strategy<Value = Accuracy> {
     prop_oneof![
         number().prop_map(Accuracy::Eps),
+        number().prop_map(Accuracy::Rho),
         (number(), number(), any::<bool>()).prop_map(|(half_width, at, at_percent)| {
             Accuracy::Within {
                 half_width,
@@ -239,7 +240,8 @@ fn statement() -> impl Strategy<Value = StatementKind> {
         Just(StatementKind::ShowHistory),
         Just(StatementKind::ShowCube),
         prop::option::of(name()).prop_map(|table| StatementKind::Describe { table }),
-        number().prop_map(|total| StatementKind::SetBudget { total }),
+        (number(), any::<bool>()).prop_map(|(total, rho)| StatementKind::SetBudget { total, rho }),
+        number().prop_map(|delta| StatementKind::SetDelta { delta }),
         number().prop_map(|seed| StatementKind::SetSeed { seed }),
         (
             terms(),

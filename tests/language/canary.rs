@@ -738,8 +738,8 @@ fn script(c: &Canary) -> Vec<Step> {
             Err("is given twice"),
         ),
         step(
-            format!("COUNT WHERE city = '{city}' WITH EPS 0.1 MECHANISM gaussian;"),
-            Err("unknown mechanism `gaussian`"),
+            format!("COUNT WHERE city = '{city}' WITH EPS 0.1 MECHANISM cauchy;"),
+            Err("unknown mechanism `cauchy`"),
         ),
         step(
             format!("COUNT WHERE city = '{city}' WITH EPS 0.1 MECHANISM staircase;"),
