@@ -10,6 +10,10 @@
 //! separates the first cell from the last). The ledger is built once at set-up through the
 //! session without `fsync` (`Store::unsynced`, a set-up shortcut only); the measured
 //! statements use the real, synced store. `DPQ_BENCH_RELEASES` changes the number of releases.
+//!
+//! The same runs again on a table that accounts in zCDP (`SET BUDGET RHO`, Gaussian counts
+//! `WITH RHO`, issue 27): every pair's cost is then a sum of squares, kept and bounded as the
+//! pure costs are.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -74,6 +78,17 @@ fn cube() -> String {
 }
 
 fn large_cube(c: &mut Criterion) {
+    cube_ledger(c, false);
+    cube_ledger(c, true);
+}
+
+/// The benchmarks on a table accounting in epsilon, or (`zcdp`) in rho.
+fn cube_ledger(c: &mut Criterion, zcdp: bool) {
+    let (budget, with) = if zcdp {
+        ("SET BUDGET RHO 1000;", "RHO")
+    } else {
+        ("SET BUDGET 1000;", "EPS")
+    };
     let n = releases();
     let dir = tempfile::tempdir().expect("a temporary directory");
     let data = dir.path().join("ids.csv");
@@ -84,7 +99,7 @@ fn large_cube(c: &mut Criterion) {
         let mut session = Session::with_store(Randomness::Os, store);
         run(
             &mut session,
-            &format!("{} SET BUDGET 1000; {}", load(&data), cube()),
+            &format!("{} {budget} {}", load(&data), cube()),
         );
         let mut cuts: Vec<usize> = (2..ROWS).collect();
         cuts.shuffle(&mut ChaCha20Rng::seed_from_u64(12));
@@ -95,7 +110,7 @@ fn large_cube(c: &mut Criterion) {
             let round = i / cuts.len();
             let _ = writeln!(
                 script,
-                "COUNT WHERE id < {} WITH EPS 0.0000{};",
+                "COUNT WHERE id < {} WITH {with} 0.0000{};",
                 cuts[i % cuts.len()],
                 round + 1
             );
@@ -106,7 +121,8 @@ fn large_cube(c: &mut Criterion) {
         }
         run(&mut session, &script);
     }
-    let mut group = c.benchmark_group(format!("cube of {ROWS} cells, {n} releases"));
+    let accounting = if zcdp { ", zCDP" } else { "" };
+    let mut group = c.benchmark_group(format!("cube of {ROWS} cells, {n} releases{accounting}"));
     group
         .sample_size(20)
         .measurement_time(Duration::from_secs(10));
@@ -134,7 +150,7 @@ fn large_cube(c: &mut Criterion) {
             run(
                 &mut session,
                 &format!(
-                    "COUNT WHERE id >= {} WITH EPS 0.00001{next:08};",
+                    "COUNT WHERE id >= {} WITH {with} 0.00001{next:08};",
                     2 + next % (ROWS - 2)
                 ),
             );

@@ -206,6 +206,16 @@ pub enum StatementKind {
         /// The sensitivity; 1 when absent.
         sensitivity: Option<Number>,
     },
+    /// `COMPARE ACCOUNTING QUERIES (1, 10, 100) WITHIN 10 AT 0.95 [PLOT 'f.svg']`: a workload
+    /// of k counts of one cell at an accuracy, charged in pure epsilon and in zCDP.
+    CompareAccounting {
+        /// The numbers of counts.
+        queries: Vec<Number>,
+        /// The accuracy of each count (as `CHOOSE` states it).
+        requirement: ChooseEps,
+        /// `PLOT 'file.svg'`: epsilon against the number of counts.
+        plot: Option<Plot>,
+    },
     /// `COMPARE NOISE COUNT | SHARE | MIN | MEDIAN | MAX | QUERIES ...`: Laplace against
     /// data-dependent noise, the slides' second half.
     CompareSmooth(LabSmooth),
@@ -724,6 +734,8 @@ pub struct ChooseEps {
     pub at_percent: bool,
     /// `FOR c`: the assumed count, needed by a relative half-width.
     pub for_count: Option<Number>,
+    /// `CHOOSE RHO`: the rho of a Gaussian count meeting the requirement.
+    pub rho: bool,
 }
 
 /// A boolean expression over the columns of a table.
@@ -1056,6 +1068,29 @@ impl fmt::Display for StatementKind {
                 }
                 Ok(())
             }
+            StatementKind::CompareAccounting {
+                queries,
+                requirement: r,
+                plot,
+            } => {
+                let pct = |b: bool| if b { "%" } else { "" };
+                write!(
+                    f,
+                    "COMPARE ACCOUNTING QUERIES {} WITHIN {}{} AT {}{}",
+                    List(queries),
+                    r.within,
+                    pct(r.within_percent),
+                    r.at,
+                    pct(r.at_percent)
+                )?;
+                if let Some(c) = &r.for_count {
+                    write!(f, " FOR {c}")?;
+                }
+                if let Some(p) = plot {
+                    write!(f, " {p}")?;
+                }
+                Ok(())
+            }
             StatementKind::CompareNoise { eps, sensitivity } => {
                 write!(f, "COMPARE NOISE EPS {}", List(eps))?;
                 if let Some(d) = sensitivity {
@@ -1200,7 +1235,8 @@ impl fmt::Display for ChooseEps {
         let pct = |b: bool| if b { "%" } else { "" };
         write!(
             f,
-            "CHOOSE EPS WITHIN {}{} AT {}{}",
+            "CHOOSE {} WITHIN {}{} AT {}{}",
+            if self.rho { "RHO" } else { "EPS" },
             self.within,
             pct(self.within_percent),
             self.at,

@@ -56,6 +56,9 @@ pub trait Catalog {
 
 pub use crate::privacy::MAX_UNIT_ROWS;
 
+/// The most counts a `COMPARE ACCOUNTING` workload may have.
+const MAX_WORKLOAD: u64 = 1_000_000;
+
 /// The most cells a teaching cube may have.
 pub const MAX_CUBE_CELLS: usize = 10_000;
 
@@ -325,6 +328,7 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
         StatementKind::Binned { stat, column } => {
             Plan::Binned(Box::new(check_binned(stat, column, kind, catalog, span)?))
         }
+        StatementKind::ChooseEps(c) if c.rho => Plan::ChooseRho(check_choose(c, span)?),
         StatementKind::ChooseEps(c) => Plan::ChooseEps(check_choose(c, span)?),
         StatementKind::Cube { cells, neighbours } => {
             let n = cells
@@ -444,6 +448,41 @@ fn check_kind(kind: &StatementKind, span: Span, catalog: &dyn Catalog) -> Result
                     positive
                 }
             },
+        },
+        StatementKind::CompareAccounting {
+            queries,
+            requirement,
+            plot,
+        } => Plan::CompareAccounting {
+            queries: limited(queries, "numbers of counts", MAX_LIST)?
+                .iter()
+                .map(|k| {
+                    k.text
+                        .parse::<u64>()
+                        .ok()
+                        .filter(|k| (1..=MAX_WORKLOAD).contains(k))
+                        .ok_or(CheckError::NotApplicable {
+                            message: "a number of counts is a whole number from 1 to 1000000",
+                            span: k.span,
+                        })
+                })
+                .collect::<Result<_, _>>()?,
+            requirement: check_choose(requirement, span)?,
+            plot: plot
+                .as_ref()
+                .map(|p| match p.metric {
+                    Some(_) => Err(CheckError::NotApplicable {
+                        message: "COMPARE ACCOUNTING plots epsilon against the number of counts: PLOT 'file.svg'",
+                        span: p.path.span,
+                    }),
+                    None => Ok(PlotPlan {
+                        path: PathBuf::from(&p.path.value),
+                        span: p.path.span,
+                        metric: SimMetric::Both,
+                    }),
+                })
+                .transpose()?,
+            statement: kind.to_string(),
         },
         StatementKind::Explain(inner) => Plan::Explain {
             plan: Box::new(check_kind(inner, span, catalog)?),

@@ -89,6 +89,19 @@ pub enum Plan {
     Binned(Box<BinnedPlan>),
     /// Epsilon from an accuracy requirement.
     ChooseEps(ChoosePlan),
+    /// The rho of a Gaussian count meeting an interval requirement (`CHOOSE RHO`).
+    ChooseRho(ChoosePlan),
+    /// A workload of counts charged in pure epsilon and in zCDP (`COMPARE ACCOUNTING`).
+    CompareAccounting {
+        /// The numbers of counts, in order.
+        queries: Vec<u64>,
+        /// The accuracy of each count.
+        requirement: ChoosePlan,
+        /// The chart, if asked.
+        plot: Option<PlotPlan>,
+        /// The statement, canonical (the chart's title).
+        statement: String,
+    },
     /// The focused cube's cells, history and per-cell budgets.
     ShowCube {
         /// Which cube.

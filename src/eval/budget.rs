@@ -99,7 +99,7 @@ impl Session {
         format!(
             " ({}, {})-DP after it",
             crate::output::short_number(crate::privacy::zcdp::epsilon(rho, self.delta)),
-            self.delta
+            crate::output::short_number(self.delta)
         )
     }
 

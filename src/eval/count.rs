@@ -941,7 +941,30 @@ pub(super) fn choose_eps(plan: ChoosePlan, span: Span) -> Result<ChooseEpsResult
         requirement: plan,
         eps,
         half_width,
+        gaussian: None,
     })
+}
+
+/// `CHOOSE RHO`: the Gaussian counterpart of Naldi and D'Acquisto's rule. A count with
+/// Gaussian noise of standard deviation `sigma` lies within `±w` of the truth with probability
+/// `c` when `sigma = w / z_{(1+c)/2}`, and that noise costs `rho = 1 / (2 sigma^2)` on a count
+/// (sensitivity 1). The Laplace count meeting the same requirement is shown beside it.
+pub(super) fn choose_rho(plan: ChoosePlan, span: Span) -> Result<ChooseEpsResult, EvalError> {
+    let mut result = choose_eps(plan, span)?;
+    let confidence = match plan {
+        ChoosePlan::Relative { confidence, .. } | ChoosePlan::Absolute { confidence, .. } => {
+            confidence.get()
+        }
+    };
+    let z = accuracy::normal_quantile((1.0 + confidence) / 2.0);
+    let sigma = result.half_width / z;
+    let raw = 1.0 / (2.0 * sigma * sigma);
+    // Rounded up to six significant digits, as an epsilon is: a rho of those digits, asked
+    // WITH RHO, meets the requirement (its sigma is at most the one needed).
+    let rho = round_up_eps(raw).ok_or(EvalError::UnusableEpsilon { eps: raw, span })?;
+    let rho = rho.exact.to_f64().unwrap_or(raw);
+    result.gaussian = Some((rho, 1.0 / (2.0 * rho).sqrt()));
+    Ok(result)
 }
 
 /// The generator of a release in a seeded session: a function of the seed and of the query's

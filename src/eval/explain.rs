@@ -138,12 +138,16 @@ impl Session {
             }
             Plan::SetDelta { delta } => vec![step(
                 "does",
-                format!("shows every rho spent also as (epsilon, delta) at delta {delta}; {free}"),
+                format!("shows every rho spent also as (epsilon, delta) at delta {}; {free}", crate::output::short_number(delta)),
             )],
             Plan::SetBudget { table, total, accounting } => vec![self.describe_budget(&table, total, accounting)],
             Plan::SetSeed { seed } => vec![step(
                 "does",
                 format!("seeds the generator with {seed}: later answers are reproducible, and so not private; {free}"),
+            )],
+            Plan::ChooseRho(_) => vec![step(
+                "does",
+                format!("computes the rho of a Gaussian count meeting the requirement from its numbers alone (sigma = w / z at (1 + c)/2, rho = 1 / (2 sigma^2)), touching no data; {free}"),
             )],
             Plan::ChooseEps(_) => vec![step(
                 "does",
@@ -197,6 +201,14 @@ impl Session {
             Plan::CompareSmooth(_) => vec![step(
                 "does",
                 format!("compares Laplace and data-dependent noise from formulas and values it simulates; {free}"),
+            )],
+            Plan::CompareAccounting { plot, .. } => vec![step(
+                "does",
+                format!(
+                    "computes what a workload of counts costs under pure DP (Laplace, epsilons adding up) and under zCDP (Gaussian, rhos adding up, shown as (epsilon, delta) at delta {}), from the requirement's numbers alone{}; {free}",
+                    crate::output::short_number(self.delta),
+                    plot.as_ref().map_or(String::new(), |p| format!(", and writes the chart to {}", p.path.display()))
+                ),
             )],
             Plan::CompareNoise { .. } => vec![step(
                 "does",
@@ -600,7 +612,7 @@ fn spend_steps(history: &History, spend: &Spending) -> Vec<(String, String)> {
                 "rho {} is ({}, {})-DP by the tight conversion of Canonne, Kamath and Steinke 2020 (the simpler rho + 2 sqrt(rho ln(1/delta)) says {})",
                 spend.after.normalize(),
                 short_number(crate::privacy::zcdp::epsilon(rho, spend.delta)),
-                spend.delta,
+                short_number(spend.delta),
                 short_number(crate::privacy::zcdp::epsilon_simple(rho, spend.delta))
             ),
         ));

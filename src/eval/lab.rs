@@ -8,7 +8,7 @@ use crate::output::{
     CompareNoiseResult, CompareNoiseRow, Interval, OutOfRangeResult, PlotOutcome, PosteriorShape,
     SimulateResult, SimulateRow,
 };
-use crate::plan::{SimAxis, SimulatePlan};
+use crate::plan::{ChoosePlan, SimAxis, SimulatePlan};
 use crate::span::Span;
 use crate::stats::simulate::{self, McEstimate, SimError, SimPoint};
 use crate::stats::staircase::{self, Staircase};
@@ -30,6 +30,59 @@ pub(super) fn out_of_range(n: u64, eps: Epsilon, at: Option<u64>) -> OutOfRangeR
 }
 
 /// `COMPARE NOISE EPS (...) [SENSITIVITY d]`: the slides' table, row by row.
+/// `COMPARE ACCOUNTING`: `k` counts of one cell, each within `±w` with probability `c`, as
+/// Laplace counts under pure DP (`k eps`, eps from Naldi and D'Acquisto's eq. 10), as Gaussian
+/// counts under zCDP (`k rho`, `rho = z^2 / (2 w^2)`) and as the same Laplace counts under zCDP
+/// (`k eps^2 / 2`), each rho also as (epsilon, delta) at `delta` by the tight conversion. Pure
+/// arithmetic on the requirement: no data, no budget.
+pub(super) fn compare_accounting(
+    queries: &[u64],
+    requirement: ChoosePlan,
+    delta: f64,
+    statement: &str,
+    span: Span,
+) -> Result<crate::output::CompareAccountingResult, EvalError> {
+    let one = super::count::choose_eps(requirement, span)?;
+    let confidence = match requirement {
+        ChoosePlan::Relative { confidence, .. } | ChoosePlan::Absolute { confidence, .. } => {
+            confidence.get()
+        }
+    };
+    let z = crate::stats::accuracy::normal_quantile((1.0 + confidence) / 2.0);
+    let rho = z * z / (2.0 * one.half_width * one.half_width);
+    let convert = |r: f64| crate::privacy::zcdp::epsilon(r, delta);
+    let rows: Vec<crate::output::AccountingRow> = queries
+        .iter()
+        .map(|&k| {
+            let n = k as f64;
+            crate::output::AccountingRow {
+                k,
+                pure_eps: n * one.eps,
+                gaussian_rho: n * rho,
+                gaussian_eps: convert(n * rho),
+                laplace_rho: n * one.eps * one.eps / 2.0,
+                laplace_eps: convert(n * one.eps * one.eps / 2.0),
+            }
+        })
+        .collect();
+    let crossover = rows
+        .iter()
+        .filter(|r| r.gaussian_eps < r.pure_eps)
+        .map(|r| r.k)
+        .min();
+    Ok(crate::output::CompareAccountingResult {
+        statement: statement.to_string(),
+        half_width: one.half_width,
+        confidence,
+        delta,
+        eps: one.eps,
+        rho,
+        rows,
+        crossover,
+        plot: None,
+    })
+}
+
 pub(super) fn compare_noise(eps: &[Epsilon], sensitivity: Positive) -> CompareNoiseResult {
     let ninety_five = ninety_five();
     CompareNoiseResult {

@@ -376,8 +376,26 @@ impl Session {
             }
             Plan::Binned(plan) => self.binned(*plan, span)?,
             Plan::ChooseEps(plan) => Output::ChooseEps(count::choose_eps(plan, span)?),
+            Plan::ChooseRho(plan) => Output::ChooseEps(count::choose_rho(plan, span)?),
             Plan::Simulate(plan) => Output::Simulate(self.simulate(plan, span)?),
             Plan::OutOfRange { n, eps, at } => Output::OutOfRange(lab::out_of_range(n, eps, at)),
+            Plan::CompareAccounting {
+                queries,
+                requirement,
+                plot,
+                statement,
+            } => {
+                if let Some(chart) = &plot {
+                    self.chart_target(&chart.path, chart.span)?;
+                }
+                let mut r =
+                    lab::compare_accounting(&queries, requirement, self.delta, &statement, span)?;
+                if let Some(chart) = &plot {
+                    let svg = crate::output::plot::accounting_svg(&r).map_err(|e| e.to_string());
+                    r.plot = Some(lab::outcome_of(&chart.path, svg));
+                }
+                Output::CompareAccounting(r)
+            }
             Plan::CompareNoise { eps, sensitivity } => {
                 Output::CompareNoise(lab::compare_noise(&eps, sensitivity))
             }

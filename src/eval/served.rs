@@ -282,7 +282,8 @@ impl Session {
             | Plan::ShowTables
             | Plan::Describe { .. }
             | Plan::ShowBudget { .. }
-            | Plan::ChooseEps(_) => Ok(()),
+            | Plan::ChooseEps(_)
+            | Plan::ChooseRho(_) => Ok(()),
             Plan::ShowHistory { table } => self.allowed(table, Family::History, span),
             Plan::Count(c) => {
                 let family = match c.spend {
@@ -329,6 +330,7 @@ impl Session {
             Plan::Simulate(_)
             | Plan::OutOfRange { .. }
             | Plan::CompareNoise { .. }
+            | Plan::CompareAccounting { .. }
             | Plan::CompareSmooth(_)
             | Plan::Cube { .. }
             | Plan::Observe { .. } => self.allowed_anywhere(Family::Lab, span),

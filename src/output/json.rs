@@ -291,6 +291,25 @@ pub fn render_json(response: &Response) -> String {
                 super::Bound::Lower => "lower",
             }),
         }),
+        Output::CompareAccounting(r) => json!({
+            "kind": "compare_accounting",
+            "statement": r.statement,
+            "half_width": r.half_width,
+            "confidence": r.confidence,
+            "delta": r.delta,
+            "eps": r.eps,
+            "rho": r.rho,
+            "rows": r.rows.iter().map(|row| json!({
+                "k": row.k,
+                "pure_eps": row.pure_eps,
+                "gaussian_rho": row.gaussian_rho,
+                "gaussian_eps": row.gaussian_eps,
+                "laplace_rho": row.laplace_rho,
+                "laplace_eps": row.laplace_eps,
+            })).collect::<Vec<_>>(),
+            "crossover": r.crossover,
+            "plot": plot(r.plot.as_ref()),
+        }),
         Output::ChooseEps(c) => {
             let (confidence, relative) = match c.requirement {
                 ChoosePlan::Relative {
@@ -304,7 +323,9 @@ pub fn render_json(response: &Response) -> String {
                 ChoosePlan::Absolute { confidence, .. } => (confidence.get(), Value::Null),
             };
             json!({
-                "kind": "choose_eps",
+                "kind": if c.gaussian.is_some() { "choose_rho" } else { "choose_eps" },
+                "rho": c.gaussian.map(|(rho, _)| rho),
+                "sigma": c.gaussian.map(|(_, sigma)| sigma),
                 "eps": c.eps,
                 "half_width": c.half_width,
                 "confidence": confidence,
@@ -374,7 +395,7 @@ fn budget(b: &BudgetReport) -> Value {
         "kind": "budget",
         "table": b.table,
         "accounting": b.accounting.to_string(),
-        "unit": b.accounting.unit(),
+        "budget_unit": b.accounting.unit(),
         "eps_delta": b.equivalent.map(|(e, d)| [e, d]),
         "total": dec(b.total),
         "spent": dec(b.spent),

@@ -86,6 +86,8 @@ pub enum Output {
     OutOfRange(OutOfRangeResult),
     /// `COMPARE NOISE`.
     CompareNoise(CompareNoiseResult),
+    /// `COMPARE ACCOUNTING`.
+    CompareAccounting(CompareAccountingResult),
     /// Laplace against data-dependent noise (the slides' second half).
     CompareSmooth(Box<CompareSmoothResult>),
     /// `EXPLAIN`.
@@ -743,6 +745,48 @@ pub struct OutOfRangeResult {
     pub p_min_eq6: f64,
 }
 
+/// `COMPARE ACCOUNTING`: a workload of counts of one cell, each meeting an accuracy, charged
+/// in pure epsilon and in zCDP.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompareAccountingResult {
+    /// The statement, canonical.
+    pub statement: String,
+    /// The half-width each count must meet.
+    pub half_width: f64,
+    /// With this probability.
+    pub confidence: f64,
+    /// The delta (epsilon, delta) is given at.
+    pub delta: f64,
+    /// The epsilon of one Laplace count meeting it (Naldi and D'Acquisto 2015, eq. 10).
+    pub eps: f64,
+    /// The rho of one Gaussian count meeting it: `z^2 / (2 w^2)`.
+    pub rho: f64,
+    /// One row per number of counts.
+    pub rows: Vec<AccountingRow>,
+    /// The fewest counts of those asked for which Gaussian zCDP costs less epsilon than pure
+    /// accounting.
+    pub crossover: Option<u64>,
+    /// The chart, if asked.
+    pub plot: Option<PlotOutcome>,
+}
+
+/// A workload of `k` counts under both accountings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AccountingRow {
+    /// The number of counts.
+    pub k: u64,
+    /// Pure DP, Laplace counts: `k eps`.
+    pub pure_eps: f64,
+    /// zCDP, Gaussian counts: `k rho`.
+    pub gaussian_rho: f64,
+    /// ... as (epsilon, delta).
+    pub gaussian_eps: f64,
+    /// zCDP, the same Laplace counts: `k eps^2 / 2`.
+    pub laplace_rho: f64,
+    /// ... as (epsilon, delta).
+    pub laplace_eps: f64,
+}
+
 /// Laplace against optimal staircase noise at several epsilons.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompareNoiseResult {
@@ -869,4 +913,7 @@ pub struct ChooseEpsResult {
     pub eps: f64,
     /// The absolute half-width the requirement asks for.
     pub half_width: f64,
+    /// `CHOOSE RHO`: the rho of a Gaussian count meeting the requirement and its standard
+    /// deviation (`eps` is then the Laplace count's, for comparison).
+    pub gaussian: Option<(f64, f64)>,
 }

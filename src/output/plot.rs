@@ -847,6 +847,110 @@ pub fn simulate_svg(
 }
 
 // ---------------------------------------------------------------------------------------------
+// Accounting chart.
+// ---------------------------------------------------------------------------------------------
+
+/// What a line of the accounting chart draws of a row.
+type Measure = fn(&crate::output::AccountingRow) -> f64;
+
+/// An SVG chart of `COMPARE ACCOUNTING`: the epsilon a workload of counts costs against the
+/// number of counts, both axes logarithmic, one line per accounting (pure DP with Laplace
+/// counts; zCDP with Gaussian counts and with the same Laplace counts, as (epsilon, delta)).
+/// [`PlotError::Empty`] when no row has finite, positive values. 800×500 pixels.
+pub fn accounting_svg(r: &crate::output::CompareAccountingResult) -> Result<String, PlotError> {
+    let rows: Vec<_> = r
+        .rows
+        .iter()
+        .filter(|row| {
+            [row.pure_eps, row.gaussian_eps, row.laplace_eps]
+                .iter()
+                .all(|v| v.is_finite() && *v > 0.0)
+        })
+        .collect();
+    if rows.is_empty() {
+        return Err(PlotError::Empty);
+    }
+    let ks: Vec<f64> = rows.iter().map(|row| row.k as f64).collect();
+    let values = rows
+        .iter()
+        .flat_map(|row| [row.pure_eps, row.gaussian_eps, row.laplace_eps]);
+    let (lo, hi) = values.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
+        (lo.min(v), hi.max(v))
+    });
+    let (k0, k1) = (
+        ks.iter().copied().fold(f64::INFINITY, f64::min),
+        ks.iter().copied().fold(0.0, f64::max),
+    );
+    let x_axis = Axis::log(k0 / 1.5, k1 * 1.5, false);
+    let y_axis = Axis::log(lo / 1.5, hi * 1.5, false);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, PANEL).into_drawing_area();
+        root.fill(&WHITE).map_err(draw_err)?;
+        let title = format!(
+            "Epsilon of k counts, each within ±{} with probability {}",
+            fmt_value(r.half_width),
+            r.confidence
+        );
+        let body = root.titled(&title, (FONT, TITLE_SIZE)).map_err(draw_err)?;
+        let mut chart = ChartBuilder::on(&body)
+            .margin(12)
+            .margin_right(24)
+            .x_label_area_size(52)
+            .y_label_area_size(64)
+            .build_cartesian_2d(x_axis, y_axis)
+            .map_err(draw_err)?;
+        chart
+            .configure_mesh()
+            .x_desc("Number of counts k")
+            .y_desc("Epsilon")
+            .label_style((FONT, TICK_SIZE))
+            .axis_desc_style((FONT, DESC_SIZE))
+            .bold_line_style(BLACK.mix(0.12))
+            .light_line_style(BLACK.mix(0.04))
+            .draw()
+            .map_err(draw_err)?;
+        let delta = if r.delta < 1e-3 {
+            format!("{:e}", r.delta)
+        } else {
+            r.delta.to_string()
+        };
+        let series: [(String, Measure); 3] = [
+            ("pure DP, Laplace: k eps".to_string(), |row| row.pure_eps),
+            (format!("zCDP, Gaussian: (eps, {delta})"), |row| {
+                row.gaussian_eps
+            }),
+            (format!("zCDP, Laplace: (eps, {delta})"), |row| {
+                row.laplace_eps
+            }),
+        ];
+        for (i, (name, value)) in series.iter().enumerate() {
+            let style = color(i).stroke_width(2);
+            let points: Vec<(f64, f64)> =
+                rows.iter().map(|row| (row.k as f64, value(row))).collect();
+            chart
+                .draw_series(LineSeries::new(points.clone(), style))
+                .map_err(draw_err)?
+                .label(name.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
+            chart
+                .draw_series(points.iter().map(|p| Circle::new(*p, 3, color(i).filled())))
+                .map_err(draw_err)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .label_font((FONT, LEGEND_SIZE))
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK.mix(0.5))
+            .draw()
+            .map_err(draw_err)?;
+        root.present().map_err(draw_err)?;
+    }
+    Ok(svg)
+}
+
+// ---------------------------------------------------------------------------------------------
 // Posterior chart.
 // ---------------------------------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ pub fn render_table(response: &Response) -> String {
         Output::Simulate(r) => simulate(r),
         Output::OutOfRange(r) => out_of_range(r),
         Output::CompareNoise(r) => compare_noise(r),
+        Output::CompareAccounting(r) => compare_accounting(r),
         Output::CompareSmooth(r) => compare_smooth(r),
         Output::Explained(e) => explained(e),
         Output::Prob(p) => prob(p),
@@ -1336,6 +1337,49 @@ fn compare_smooth(r: &super::CompareSmoothResult) -> String {
     )
 }
 
+fn compare_accounting(r: &super::CompareAccountingResult) -> String {
+    let mut t = new_table(&[
+        "counts",
+        "pure eps (Laplace)",
+        "zCDP rho (Gaussian)",
+        "as (eps, delta)",
+        "zCDP rho (Laplace)",
+        "as (eps, delta)",
+    ]);
+    for row in &r.rows {
+        t.add_row(vec![
+            row.k.to_string(),
+            sig(row.pure_eps, 4),
+            sig(row.gaussian_rho, 4),
+            sig(row.gaussian_eps, 4),
+            sig(row.laplace_rho, 4),
+            sig(row.laplace_eps, 4),
+        ]);
+    }
+    let mut out = format!(
+        "k counts of one cell, each within ±{} of the truth with probability {}\n{t}\nOne Laplace count needs eps {} (Naldi and D'Acquisto 2015, eq. 10): k counts cost k eps under pure DP. One Gaussian count needs rho = z^2 / (2 w^2) = {} (sigma {}): k cost k rho under zCDP, shown as (epsilon, {})-DP by the tight conversion of Canonne, Kamath and Steinke 2020. zCDP adds rhos, so its epsilon grows like the square root of k, pure DP's like k.",
+        num(r.half_width),
+        num(r.confidence),
+        sig(r.eps, 4),
+        sig(r.rho, 4),
+        sig(1.0 / (2.0 * r.rho).sqrt(), 4),
+        num(r.delta),
+    );
+    let _ = match r.crossover {
+        Some(k) => write!(
+            out,
+            "\nFrom {k} counts on (of those asked), Gaussian zCDP costs less epsilon than pure DP at delta {}; a delta of 0 is pure DP's alone.",
+            num(r.delta)
+        ),
+        None => write!(
+            out,
+            "\nFor these numbers of counts pure DP costs less: zCDP pays for many releases, and its epsilon comes with a delta."
+        ),
+    };
+    plot_note(&mut out, r.plot.as_ref());
+    out
+}
+
 fn compare_noise(r: &super::CompareNoiseResult) -> String {
     let mut t = new_table(&[
         "eps",
@@ -1631,6 +1675,26 @@ fn choose_eps(c: &ChooseEpsResult) -> String {
         ),
     };
     let mut t = new_table(&[]);
+    if let Some((rho, sigma)) = c.gaussian {
+        t.add_row(vec!["rho".to_string(), num(rho)]);
+        t.add_row(vec!["Gaussian sigma".to_string(), sig(sigma, 4)]);
+        t.add_row(vec!["requirement".to_string(), meaning]);
+        t.add_row(vec![
+            "Laplace instead".to_string(),
+            format!(
+                "eps {} (Naldi and D'Acquisto 2015, eq. 10), which costs rho eps^2/2 = {} on a zCDP table",
+                sig(c.eps, 4),
+                sig(c.eps * c.eps / 2.0, 4)
+            ),
+        ]);
+        return format!(
+            "{t}\nsigma = w / z = {} / {} (z the standard normal quantile at (1 + {})/2) and rho = 1 / (2 sigma^2) for a count, rounded up; WITH RHO {} on a table that accounts in zCDP meets it. Spending nothing.",
+            num(c.half_width),
+            sig(crate::stats::accuracy::normal_quantile((1.0 + conf) / 2.0), 6),
+            num(conf),
+            num(rho)
+        );
+    }
     t.add_row(vec!["epsilon".to_string(), sig(c.eps, 4)]);
     t.add_row(vec!["noise scale 1/eps".to_string(), sig(1.0 / c.eps, 4)]);
     t.add_row(vec!["requirement".to_string(), meaning]);

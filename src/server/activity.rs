@@ -136,6 +136,7 @@ pub fn statement_kind(kind: &StatementKind) -> &'static str {
             StatKind::Max => "MAX",
         },
         StatementKind::Binned { .. } | StatementKind::Estimate { .. } => "ESTIMATE",
+        StatementKind::ChooseEps(c) if c.rho => "CHOOSE RHO",
         StatementKind::ChooseEps(_) => "CHOOSE EPS",
         StatementKind::Cube { .. } => "CUBE",
         StatementKind::CubeBy { .. } => "CUBE BY",
@@ -144,6 +145,7 @@ pub fn statement_kind(kind: &StatementKind) -> &'static str {
         StatementKind::Simulate(_) => "SIMULATE",
         StatementKind::OutOfRange { .. } => "OUT OF RANGE",
         StatementKind::CompareNoise { .. } | StatementKind::CompareSmooth(_) => "COMPARE NOISE",
+        StatementKind::CompareAccounting { .. } => "COMPARE ACCOUNTING",
         StatementKind::Explain(_) => "EXPLAIN",
         StatementKind::Select(_) => "SELECT",
     }

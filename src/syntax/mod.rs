@@ -286,6 +286,7 @@ impl Builder {
                 StatementKind::OutOfRange { n, eps, at }
             }
             Rule::compare_smooth => StatementKind::CompareSmooth(self.lab_smooth(inner)),
+            Rule::compare_accounting => self.compare_accounting(inner),
             Rule::compare_stmt => {
                 let eps = self.list(inner.nth(3).expect("COMPARE NOISE EPS has a list"));
                 let sensitivity = inner.nth(1).map(|p| self.number(p));
@@ -719,7 +720,7 @@ impl Builder {
 
     fn choose(&self, mut inner: Pairs<'_, Rule>) -> ChooseEps {
         inner.next(); // CHOOSE
-        inner.next(); // EPS
+        let rho = inner.next().is_some_and(|p| p.as_rule() == Rule::kw_rho);
         inner.next(); // WITHIN
         let (within, within_percent) = self.amount(inner.next().expect("WITHIN has an amount"));
         inner.next(); // AT
@@ -731,6 +732,7 @@ impl Builder {
             at,
             at_percent,
             for_count,
+            rho,
         }
     }
 
@@ -763,6 +765,40 @@ impl Builder {
 
     fn vector(&self, pair: Pair<'_, Rule>) -> Vec<Number> {
         pair.into_inner().map(|p| self.number(p)).collect()
+    }
+
+    /// `COMPARE ACCOUNTING QUERIES (k, ...) WITHIN w AT c [FOR n] [PLOT 'f.svg']`.
+    fn compare_accounting(&self, inner: Pairs<'_, Rule>) -> StatementKind {
+        let mut queries = Vec::new();
+        let mut amounts = Vec::new();
+        let mut for_count = None;
+        let mut plot = None;
+        let mut after_for = false;
+        for p in inner {
+            match p.as_rule() {
+                Rule::num_list => queries = self.list(p),
+                Rule::amount => amounts.push(self.amount(p)),
+                Rule::kw_for => after_for = true,
+                Rule::number if after_for => for_count = Some(self.number(p)),
+                Rule::plot_clause => plot = Some(self.plot(p)),
+                _ => {}
+            }
+        }
+        let mut amounts = amounts.into_iter();
+        let (within, within_percent) = amounts.next().expect("WITHIN has an amount");
+        let (at, at_percent) = amounts.next().expect("AT has an amount");
+        StatementKind::CompareAccounting {
+            queries,
+            requirement: ChooseEps {
+                within,
+                within_percent,
+                at,
+                at_percent,
+                for_count,
+                rho: false,
+            },
+            plot,
+        }
     }
 
     fn amount(&self, pair: Pair<'_, Rule>) -> (Number, bool) {

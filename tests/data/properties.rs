@@ -272,17 +272,43 @@ fn statement() -> impl Strategy<Value = StatementKind> {
             any::<bool>(),
             number(),
             any::<bool>(),
-            prop::option::of(number())
+            prop::option::of(number()),
+            any::<bool>()
         )
-            .prop_map(|(within, within_percent, at, at_percent, for_count)| {
+            .prop_map(|(within, within_percent, at, at_percent, for_count, rho)| {
                 StatementKind::ChooseEps(ChooseEps {
                     within,
                     within_percent,
                     at,
                     at_percent,
                     for_count,
+                    rho,
                 })
             }),
+        (
+            prop::collection::vec(number(), 1..5),
+            number(),
+            any::<bool>(),
+            number(),
+            any::<bool>(),
+            (prop::option::of(number()), prop::option::of(plot()))
+        )
+            .prop_map(
+                |(queries, within, within_percent, at, at_percent, (for_count, plot))| {
+                    StatementKind::CompareAccounting {
+                        queries,
+                        requirement: ChooseEps {
+                            within,
+                            within_percent,
+                            at,
+                            at_percent,
+                            for_count,
+                            rho: false,
+                        },
+                        plot,
+                    }
+                }
+            ),
         (number(), prop::option::of(name()))
             .prop_map(|(cells, neighbours)| StatementKind::Cube { cells, neighbours }),
         (prop::collection::vec(number(), 1..6), number(), number())
