@@ -74,6 +74,51 @@ fn caps_hold_per_analyst_and_the_dataset_total_bounds_them_all() {
     assert_eq!(budget["ledger"], Value::Null, "{budget}");
 }
 
+/// A dataset whose policy accounts in zCDP (`accounting = "zcdp"`, `budget_rho`): analysts
+/// ask Gaussian counts and histograms `WITH RHO`, pure counts are charged eps^2/2, the budget
+/// says rho and its (epsilon, delta), and the dataset's rho bounds every analyst's.
+#[test]
+fn a_zcdp_dataset_is_served_in_rho() {
+    let setup = Setup::new(2);
+    let policy = setup.policy(
+        "accounting = \"zcdp\"\nbudget_rho = 0.03\ncube = \"BY sex ('F', 'M')\"",
+        &["0.02", "0.02"],
+        "",
+    );
+    let server = Server::start(&setup, &policy);
+    let (a, b) = (setup.token(0), setup.token(1));
+    let (_, body) = server.run(
+        a,
+        "HISTOGRAM WITH RHO 0.01; COUNT WHERE age < 30 WITH EPS 0.1;",
+    );
+    assert_eq!(kinds(&body), ["histogram", "count"], "{body}");
+    let count = &body["results"][1]["json"];
+    assert_eq!(count["accounting"], "zcdp", "{body}");
+    assert_eq!(count["rho_spent"], 0.005, "{body}");
+    let budget = server.budget(a);
+    assert_eq!(budget["accounting"], "zcdp", "{budget}");
+    assert_eq!(budget["spent"], 0.015, "{budget}");
+    let (eps, delta) = (
+        budget["eps_delta"][0].as_f64(),
+        budget["eps_delta"][1].as_f64(),
+    );
+    assert_eq!(delta, Some(1e-6), "{budget}");
+    let want = dpq::privacy::zcdp::epsilon(0.015, 1e-6);
+    assert!(eps.is_some_and(|e| (e - want).abs() < 1e-12), "{budget}");
+    // b's 0.02 of a cap fits b, but not the dataset's 0.03 with a's 0.015 spent.
+    let (_, body) = server.run(b, "COUNT WHERE age < 40 WITH RHO 0.02;");
+    assert!(
+        error(&body).contains("too little budget left for all its analysts"),
+        "{body}"
+    );
+    let (_, body) = server.run(b, "COUNT WHERE age < 40 WITH RHO 0.01;");
+    assert_eq!(kinds(&body), ["count"], "{body}");
+    assert_eq!(body["results"][0]["json"]["rho"], 0.01, "{body}");
+    // The accounting is the curator's: SET BUDGET is refused whatever its unit.
+    let (_, body) = server.run(b, "SET BUDGET 1;");
+    assert!(error(&body).contains("SET BUDGET"), "{body}");
+}
+
 /// No token, a wrong token, or another analyst's dataset: refused, and nothing changes.
 #[test]
 fn tokens_are_checked_and_analysts_see_only_their_datasets() {

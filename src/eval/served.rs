@@ -430,9 +430,15 @@ impl Session {
         })
     }
 
-    /// Sets a served dataset's total as its policy says, never below what is spent (the
-    /// curator's session, at start). Returns the total in force.
-    pub fn set_dataset_total(&mut self, name: &str, total: Decimal) -> Result<Decimal, EvalError> {
+    /// Sets a served dataset's total and accounting as its policy says, the total never below
+    /// what is spent and the accounting changed only while nothing is released (the curator's
+    /// session, at start). Returns the total in force.
+    pub fn set_dataset_total(
+        &mut self,
+        name: &str,
+        total: Decimal,
+        accounting: crate::privacy::Accounting,
+    ) -> Result<Decimal, EvalError> {
         let span = Span::new(0, 0);
         let Some(i) = self.entries.iter().position(|e| e.name == name) else {
             return Err(EvalError::NotPermitted {
@@ -446,9 +452,20 @@ impl Session {
             .get_mut(self.entries[i].ledger)
             .begin()
             .map_err(super::ledger_error(span))?;
-        let total = total.max(txn.history().spent());
-        let accounting = txn.history().accounting();
-        if txn.history().total() != total {
+        let history = txn.history();
+        if accounting != history.accounting() && !history.releases().is_empty() {
+            return Err(EvalError::AccountingFixed {
+                table: name.to_string(),
+                accounting: history.accounting().unit(),
+                span,
+            });
+        }
+        let total = if accounting == history.accounting() {
+            total.max(history.spent())
+        } else {
+            total
+        };
+        if history.total() != total || accounting != history.accounting() {
             txn.set_total(total, accounting, time)
                 .map_err(super::ledger_error(span))?;
         }

@@ -308,7 +308,7 @@ fn prepare(policy: &Policy, state_dir: &Path) -> Result<Prepared, String> {
             notes.extend(info.warnings);
         }
         let total = curator
-            .set_dataset_total(&d.name, d.budget)
+            .set_dataset_total(&d.name, d.budget, d.accounting)
             .map_err(|e| format!("dataset `{}`: {}", d.name, Error::from(e)))?;
         if total > d.budget {
             notes.push(format!(

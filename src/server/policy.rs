@@ -59,8 +59,11 @@ pub struct Dataset {
     pub neighbours: Neighbours,
     /// The privacy unit, if one person may have several rows (then `add_remove`).
     pub unit: Option<crate::privacy::Unit>,
-    /// The total budget, shared by all analysts.
+    /// The total budget, shared by all analysts: epsilon, or rho (`accounting = "zcdp"`).
     pub budget: Decimal,
+    /// How the budget composes: in epsilon (`budget`), or in rho (`accounting = "zcdp"` with
+    /// `budget_rho`).
+    pub accounting: crate::privacy::Accounting,
     /// The cube, as `CUBE` would declare it without the keyword (`BY age (30, 65)`).
     pub cube: Option<String>,
     /// What analysts may do.
@@ -271,7 +274,7 @@ impl Policy {
         let mut out = String::new();
         for d in &self.datasets {
             out.push_str(&format!(
-                "dataset `{}` (id {}): {} from {}\n  NEIGHBOURS {}, budget {} shared by all its analysts{}\n  statements: {}; mechanisms: {}\n",
+                "dataset `{}` (id {}): {} from {}\n  NEIGHBOURS {}, budget {}{} shared by all its analysts{}\n  statements: {}; mechanisms: {}\n",
                 d.name,
                 d.id,
                 match &d.columns {
@@ -280,6 +283,10 @@ impl Policy {
                 },
                 d.source,
                 d.neighbours,
+                match d.accounting {
+                    crate::privacy::Accounting::Zcdp => "rho (zCDP) ",
+                    crate::privacy::Accounting::Pure => "",
+                },
                 d.budget.normalize(),
                 d.rules
                     .max_eps
@@ -603,9 +610,44 @@ fn dataset(t: &toml::Table, base: &Path) -> Result<Dataset, String> {
             ));
         }
     }
-    let budget = positive(k.number("budget")?, &name, "budget")?
-        .ok_or_else(|| format!("dataset `{name}`: `budget` is missing"))?;
+    let accounting = match k.string("accounting")? {
+        None => crate::privacy::Accounting::Pure,
+        Some(a) => crate::privacy::Accounting::from_name(&a).ok_or_else(|| {
+            format!("dataset `{name}`: unknown accounting `{a}` (known: pure, zcdp)")
+        })?,
+    };
+    let (budget, budget_rho) = (
+        positive(k.number("budget")?, &name, "budget")?,
+        positive(k.number("budget_rho")?, &name, "budget_rho")?,
+    );
+    let budget = match (accounting, budget, budget_rho) {
+        (crate::privacy::Accounting::Pure, Some(b), None) => b,
+        (crate::privacy::Accounting::Zcdp, None, Some(r)) => r,
+        (crate::privacy::Accounting::Pure, None, None) => {
+            return Err(format!("dataset `{name}`: `budget` is missing"))
+        }
+        (crate::privacy::Accounting::Zcdp, _, None) => {
+            return Err(format!(
+                "dataset `{name}`: `accounting = \"zcdp\"` needs `budget_rho`, its total in rho (and no `budget`)"
+            ))
+        }
+        (crate::privacy::Accounting::Pure, _, Some(_)) => {
+            return Err(format!(
+                "dataset `{name}`: `budget_rho` is a zCDP dataset's budget: add `accounting = \"zcdp\"`, or give `budget` in epsilon"
+            ))
+        }
+        (crate::privacy::Accounting::Zcdp, Some(_), Some(_)) => {
+            return Err(format!(
+                "dataset `{name}`: a zCDP dataset's budget is `budget_rho` alone; drop `budget`"
+            ))
+        }
+    };
     let max_eps = positive(k.number("max_eps_per_query")?, &name, "max_eps_per_query")?;
+    if max_eps.is_some() && accounting == crate::privacy::Accounting::Zcdp {
+        return Err(format!(
+            "dataset `{name}`: `max_eps_per_query` caps epsilons; a zCDP dataset's answers are bounded by `budget_rho` and each analyst's cap"
+        ));
+    }
     if max_eps.is_some_and(|m| m > budget) {
         return Err(format!(
             "dataset `{name}`: `max_eps_per_query` is above its `budget`"
@@ -626,6 +668,13 @@ fn dataset(t: &toml::Table, base: &Path) -> Result<Dataset, String> {
             .collect::<Result<_, _>>()?,
     };
     let mechanisms = match k.strings("mechanisms")? {
+        None if accounting == crate::privacy::Accounting::Zcdp => vec![
+            Mechanism::Laplace,
+            Mechanism::Geometric,
+            Mechanism::Staircase,
+            Mechanism::Smooth,
+            Mechanism::Gaussian,
+        ],
         None => vec![
             Mechanism::Laplace,
             Mechanism::Geometric,
@@ -636,7 +685,7 @@ fn dataset(t: &toml::Table, base: &Path) -> Result<Dataset, String> {
             .iter()
             .map(|n| {
                 Mechanism::from_name(n).ok_or_else(|| {
-                    format!("dataset `{name}`: unknown mechanism `{n}` (known: laplace, geometric, staircase, smooth)")
+                    format!("dataset `{name}`: unknown mechanism `{n}` (known: laplace, geometric, staircase, smooth, gaussian)")
                 })
             })
             .collect::<Result<_, _>>()?,
@@ -674,6 +723,7 @@ fn dataset(t: &toml::Table, base: &Path) -> Result<Dataset, String> {
         neighbours,
         unit,
         budget,
+        accounting,
         cube,
         rules: Rules {
             families,
@@ -1130,6 +1180,40 @@ budgets = {{ survey = 0.5 }}
         assert!(mine.public_token_analysts().is_empty());
     }
 
+    /// `accounting = "zcdp"` with `budget_rho`: the dataset's budget is in rho, Gaussian
+    /// noise is among its mechanisms, and a cap per query in epsilon is refused.
+    #[test]
+    fn a_zcdp_dataset_has_its_budget_in_rho() {
+        let policy = |extra: &str| {
+            format!(
+                "[[dataset]]\nname = \"s\"\nid = \"s1\"\nsource = \"s.csv\"\naccounting = \"zcdp\"\nbudget_rho = 0.5\n{extra}\n[[analyst]]\nname = \"ana\"\ntoken_hash = \"{HASH}\"\n"
+            )
+        };
+        let p = parse(&policy("")).expect("valid");
+        let d = &p.datasets[0];
+        assert_eq!(d.accounting, crate::privacy::Accounting::Zcdp);
+        assert_eq!(d.budget, Decimal::new(5, 1));
+        assert!(d.rules.mechanisms.contains(&Mechanism::Gaussian));
+        assert!(p.describe().contains("budget rho (zCDP) 0.5"));
+        let capped = parse(&policy("max_eps_per_query = 0.1")).expect_err("refused");
+        assert!(
+            capped.contains("`max_eps_per_query` caps epsilons"),
+            "{capped}"
+        );
+        let pure = parse(&format!(
+            "[[dataset]]\nname = \"s\"\nid = \"s1\"\nsource = \"s.csv\"\nbudget = 1\n[[analyst]]\nname = \"ana\"\ntoken_hash = \"{HASH}\"\n"
+        ))
+        .expect("valid");
+        assert_eq!(
+            pure.datasets[0].accounting,
+            crate::privacy::Accounting::Pure
+        );
+        assert!(!pure.datasets[0]
+            .rules
+            .mechanisms
+            .contains(&Mechanism::Gaussian));
+    }
+
     #[test]
     fn mistakes_are_named() {
         let base = |extra: &str, analyst: &str| {
@@ -1148,6 +1232,10 @@ budgets = {{ survey = 0.5 }}
                 "unknown statement family `load`",
             ),
             ("mechanisms = [\"gauss\"]", "", "unknown mechanism `gauss`"),
+            ("accounting = \"renyi\"", "", "unknown accounting `renyi`"),
+            ("accounting = \"zcdp\"", "", "needs `budget_rho`"),
+            ("accounting = \"zcdp\"\nbudget_rho = 1", "", "drop `budget`"),
+            ("budget_rho = 0.5", "", "add `accounting = \"zcdp\"`"),
             ("privacy_unit = \"pid\"", "", "add `max_rows_per_unit = k`"),
             (
                 "max_rows_per_unit = 3",
