@@ -89,6 +89,18 @@ impl Session {
         Ok(self.count_explanation(&plan, i, decision))
     }
 
+    /// What `COMPARE ACCOUNTING` would do: it spends nothing.
+    fn describe_accounting(&self, plot: Option<&crate::plan::PlotPlan>) -> (String, String) {
+        step(
+            "does",
+            format!(
+                "computes what a workload of counts costs under pure DP (Laplace, epsilons adding up) and under zCDP (Gaussian, rhos adding up, shown as (epsilon, delta) at delta {}), from the requirement's numbers alone{}; spends nothing and draws no noise",
+                crate::output::short_number(self.delta),
+                plot.map_or(String::new(), |p| format!(", and writes the chart to {}", p.path.display()))
+            ),
+        )
+    }
+
     /// What `SET BUDGET` would do: it spends nothing.
     fn describe_budget(
         &self,
@@ -202,14 +214,7 @@ impl Session {
                 "does",
                 format!("compares Laplace and data-dependent noise from formulas and values it simulates; {free}"),
             )],
-            Plan::CompareAccounting { plot, .. } => vec![step(
-                "does",
-                format!(
-                    "computes what a workload of counts costs under pure DP (Laplace, epsilons adding up) and under zCDP (Gaussian, rhos adding up, shown as (epsilon, delta) at delta {}), from the requirement's numbers alone{}; {free}",
-                    crate::output::short_number(self.delta),
-                    plot.as_ref().map_or(String::new(), |p| format!(", and writes the chart to {}", p.path.display()))
-                ),
-            )],
+            Plan::CompareAccounting { plot, .. } => vec![self.describe_accounting(plot.as_ref())],
             Plan::CompareNoise { .. } => vec![step(
                 "does",
                 format!("compares Laplace and optimal staircase noise from formulas alone; {free}"),

@@ -260,6 +260,26 @@ impl Session {
     /// those), anything inside the state directory (a ledger, its mark, the secret), the file
     /// of a loaded table, or a directory where a file cannot be created (probed with the
     /// temporary file the chart is written through).
+    /// `COMPARE ACCOUNTING`, at the session's delta, with its chart when asked.
+    pub(super) fn compare_accounting(
+        &self,
+        queries: &[u64],
+        requirement: ChoosePlan,
+        plot: Option<&crate::plan::PlotPlan>,
+        statement: &str,
+        span: Span,
+    ) -> Result<crate::output::CompareAccountingResult, EvalError> {
+        if let Some(chart) = plot {
+            self.chart_target(&chart.path, chart.span)?;
+        }
+        let mut r = compare_accounting(queries, requirement, self.delta, statement, span)?;
+        if let Some(chart) = plot {
+            let svg = plot::accounting_svg(&r).map_err(|e| e.to_string());
+            r.plot = Some(outcome_of(&chart.path, svg));
+        }
+        Ok(r)
+    }
+
     pub(super) fn chart_target(&self, path: &Path, span: Span) -> Result<(), EvalError> {
         let refuse = |reason: String| EvalError::PlotNotWritten {
             path: path.display().to_string(),

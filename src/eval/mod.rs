@@ -384,18 +384,13 @@ impl Session {
                 requirement,
                 plot,
                 statement,
-            } => {
-                if let Some(chart) = &plot {
-                    self.chart_target(&chart.path, chart.span)?;
-                }
-                let mut r =
-                    lab::compare_accounting(&queries, requirement, self.delta, &statement, span)?;
-                if let Some(chart) = &plot {
-                    let svg = crate::output::plot::accounting_svg(&r).map_err(|e| e.to_string());
-                    r.plot = Some(lab::outcome_of(&chart.path, svg));
-                }
-                Output::CompareAccounting(r)
-            }
+            } => Output::CompareAccounting(self.compare_accounting(
+                &queries,
+                requirement,
+                plot.as_ref(),
+                &statement,
+                span,
+            )?),
             Plan::CompareNoise { eps, sensitivity } => {
                 Output::CompareNoise(lab::compare_noise(&eps, sensitivity))
             }
