@@ -74,12 +74,13 @@ pub fn epsilon(rho: f64, delta: f64) -> f64 {
     if rho == 0.0 || delta >= 1.0 {
         return 0.0;
     }
+    // ln(1/delta) as -ln(delta): the reciprocal of a subnormal delta overflows to infinity.
+    let log_inverse = -delta.ln();
     let bound = |alpha: f64| {
         alpha * rho
-            + ((1.0 / delta).ln() + (alpha - 1.0) * (-1.0 / alpha).ln_1p() - alpha.ln())
-                / (alpha - 1.0)
+            + (log_inverse + (alpha - 1.0) * (-1.0 / alpha).ln_1p() - alpha.ln()) / (alpha - 1.0)
     };
-    let rising = |alpha: f64| rho > (1.0 / (alpha * delta)).ln() / (alpha - 1.0).powi(2);
+    let rising = |alpha: f64| rho > (log_inverse - alpha.ln()) / (alpha - 1.0).powi(2);
     // The derivative is negative just above 1 (its second term grows without bound):
     // bracket the minimum between there and the first power of two where it is positive.
     let mut lo = 1.0 + 1e-12;
@@ -105,7 +106,7 @@ pub fn epsilon(rho: f64, delta: f64) -> f64 {
 /// The simpler `eps = rho + 2 sqrt(rho ln(1/delta))` (Bun and Steinke 2016, Proposition
 /// 1.3): valid, and larger than [`epsilon`].
 pub fn epsilon_simple(rho: f64, delta: f64) -> f64 {
-    rho + 2.0 * (rho * (1.0 / delta).ln()).sqrt()
+    rho + 2.0 * (rho * -delta.ln()).sqrt()
 }
 
 /// The zCDP cost `eps^2 / 2` of a pure `eps`-DP release (Bun and Steinke 2016, Proposition
@@ -196,5 +197,20 @@ mod tests {
         // Large rho and tiny delta stay finite.
         assert!(epsilon(100.0, 1e-12).is_finite());
         assert!(epsilon(1e-6, 1e-12) > 0.0);
+    }
+
+    /// `SET DELTA` takes any delta in (0, 1), subnormal ones included: below `1 / f64::MAX`
+    /// the reciprocal overflows to infinity, but `ln(1/delta)` is finite (745 at most), and
+    /// so is the epsilon shown.
+    #[test]
+    fn a_delta_whose_reciprocal_overflows_gives_a_finite_epsilon() {
+        for tiny in [1e-310, 5e-324] {
+            let eps = epsilon(0.01, tiny);
+            assert!(eps.is_finite(), "delta {tiny}: {eps}");
+            assert!(eps >= epsilon(0.01, 1e-300), "delta {tiny}: {eps}");
+            let simple = epsilon_simple(0.01, tiny);
+            assert!(simple.is_finite(), "delta {tiny}: {simple}");
+            assert!(eps <= simple, "delta {tiny}: {eps} above {simple}");
+        }
     }
 }
