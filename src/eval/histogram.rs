@@ -278,7 +278,7 @@ impl Session {
                         self.equivalent_after(history, spent_after)
                     ),
                 ));
-                steps.push(step("history", "each part enters the history as a row of its own: later ESTIMATEs of unions of cells are free".into()));
+                steps.push(history_step(sigma.is_some()));
                 (
                     plan.eps.exact,
                     Some(ExplainedBudget {
@@ -408,6 +408,17 @@ fn noise_for(
             Noise::Laplace(laplace)
         }
     })
+}
+
+/// `EXPLAIN`'s line on what a vector's parts become: rows of the history, which `ESTIMATE`
+/// combines when their noise is Laplace.
+fn history_step(gaussian: bool) -> (String, String) {
+    let text = if gaussian {
+        "each part enters the history as a row of its own; ESTIMATE does not use Gaussian answers yet"
+    } else {
+        "each part enters the history as a row of its own: later ESTIMATEs of unions of cells are free"
+    };
+    ("history".to_string(), text.to_string())
 }
 
 /// `EXPLAIN`'s line on a vector's noise: its law and scale on every part, and its interval.

@@ -930,7 +930,11 @@ fn histogram(h: &super::HistogramResult) -> String {
             h.coverage95
         );
     }
-    out.push_str("\nEvery part is released, empty or not. Each is a row of the history: ESTIMATE unions of them for free.");
+    out.push_str(if h.sigma.is_some() {
+        "\nEvery part is released, empty or not. Each is a row of the history; ESTIMATE does not use Gaussian answers yet (it combines Laplace ones)."
+    } else {
+        "\nEvery part is released, empty or not. Each is a row of the history: ESTIMATE unions of them for free."
+    });
     plot_note(&mut out, h.plot.as_ref());
     out
 }

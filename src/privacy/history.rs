@@ -912,8 +912,13 @@ impl History {
         if release.mechanism != Mechanism::Gaussian || release.measure != Measure::Rows {
             return None;
         }
-        let s = self.sensitivity(&release.row);
-        super::zcdp::gaussian_variance(square_up(s), release.eps)
+        // A squared sensitivity past a decimal's range saturates: no variance is given for it
+        // (the release is refused), rather than one built on the saturated value.
+        let l2 = square_up(self.sensitivity(&release.row));
+        if l2 == Decimal::MAX {
+            return None;
+        }
+        super::zcdp::gaussian_variance(l2, release.eps)
     }
 
     /// The variance parameter of the noise on each part of a Gaussian vector,
@@ -922,7 +927,11 @@ impl History {
         if first.mechanism != Mechanism::Gaussian {
             return None;
         }
-        super::zcdp::gaussian_variance(self.vector_l2_squared(parts), first.eps)
+        let l2 = self.vector_l2_squared(parts);
+        if l2 == Decimal::MAX {
+            return None;
+        }
+        super::zcdp::gaussian_variance(l2, first.eps)
     }
 
     /// Whether `parts` are disjoint rows over this history's cube: every cell in one part at
