@@ -21,3 +21,4 @@ mod stats_tail;
 mod utility_driven;
 mod within_combined;
 mod xiao_xiong;
+mod zcdp_privacy;
