@@ -33,6 +33,7 @@ fn history(m: usize, n: usize, seed: u64) -> Vec<Measurement> {
             eps: rng.random_range(0.05..1.0),
             sensitivity: s,
             noisy: rng.random_range(0.0..100.0),
+            law: Default::default(),
         });
     }
     out
@@ -164,6 +165,7 @@ fn bench_exact(c: &mut Criterion) {
         .map(|_| Term {
             weight: rng.random_range(-1.0..1.0),
             scale: rng.random_range(1.0..100.0),
+            law: dpq::stats::exact::Law::Laplace,
         })
         .collect();
     // One dominant term too: the grid must then resolve a Laplace kink.
@@ -171,6 +173,7 @@ fn bench_exact(c: &mut Criterion) {
     skewed[0] = Term {
         weight: 1.0,
         scale: 5000.0,
+        law: dpq::stats::exact::Law::Laplace,
     };
     let mut group = c.benchmark_group("exact");
     group.sample_size(10);

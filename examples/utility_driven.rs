@@ -315,6 +315,7 @@ pub fn error_terms(history: &[Measurement], answer: &Answer) -> Vec<Term> {
         .map(|(&weight, m)| Term {
             weight,
             scale: m.sensitivity / m.eps,
+            law: m.law,
         })
         .collect()
 }
@@ -373,6 +374,7 @@ pub fn run(system: System, settings: &Settings, workload: &Workload, seed: u64) 
             eps,
             sensitivity: q.sensitivity,
             noisy: q.truth,
+            law: dpq::stats::exact::Law::Laplace,
         });
         if cost(cells, &out.history) > settings.total_budget {
             out.history.pop();

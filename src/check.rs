@@ -1229,13 +1229,17 @@ fn check_count(q: &CountQuery, catalog: &dyn Catalog, span: Span) -> Result<Coun
         }
     };
     let sensitivity = unit_scaled(sensitivity, catalog.table_unit_rows(&table_name), span)?;
-    let gaussian = matches!(q.accuracy, Accuracy::Rho(_));
-    if gaussian && catalog.table_accounting(&table_name) != crate::privacy::Accounting::Zcdp {
+    let zcdp = catalog.table_accounting(&table_name) == crate::privacy::Accounting::Zcdp;
+    if matches!(q.accuracy, Accuracy::Rho(_)) && !zcdp {
         return Err(CheckError::RhoNeedsZcdp {
             table: table_name,
             span,
         });
     }
+    // On a zCDP table `WITHIN` spends the least rho, with Gaussian noise, unless a MECHANISM
+    // asks for another noise (charged eps^2 / 2).
+    let gaussian = matches!(q.accuracy, Accuracy::Rho(_))
+        || (zcdp && matches!(q.accuracy, Accuracy::Within { .. }) && q.mechanism.is_none());
     let spend = match &q.accuracy {
         Accuracy::Eps(eps) => Spend::Eps(check_eps(eps)?),
         Accuracy::Rho(rho) => Spend::Eps(check_rho(rho)?),

@@ -10,6 +10,7 @@ use crate::output::{
 use crate::plan::{ChoosePlan, CountPlan, Eps, Mechanism, Spend};
 use crate::privacy::{History, Neighbours, Overspend, Prepared, Refusal, Request, Row, Where};
 use crate::span::Span;
+use crate::stats::exact::Scales;
 use crate::stats::noise;
 use crate::stats::{
     accuracy, bayes, blue, combine, laplace, staircase, Epsilon, Positive, Probability,
@@ -384,7 +385,9 @@ impl NoiseLaw {
 /// `COUNT ... WITHIN w AT c`: from the history when its certified central interval at `c` is
 /// within `±w` (Xiao and Xiong 2012, section 5); else released with the least epsilon whose release,
 /// combined with the history by the BLUE, meets it (`stats::combine`), never more than the
-/// epsilon a release alone needs (Theorem 5.3), which is shown for comparison.
+/// epsilon a release alone needs (Theorem 5.3), which is shown for comparison. On a zCDP
+/// table (a Gaussian plan) the same with the least rho: alone, `sigma = w / z_{(1+c)/2}`
+/// (allowing for the grid) and `rho = S^2 / (2 sigma^2)`.
 ///
 /// The choice depends only on public things: the history's design and epsilons (through the
 /// scales of its BLUE's error, never its answers), the query's sensitivity and the requirement.
@@ -404,17 +407,12 @@ fn within(
         eps: f64::NAN,
         span,
     })?;
-    // Theorem 5.3: the least epsilon whose Laplace release alone meets (w, delta), rounded up
-    // to six significant digits so that the budget adds exactly.
-    let raw = accuracy::eps_for_half_width(s, half_width, confidence);
-    let alone = round_up_eps(raw).ok_or(EvalError::UnusableEpsilon { eps: raw, span })?;
-    let alone_text = format!(
-        "eps = S ln(1/delta) / w = {} ln(1/{}) / {} = {} (Xiao and Xiong 2012, Theorem 5.3)",
-        short_number(sensitivity),
-        short_number(1.0 - c),
-        short_number(w),
-        alone.exact.normalize()
-    );
+    let gaussian = plan.mechanism == Mechanism::Gaussian;
+    let (alone, alone_text) = if gaussian {
+        alone_rho(s, half_width, confidence, span)?
+    } else {
+        alone_eps(s, half_width, confidence, span)?
+    };
     let (why, scales) = match history_error(entry, history, plan, span)? {
         HistoryError::NoCube => (
             if plan.outside.is_some() {
@@ -445,17 +443,26 @@ fn within(
     };
     let requirement = format!("±{} at {percent}%", short_number(w));
     let combined = match (&scales, plan.mechanism) {
-        // Only Laplace releases are evidence for the BLUE.
-        (Some(scales), Mechanism::Laplace) => {
-            Some(combined_eps(scales, sensitivity, w, confidence, alone))
-        }
+        // Laplace and Gaussian releases are evidence for the BLUE.
+        (Some(scales), Mechanism::Laplace | Mechanism::Gaussian) => Some(combined_eps(
+            scales,
+            (sensitivity, gaussian),
+            w,
+            confidence,
+            alone,
+        )),
         _ => None,
+    };
+    let (name, word) = if gaussian {
+        ("rho", "rho")
+    } else {
+        ("eps", "epsilon")
     };
     let (eps, text) = match combined {
         Some(Some(eps)) => (
             eps,
             format!(
-                "{why}; alone: {alone_text}; combined: eps = {} (the least whose release, combined with the history by the BLUE, meets {requirement}, found to a relative {:e} from the exact distribution of the combined error and rounded up): released with eps = {}",
+                "{why}; alone: {alone_text}; combined: {name} = {} (the least whose release, combined with the history by the BLUE, meets {requirement}, found to a relative {:e} from the exact distribution of the combined error and rounded up): released with {name} = {}",
                 eps.exact.normalize(),
                 combine::SEARCH_PRECISION,
                 eps.exact.normalize()
@@ -463,11 +470,11 @@ fn within(
         ),
         Some(None) => (
             alone,
-            format!("{why}; alone: {alone_text}; combined with the history by the BLUE no epsilon up to that meets {requirement} (a low confidence, where the history's noise widens the combined interval): released alone with eps = {}", alone.exact.normalize()),
+            format!("{why}; alone: {alone_text}; combined with the history by the BLUE no {word} up to that meets {requirement} (a low confidence, where the history's noise widens the combined interval): released alone with {name} = {}", alone.exact.normalize()),
         ),
         None => (
             alone,
-            format!("{why}; released with the least epsilon that meets {requirement}: {alone_text}"),
+            format!("{why}; released with the least {word} that meets {requirement}: {alone_text}"),
         ),
     };
     Ok(Within::Release {
@@ -482,14 +489,68 @@ fn within(
     })
 }
 
+/// Theorem 5.3: the least epsilon whose Laplace release alone meets `±w` at `c`, rounded up
+/// to six significant digits so that the budget adds exactly, and how it was found.
+fn alone_eps(
+    s: Positive,
+    half_width: Positive,
+    confidence: Probability,
+    span: Span,
+) -> Result<(Eps, String), EvalError> {
+    let raw = accuracy::eps_for_half_width(s, half_width, confidence);
+    let alone = round_up_eps(raw).ok_or(EvalError::UnusableEpsilon { eps: raw, span })?;
+    let text = format!(
+        "eps = S ln(1/delta) / w = {} ln(1/{}) / {} = {} (Xiao and Xiong 2012, Theorem 5.3)",
+        short_number(s.get()),
+        short_number(1.0 - confidence.get()),
+        short_number(half_width.get()),
+        alone.exact.normalize()
+    );
+    Ok((alone, text))
+}
+
+/// The least rho whose Gaussian release alone meets `±w` at `c`: `sigma` with
+/// `z_{(1+c)/2} sigma` plus the grid's allowance (`combine::NORMAL_GRID_MARGIN` sigma) equal to
+/// `w`, and `rho = S^2 / (2 sigma^2)` rounded up to six significant digits (and checked: a
+/// unit of the sixth digit more if the certified check disagrees).
+fn alone_rho(
+    s: Positive,
+    half_width: Positive,
+    confidence: Probability,
+    span: Span,
+) -> Result<(Eps, String), EvalError> {
+    let (sens, w) = (s.get(), half_width.get());
+    let z = accuracy::normal_quantile((1.0 + confidence.get()) / 2.0);
+    let sigma = w / (z + combine::NORMAL_GRID_MARGIN);
+    let raw = sens * sens / (2.0 * sigma * sigma);
+    let mut rho = round_up_eps(raw).ok_or(EvalError::UnusableEpsilon { eps: raw, span })?;
+    for _ in 0..4 {
+        let release = combine::combined_gaussian(&Scales::default(), sens, rho.value.get());
+        if combine::meets(&release, w, confidence) {
+            break;
+        }
+        let more = rho.value.get() * (1.0 + 1e-5);
+        rho = round_up_eps(more).ok_or(EvalError::UnusableEpsilon { eps: more, span })?;
+    }
+    let text = format!(
+        "rho = S^2 / (2 sigma^2) with sigma = w / (z + 2^-9) = {} / ({} + 2^-9) = {} (the normal quantile at {}, the grid allowed for): rho = {}",
+        short_number(w),
+        short_number(z),
+        short_number(sigma),
+        short_number((1.0 + confidence.get()) / 2.0),
+        rho.exact.normalize()
+    );
+    Ok((rho, text))
+}
+
 /// What the history says of a `WITHIN` query.
 enum HistoryError {
     /// No cube: answers cannot be combined.
     NoCube,
     /// The history cannot estimate it: which cells lack evidence.
     NotEstimable(String),
-    /// Its BLUE and the Laplace scales of the BLUE's error.
-    Estimable(blue::Estimate, Vec<f64>),
+    /// Its BLUE and the scales of the BLUE's error.
+    Estimable(blue::Estimate, Scales),
 }
 
 /// The history's BLUE of a `WITHIN` query and the scales of its error, if it has one.
@@ -514,7 +575,7 @@ fn met(
     plan: &CountPlan,
     history: &History,
     estimate: &blue::Estimate,
-    scales: &[f64],
+    scales: &Scales,
     h: f64,
     half_width: Positive,
     confidence: Probability,
@@ -540,17 +601,28 @@ fn met(
     }
 }
 
-/// The least epsilon, rounded up to six significant digits, whose release combined with the
-/// history meets `±w` at `confidence`, if below Theorem 5.3's `alone`. A function of public
-/// things only (see [`within`]).
+/// [`combine::least_eps`] or [`combine::least_rho`].
+type Search = fn(&Scales, f64, f64, Probability, f64) -> Option<f64>;
+/// [`combine::combined_scales`] or [`combine::combined_gaussian`].
+type Combine = fn(&Scales, f64, f64) -> Scales;
+
+/// The least epsilon (rho, for a Gaussian release), rounded up to six significant digits,
+/// whose release combined with the history meets `±w` at `confidence`, if below what the
+/// release `alone` needs. A function of public things only (see [`within`]).
 fn combined_eps(
-    scales: &[f64],
-    sensitivity: f64,
+    scales: &Scales,
+    (sensitivity, gaussian): (f64, bool),
     w: f64,
     confidence: Probability,
     alone: Eps,
 ) -> Option<Eps> {
-    let raw = combine::least_eps(scales, sensitivity, w, confidence, alone.value.get())?;
+    let ceiling = alone.value.get();
+    let (least, with): (Search, Combine) = if gaussian {
+        (combine::least_rho, combine::combined_gaussian)
+    } else {
+        (combine::least_eps, combine::combined_scales)
+    };
+    let raw = least(scales, sensitivity, w, confidence, ceiling)?;
     let mut eps = round_up_eps(raw)?;
     // Rounding up keeps the requirement met (the tail falls as eps grows); checked, and stepped
     // up by a unit of the sixth digit if the check ever disagrees.
@@ -558,7 +630,7 @@ fn combined_eps(
         if eps.exact >= alone.exact {
             return None;
         }
-        let scales = combine::combined_scales(scales, sensitivity, eps.value.get());
+        let scales = with(scales, sensitivity, eps.value.get());
         if combine::meets(&scales, w, confidence) {
             return Some(eps);
         }

@@ -13,7 +13,7 @@ use crate::privacy::{
     ReleaseError, Request, Row, Where,
 };
 use crate::span::Span;
-use crate::stats::blue::{self, Measurement};
+use crate::stats::blue::{self, Law, Measurement};
 use crate::stats::exact;
 use crate::stats::joint::JointError;
 use rand::SeedableRng;
@@ -46,19 +46,42 @@ fn measurements(history: &History) -> Vec<Measurement> {
     history
         .releases()
         .iter()
-        .filter_map(|r| {
-            Some(Measurement {
-                row: r
-                    .row
-                    .iter()
-                    .map(|(j, c)| (j, c.to_f64().unwrap_or(f64::NAN)))
-                    .collect(),
-                eps: r.eps.to_f64()?,
-                sensitivity: r.sensitivity,
-                noisy: r.noisy?,
-            })
-        })
+        .zip(history.noise_variances())
+        .filter_map(|(r, sigma2)| measurement(r, sigma2, &r.row.to_cells()))
         .collect()
+}
+
+/// An answered Laplace or Gaussian release as the BLUE reads it, with its row over the cells:
+/// a Laplace release by its epsilon and the sensitivity its noise was drawn with; a Gaussian
+/// one by the standard deviation the ledger gave its noise (`sigma2`, from
+/// [`History::noise_variances`]: `sigma = S2 / sqrt(2 rho)`, written `alpha = sqrt(2 rho)` and
+/// `S = sigma alpha`). `None` for any other release, or one without an answer.
+fn measurement(
+    r: &crate::privacy::Release,
+    sigma2: Option<(u128, u128)>,
+    row: &[(usize, Decimal)],
+) -> Option<Measurement> {
+    let row = row
+        .iter()
+        .map(|(j, c)| (*j, c.to_f64().unwrap_or(f64::NAN)))
+        .collect();
+    let (eps, sensitivity, law) = match r.mechanism {
+        Mechanism::Laplace => (r.eps.to_f64()?, r.sensitivity, Law::Laplace),
+        Mechanism::Gaussian => {
+            let (p, q) = sigma2?;
+            let sigma = (p as f64 / q as f64).sqrt();
+            let alpha = (2.0 * r.eps.to_f64()?).sqrt();
+            (alpha, sigma * alpha, Law::Normal)
+        }
+        _ => return None,
+    };
+    Some(Measurement {
+        row,
+        eps,
+        sensitivity,
+        noisy: r.noisy?,
+        law,
+    })
 }
 
 impl Session {
@@ -277,6 +300,7 @@ impl Session {
             method: match posterior.noise.method() {
                 exact::Method::Fft { .. } => "fft".into(),
                 exact::Method::MonteCarlo { .. } => "monte carlo".into(),
+                exact::Method::Normal => "normal (Gaussian answers only: exact)".into(),
                 exact::Method::Degenerate => "exact (no noise)".into(),
             },
             error_bound: posterior.error_bound(),
@@ -475,7 +499,7 @@ pub(super) fn table_posterior(
 }
 
 /// The evidence of a table's cube about one measure (its rows, or a column's clamped sum):
-/// its answered Laplace releases of that measure about the content now loaded (answers about
+/// its answered Laplace and Gaussian releases of that measure about the content now loaded (answers about
 /// an earlier content of the file would bias it), each with its row over the cells. A count
 /// or sum released before the cube was declared is evidence too when its condition is a
 /// union of the cells (its row is found again from its statement); it still charges every
@@ -488,25 +512,15 @@ pub(super) fn evidence(entry: &Entry, history: &History, measure: &Measure) -> V
     history
         .releases()
         .iter()
-        .filter(|r| {
-            r.mechanism == Mechanism::Laplace && &r.measure == measure && r.key.starts_with(&prefix)
-        })
-        .filter_map(|r| {
+        .zip(history.noise_variances())
+        .filter(|(r, _)| &r.measure == measure && r.key.starts_with(&prefix))
+        .filter_map(|(r, sigma2)| {
             let row = if r.row.is_empty() {
                 row_from_statement(entry, cube, &r.statement, measure)?
             } else {
                 r.row.to_cells()
             };
-            Some(Measurement {
-                row: row
-                    .iter()
-                    .map(|(j, c)| (*j, c.to_f64().unwrap_or(f64::NAN)))
-                    .collect(),
-                eps: r.eps.to_f64()?,
-                // The sensitivity its noise was drawn with, under the table's model.
-                sensitivity: r.sensitivity,
-                noisy: r.noisy?,
-            })
+            measurement(r, sigma2, &row)
         })
         .collect()
 }
@@ -539,15 +553,15 @@ fn row_from_statement(
     }
 }
 
-/// The BLUE of `query` over a table's cube from its history, and the Laplace scales
-/// `c_i = |a_i| S_i / alpha_i` of its error, without building the distribution (for the
-/// tails of `WITHIN`).
+/// The BLUE of `query` over a table's cube from its history, and the scales of its error
+/// (Laplace `c_i = |a_i| S_i / alpha_i`, normal `d_j = |a_j| sigma_j`), without building the
+/// distribution (for the tails of `WITHIN`).
 pub(super) fn table_error(
     entry: &Entry,
     history: &History,
     query: &[f64],
     span: Span,
-) -> Result<(blue::Estimate, Vec<f64>), EvalError> {
+) -> Result<(blue::Estimate, exact::Scales), EvalError> {
     let cube = entry
         .cube
         .as_ref()
@@ -615,11 +629,11 @@ pub(super) fn blue_of_table(
             })
         })
         .collect::<Result<_, _>>()?;
-    // Every release's Laplace scale S_i / alpha_i, as the noise terms of any estimate carry it.
-    let scales: Vec<f64> = b
+    // Every release's noise scale and law, as the noise terms of any estimate carry them.
+    let noises: Vec<(f64, exact::Law)> = b
         .noise_terms(&vec![0.0; evidence.len()])
         .iter()
-        .map(|t| t.scale)
+        .map(|t| (t.scale, t.law))
         .collect();
     let weights: Vec<Vec<f64>> = found.iter().map(|e| e.weights.clone()).collect();
     Ok(UnionEstimates {
@@ -630,7 +644,7 @@ pub(super) fn blue_of_table(
                 variance: e.variance,
             })
             .collect(),
-        joint: JointError::new(&weights, &scales),
+        joint: JointError::new(&weights, &noises),
         evidence,
     })
 }

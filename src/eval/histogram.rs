@@ -278,7 +278,7 @@ impl Session {
                         self.equivalent_after(history, spent_after)
                     ),
                 ));
-                steps.push(history_step(sigma.is_some()));
+                steps.push(history_step());
                 (
                     plan.eps.exact,
                     Some(ExplainedBudget {
@@ -411,13 +411,9 @@ fn noise_for(
 }
 
 /// `EXPLAIN`'s line on what a vector's parts become: rows of the history, which `ESTIMATE`
-/// combines when their noise is Laplace.
-fn history_step(gaussian: bool) -> (String, String) {
-    let text = if gaussian {
-        "each part enters the history as a row of its own; ESTIMATE does not use Gaussian answers yet"
-    } else {
-        "each part enters the history as a row of its own: later ESTIMATEs of unions of cells are free"
-    };
+/// combines (Laplace and Gaussian answers alike, weighed by the inverse of their variance).
+fn history_step() -> (String, String) {
+    let text = "each part enters the history as a row of its own: later ESTIMATEs of unions of cells are free";
     ("history".to_string(), text.to_string())
 }
 

@@ -930,11 +930,9 @@ fn histogram(h: &super::HistogramResult) -> String {
             h.coverage95
         );
     }
-    out.push_str(if h.sigma.is_some() {
-        "\nEvery part is released, empty or not. Each is a row of the history; ESTIMATE does not use Gaussian answers yet (it combines Laplace ones)."
-    } else {
-        "\nEvery part is released, empty or not. Each is a row of the history: ESTIMATE unions of them for free."
-    });
+    out.push_str(
+        "\nEvery part is released, empty or not. Each is a row of the history: ESTIMATE unions of them for free.",
+    );
     plot_note(&mut out, h.plot.as_ref());
     out
 }
@@ -1629,7 +1627,11 @@ fn estimate(e: &super::EstimateResult) -> String {
     ]);
     t.add_row(vec![
         "distribution".to_string(),
-        format!("{} (error at most {})", e.method, sig(e.error_bound, 2)),
+        if e.error_bound == 0.0 {
+            e.method.clone()
+        } else {
+            format!("{} (error at most {})", e.method, sig(e.error_bound, 2))
+        },
     ]);
     t.add_row(vec![
         "epsilon spent".to_string(),

@@ -934,6 +934,39 @@ impl History {
         super::zcdp::gaussian_variance(l2, first.eps)
     }
 
+    /// The variance parameter of each release's noise when it is Gaussian, as the ledger gave
+    /// it (`None` for other releases): a part of a vector has its vector's, `S2^2 / (2 rho)`
+    /// with the vector's squared L2 sensitivity ([`History::vector_sigma2`]), computed once
+    /// per vector; a single release its own ([`History::sigma2`]).
+    pub fn noise_variances(&self) -> Vec<Option<(u128, u128)>> {
+        let mut out = Vec::with_capacity(self.releases.len());
+        let mut k = 0;
+        while k < self.releases.len() {
+            let r = &self.releases[k];
+            match r.part {
+                Some((0, n)) if n > 0 && k + n <= self.releases.len() => {
+                    let parts: Vec<Row> = self.releases[k..k + n]
+                        .iter()
+                        .map(|p| p.row.clone())
+                        .collect();
+                    let sigma2 = self.vector_sigma2(r, &parts);
+                    out.extend(std::iter::repeat_n(sigma2, n));
+                    k += n;
+                }
+                Some(_) => {
+                    // A part whose vector is not whole here (never written by dpq).
+                    out.push(None);
+                    k += 1;
+                }
+                None => {
+                    out.push(self.sigma2(r));
+                    k += 1;
+                }
+            }
+        }
+        out
+    }
+
     /// Whether `parts` are disjoint rows over this history's cube: every cell in one part at
     /// most, every cell within the cube.
     pub fn disjoint(&self, parts: &[Row]) -> bool {

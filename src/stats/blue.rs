@@ -7,6 +7,10 @@
 //! `A = q (H'WH)^- H'W` and `W = diag((alpha ./ S)^2)` (eq. 50-51), of variance
 //! `2 q (H'WH)^- q'` (eq. 52), for every `q` in the row space of `H` (footnote 7).
 //!
+//! The BLUE needs only each answer's variance, not its law (Gauss-Markov): a Gaussian release
+//! of standard deviation `sigma_i` (zCDP) enters with `W_ii = 2 / sigma_i^2`, the weight of a
+//! Laplace answer of the same variance, and the formulas above hold unchanged.
+//!
 //! Two questions, answered apart:
 //! - *Which queries are estimable* is a property of the design `H` alone, never of the
 //!   epsilons (a cell measured once at eps 1e-7 is measured). It is decided on the unweighted
@@ -34,6 +38,7 @@ mod design;
 mod normal;
 mod stable;
 
+pub use super::exact::Law;
 use design::Design;
 use normal::Normal;
 use stable::Stable;
@@ -63,6 +68,11 @@ pub struct Measurement {
     pub sensitivity: f64,
     /// The noisy answer `y_i`, finite.
     pub noisy: f64,
+    /// The law of its noise: Laplace of scale `S_i / alpha_i`, or normal of standard
+    /// deviation `sigma_i = S_i / alpha_i` (a Gaussian release of rho, `S_i` its L2
+    /// sensitivity and `alpha_i = sqrt(2 rho)`). Either way the BLUE weighs it by the inverse
+    /// of its variance.
+    pub law: Law,
 }
 
 /// Why a history or a query was refused.
@@ -161,8 +171,11 @@ pub struct Blue {
     cells: usize,
     /// The rows, by increasing cell, repeated cells added up, zeros dropped.
     rows: Vec<Vec<(usize, f64)>>,
-    /// `alpha_i / S_i`: `W_ii = (alpha_i / S_i)^2` (eq. 50).
+    /// `alpha_i / S_i` (times `sqrt 2` for a normal answer): `W_ii = (alpha_i / S_i)^2`
+    /// (eq. 50), `2 / Var(N_i)` whatever the law.
     s: Vec<f64>,
+    /// Each answer's law.
+    laws: Vec<Law>,
     /// `g alpha_i / S_i`, with `g` a power of two that brings the weighted coefficients near 1
     /// (the BLUE's weights do not change when every `W_ii` is multiplied by `g^2`).
     scaled: Vec<f64>,
@@ -185,6 +198,7 @@ impl Blue {
     /// pivoting unblocked (seconds at 4000 x 2000).
     pub fn new(cells: usize, history: &[Measurement]) -> Result<Blue, BlueError> {
         let (rows, s, y) = prepare(cells, history)?;
+        let laws = history.iter().map(|m| m.law).collect();
         let mut measured = vec![false; cells];
         for row in &rows {
             for &(c, _) in row {
@@ -231,6 +245,7 @@ impl Blue {
             cells,
             rows,
             s,
+            laws,
             scaled,
             y,
             path,
@@ -372,10 +387,15 @@ impl Blue {
     pub fn noise_terms(&self, weights: &[f64]) -> Vec<super::exact::Term> {
         weights
             .iter()
-            .zip(&self.s)
-            .map(|(&weight, si)| super::exact::Term {
+            .zip(self.s.iter().zip(&self.laws))
+            .map(|(&weight, (si, &law))| super::exact::Term {
                 weight,
-                scale: 1.0 / si,
+                // Var(N_i) = 2 / s_i^2 either way: Laplace scale 1 / s_i, normal sd sqrt(2) / s_i.
+                scale: match law {
+                    Law::Laplace => 1.0 / si,
+                    Law::Normal => std::f64::consts::SQRT_2 / si,
+                },
+                law,
             })
             .collect()
     }
@@ -465,7 +485,11 @@ fn prepare(cells: usize, history: &[Measurement]) -> Result<Prepared, BlueError>
     let mut s = Vec::with_capacity(history.len());
     let mut y = Vec::with_capacity(history.len());
     for (i, meas) in history.iter().enumerate() {
-        let si = meas.eps / meas.sensitivity;
+        // 2 / Var(N_i): (alpha/S)^2 for Laplace, 2 / sigma^2 = 2 (alpha/S)^2 for normal.
+        let si = match meas.law {
+            Law::Laplace => meas.eps / meas.sensitivity,
+            Law::Normal => std::f64::consts::SQRT_2 * meas.eps / meas.sensitivity,
+        };
         let ok = meas.eps.is_finite()
             && meas.eps > 0.0
             && meas.sensitivity.is_finite()
@@ -558,6 +582,7 @@ mod tests {
             eps,
             sensitivity: s.max(1e-300),
             noisy,
+            law: Default::default(),
         }
     }
 

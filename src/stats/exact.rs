@@ -2,7 +2,14 @@
 //!
 //! `N_i ~ Laplace(b_i)` independent with `b_i = S_i / alpha_i`, so `Z = A N` is a sum of
 //! Laplace variables of scales `c_i = |a_i| b_i`, symmetric about 0. Under the paper's flat
-//! prior the posterior is `theta = theta-hat - Z` (Lemma 4.1).
+//! prior the posterior is `theta = theta-hat - Z` (Lemma 4.1). A Gaussian release (zCDP) has
+//! `N_j ~ Normal(0, sigma_j^2)` instead: its terms add up to one normal variable of variance
+//! `g = sum_j a_j^2 sigma_j^2`. With only Gaussian releases `Z` is that normal variable and
+//! every probability is the normal law's (no convolution, no grid); with both laws the
+//! characteristic function gains the factor `e^{-g t^2 / 2}`, which the three bounds below
+//! allow for (it is at most 1, so bounds 2 and 3 hold unchanged with the Laplace terms' `c_max`:
+//! convolving with the normal density does not raise the Lipschitz constant of a density;
+//! the Chernoff bound of 1 takes the normal's `e^{g s^2 / 2}`).
 //!
 //! [`NoiseSum::fft`] is Algorithm 2 done in the frequency domain: the convolution of all the
 //! terms is the product of their characteristic functions (eq. 57,
@@ -52,13 +59,80 @@ const MC_ALPHA: f64 = 1e-6;
 /// Default Monte Carlo sample size (the paper's `m_s = 10^6`).
 pub const MC_SAMPLES: usize = 1_000_000;
 
-/// One term `a_i N_i` of the sum: the BLUE weight and the Laplace scale `b_i = S_i / alpha_i`.
+/// The law of a release's noise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Law {
+    /// Laplace of scale `b` (pure differential privacy).
+    #[default]
+    Laplace,
+    /// Normal of standard deviation `sigma` (a Gaussian release under zCDP).
+    Normal,
+}
+
+/// One term `a_i N_i` of the sum: the BLUE weight, the scale of the noise `N_i` and its law.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Term {
     /// The weight `a_i` (from [`super::blue::Estimate::weights`]).
     pub weight: f64,
-    /// The scale `b_i = S_i / alpha_i` of the Laplace noise `N_i`.
+    /// The scale of `N_i`: `b_i = S_i / alpha_i` for Laplace noise, the standard deviation
+    /// `sigma_i` for normal noise.
     pub scale: f64,
+    /// The law of `N_i`.
+    pub law: Law,
+}
+
+/// The non-zero scales of an error `Z = sum_i Laplace(c_i) + sum_j Normal(0, d_j^2)`, all
+/// independent: `c_i = |a_i| b_i` and `d_j = |a_j| sigma_j`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Scales {
+    /// The Laplace terms' scales `c_i`.
+    pub laplace: Vec<f64>,
+    /// The normal terms' standard deviations `d_j`.
+    pub normal: Vec<f64>,
+}
+
+impl Scales {
+    /// An error of Laplace terms only.
+    pub fn laplace(c: Vec<f64>) -> Scales {
+        Scales {
+            laplace: c,
+            normal: Vec::new(),
+        }
+    }
+
+    /// Whether `Z = 0`.
+    pub fn is_empty(&self) -> bool {
+        self.laplace.is_empty() && self.normal.is_empty()
+    }
+
+    /// The variance of the normal part, `g = sum_j d_j^2`.
+    pub fn normal_variance(&self) -> f64 {
+        self.normal.iter().map(|d| d * d).sum()
+    }
+
+    /// `Var(Z) = 2 sum_i c_i^2 + sum_j d_j^2`.
+    pub fn variance(&self) -> f64 {
+        2.0 * self.laplace.iter().map(|c| c * c).sum::<f64>() + self.normal_variance()
+    }
+
+    /// `P(Z > t)` ([`tail::upper_mixed`]).
+    pub fn upper(&self, t: f64) -> Enclosure {
+        tail::upper_mixed(&self.laplace, self.normal_variance(), t)
+    }
+
+    /// The least `w` at which `P(Z > w) <= target` is certified ([`tail::quantile_mixed`]).
+    pub fn quantile(&self, target: f64) -> f64 {
+        tail::quantile_mixed(&self.laplace, self.normal_variance(), target)
+    }
+
+    /// These scales multiplied by `k >= 0`.
+    pub fn times(&self, k: f64) -> Scales {
+        let keep = |v: &Vec<f64>| v.iter().map(|x| k * x).filter(|x| *x > 0.0).collect();
+        Scales {
+            laplace: keep(&self.laplace),
+            normal: keep(&self.normal),
+        }
+    }
 }
 
 /// Why a distribution could not be built.
@@ -86,6 +160,8 @@ pub enum Method {
         /// The FFT length `L`.
         points: usize,
     },
+    /// Only Gaussian releases: the normal law, in closed form.
+    Normal,
     /// Algorithm 1 with this many draws.
     MonteCarlo {
         /// The sample size `m_s`.
@@ -97,6 +173,10 @@ pub enum Method {
 enum Repr {
     Degenerate,
     /// Bins of width `h` centred on `jh`, `j = -K..=K`; only the lower half is kept (symmetry).
+    /// Normal of this standard deviation (Gaussian releases only).
+    Normal {
+        sd: f64,
+    },
     Grid {
         h: f64,
         /// Cumulative mass at the edges `e_i = (i - K - 1/2) h`, `i = 0..=K` (the last is `-h/2`).
@@ -115,19 +195,19 @@ pub struct NoiseSum {
     method: Method,
     gamma: f64,
     variance: f64,
-    /// The non-zero scales `c_i = |a_i| b_i`, for the tails of [`super::tail`].
-    scales: Vec<f64>,
+    /// The non-zero scales of the terms, for the tails of [`super::tail`].
+    scales: Scales,
 }
 
-/// `c_i = |a_i| b_i`, the non-zero scales of the terms, validated: what [`super::tail`] and
-/// [`super::combine`] take.
-pub fn scales_of(terms: &[Term]) -> Result<Vec<f64>, ExactError> {
+/// The non-zero scales of the terms, validated: what [`super::tail`] and [`super::combine`]
+/// take.
+pub fn scales_of(terms: &[Term]) -> Result<Scales, ExactError> {
     scales(terms)
 }
 
-/// `c_i = |a_i| b_i`, the non-zero scales, validated.
-fn scales(terms: &[Term]) -> Result<Vec<f64>, ExactError> {
-    let mut out = Vec::with_capacity(terms.len());
+/// The non-zero scales `|a_i| b_i` and `|a_j| sigma_j`, validated.
+fn scales(terms: &[Term]) -> Result<Scales, ExactError> {
+    let mut out = Scales::default();
     for (i, t) in terms.iter().enumerate() {
         if !t.weight.is_finite() || t.scale.is_nan() || t.scale < 0.0 {
             return Err(ExactError::InvalidTerm(i));
@@ -142,21 +222,26 @@ fn scales(terms: &[Term]) -> Result<Vec<f64>, ExactError> {
             return Err(ExactError::InvalidTerm(i));
         }
         if c > 0.0 {
-            out.push(c);
+            match t.law {
+                Law::Laplace => out.laplace.push(c),
+                Law::Normal => out.normal.push(c),
+            }
         }
     }
     Ok(out)
 }
 
-/// Chernoff bound on `P(|Z| >= x)`: `2 min_s e^{-s x} prod_i 1/(1 - c_i^2 s^2)`, `0 < s < 1/c_max`,
+/// Chernoff bound on `P(|Z| >= x)`:
+/// `2 min_s e^{-s x + g s^2 / 2} prod_i 1/(1 - c_i^2 s^2)`, `0 < s < 1/c_max`,
 /// minimised over a grid of 64 values of `s` (any `s` gives a valid bound). Works in logs.
-fn tail_bound(c: &[f64], x: f64) -> f64 {
+fn tail_bound(c: &[f64], g: f64, x: f64) -> f64 {
     let cmax = c.iter().fold(0.0f64, |a, &b| a.max(b));
     let mut best = f64::INFINITY;
     for k in 1..64 {
         let s = k as f64 / 64.0 / cmax;
-        // ln E e^{sZ} = -sum ln(1 - c^2 s^2) (Laplace mgf 1/(1 - c^2 s^2)).
-        let lmgf: f64 = c.iter().map(|ci| -(-(ci * s).powi(2)).ln_1p()).sum();
+        // ln E e^{sZ} = g s^2 / 2 - sum ln(1 - c^2 s^2) (Laplace mgf 1/(1 - c^2 s^2)).
+        let lmgf: f64 =
+            0.5 * g * s * s + c.iter().map(|ci| -(-(ci * s).powi(2)).ln_1p()).sum::<f64>();
         best = best.min(-s * x + lmgf);
     }
     (2.0 * best.exp()).min(1.0)
@@ -165,34 +250,38 @@ fn tail_bound(c: &[f64], x: f64) -> f64 {
 impl NoiseSum {
     /// Algorithm 2 (in the frequency domain, see the module docs) for the given terms.
     pub fn fft(terms: &[Term]) -> Result<NoiseSum, ExactError> {
-        let c = scales(terms)?;
-        if c.is_empty() {
-            return Ok(Self::degenerate());
+        let scales = scales(terms)?;
+        if scales.laplace.is_empty() {
+            return Ok(Self::normal(scales));
         }
-        let (h, len) = Self::grid(&c)?;
-        let variance = 2.0 * c.iter().map(|x| x * x).sum::<f64>();
+        let g = scales.normal_variance();
+        let c = &scales.laplace;
+        let (h, len) = Self::grid(c, g)?;
+        let variance = scales.variance();
         let cmax = c.iter().fold(0.0f64, |a, &b| a.max(b));
         let half = len / 2;
         let t_of = |k: usize| 2.0 * std::f64::consts::PI * k as f64 / (len as f64 * h);
         // phi_g(t_k) = phi(t_k) * sinc(t_k h / 2): the characteristic function of Z plus a
         // uniform on [-h/2, h/2], whose density at jh times h is the mass of bin j.
-        // phi(t) = prod 1/(1 + c_i^2 t^2) (eq. 57), decreasing in |t|: stop at underflow.
+        // phi(t) = e^{-g t^2 / 2} prod 1/(1 + c_i^2 t^2) (eq. 57 with the normal part),
+        // decreasing in |t|: stop at underflow.
         let mut spec = vec![Complex::new(0.0, 0.0); len];
         for k in 0..half {
             let t = t_of(k);
+            let gauss = 0.5 * g * t * t;
             let mut denom = 1.0f64;
-            for ci in &c {
+            for ci in c {
                 denom *= 1.0 + (ci * t).powi(2);
                 if denom > 1e300 {
                     break;
                 }
             }
-            if denom > 1e300 {
+            if denom > 1e300 || gauss > 690.0 {
                 break;
             }
             let x = t * h / 2.0;
             let sinc = if k == 0 { 1.0 } else { x.sin() / x };
-            let v = sinc / denom / len as f64;
+            let v = sinc * (-gauss).exp() / denom / len as f64;
             spec[k] = Complex::new(v, 0.0);
             if k > 0 {
                 spec[len - k] = Complex::new(v, 0.0);
@@ -214,25 +303,42 @@ impl NoiseSum {
             acc += mass(kmax - i + 1);
             left.push(acc);
         }
-        let gamma = Self::fft_error(&c, h, len, cmax);
+        let gamma = Self::fft_error(c, g, h, len, cmax);
         Ok(NoiseSum {
             repr: Repr::Grid { h, left },
             method: Method::Fft { points: len },
             gamma,
             variance,
-            scales: c,
+            scales,
         })
+    }
+
+    /// The distribution of an error with no Laplace term: normal (or 0).
+    fn normal(scales: Scales) -> NoiseSum {
+        if scales.is_empty() {
+            return Self::degenerate();
+        }
+        let variance = scales.variance();
+        NoiseSum {
+            repr: Repr::Normal {
+                sd: variance.sqrt(),
+            },
+            method: Method::Normal,
+            gamma: 0.0,
+            variance,
+            scales,
+        }
     }
 
     /// The grid step `h = sd / 2048` and the power-of-two length `L` whose half-width
     /// `T = (L/2 - 1) h` has a Chernoff tail below `1e-15`.
-    fn grid(c: &[f64]) -> Result<(f64, usize), ExactError> {
-        let sd = (2.0 * c.iter().map(|x| x * x).sum::<f64>()).sqrt();
+    fn grid(c: &[f64], g: f64) -> Result<(f64, usize), ExactError> {
+        let sd = (2.0 * c.iter().map(|x| x * x).sum::<f64>() + g).sqrt();
         let h = sd / STEPS_PER_SD;
         let mut len = 1024usize;
         loop {
             let t = (len / 2 - 1) as f64 * h;
-            if tail_bound(c, t) <= WRAP_TARGET {
+            if tail_bound(c, g, t) <= WRAP_TARGET {
                 return Ok((h, len));
             }
             if len >= MAX_LEN {
@@ -243,19 +349,22 @@ impl NoiseSum {
     }
 
     /// `gamma` for the FFT method: the sum of the three bounds of the module docs plus round-off.
-    fn fft_error(c: &[f64], h: f64, len: usize, cmax: f64) -> f64 {
+    fn fft_error(c: &[f64], g: f64, h: f64, len: usize, cmax: f64) -> f64 {
         let t_half = (len / 2 - 1) as f64 * h;
         // 1. Wrap-around (beyond the edge of the outermost bin).
-        let wrap = tail_bound(c, t_half);
-        // 2. Frequency truncation, with |phi| bounded by the 8 widest terms.
+        let wrap = tail_bound(c, g, t_half);
+        // 2. Frequency truncation, with |phi| bounded by the 8 widest terms and the normal
+        // part.
         let mut top: Vec<f64> = c.to_vec();
         top.sort_by(|a, b| b.total_cmp(a));
         top.truncate(8);
         let lf = len as f64;
         let phi_bound = |t: f64| {
-            top.iter()
-                .map(|ci| 1.0 / (1.0 + (ci * t).powi(2)))
-                .product::<f64>()
+            (-0.5 * g * t * t).exp()
+                * top
+                    .iter()
+                    .map(|ci| 1.0 / (1.0 + (ci * t).powi(2)))
+                    .product::<f64>()
         };
         let mut freq = 0.0;
         for k in len / 2..8 * len {
@@ -270,13 +379,15 @@ impl NoiseSum {
             };
             freq += 2.0 * phi_bound(t) * sinc * w;
         }
-        // Beyond 8L, period by period: in [jL, (j+1)L) (j >= 8) |phi sinc| <= 2 / (h c_max^2 t_{jL}^3)
+        // Beyond 8L, period by period (the normal factor, at most 1, left out): in
+        // [jL, (j+1)L) (j >= 8) |phi sinc| <= 2 / (h c_max^2 t_{jL}^3)
         // with t_{jL} = 2 pi j / h, and the fold weights sum to at most 3 + ln L
         // (1/(L sin(pi k/L)) <= 1/(2k) on each half period); sum_{j >= 8} 1/j^3 <= 1/98.
         let beyond = 2.0 * h * h / (cmax * cmax * (2.0 * std::f64::consts::PI).powi(3))
             * (3.0 + lf.ln())
             / 98.0;
-        // 3. Linear interpolation of the CDF within a bin: Lip(f) h^2 / 8, Lip(f) = 1/(2 c_max^2).
+        // 3. Linear interpolation of the CDF within a bin: Lip(f) h^2 / 8, Lip(f) = 1/(2 c_max^2)
+        // (a convolution with other densities, the normal part's included, keeps it).
         let interp = h * h / (16.0 * cmax * cmax);
         let roundoff = 64.0 * lf.log2() * f64::EPSILON;
         wrap + freq + 2.0 * beyond + interp + roundoff
@@ -288,21 +399,29 @@ impl NoiseSum {
         samples: usize,
         rng: &mut R,
     ) -> Result<NoiseSum, ExactError> {
-        let c = scales(terms)?;
-        if c.is_empty() {
+        let scales = scales(terms)?;
+        if scales.is_empty() {
             return Ok(Self::degenerate());
         }
         if samples == 0 {
             return Err(ExactError::NoSamples);
         }
-        let variance = 2.0 * c.iter().map(|x| x * x).sum::<f64>();
-        // Y = sum_k A_k X_k, X_k ~ Lap(S_k / alpha_k) (Algorithm 1, step 1), without rounding.
+        let variance = scales.variance();
+        // Y = sum_k A_k X_k, X_k ~ Lap(S_k / alpha_k) (Algorithm 1, step 1), without rounding;
+        // a Gaussian release's term is normal.
         let mut abs: Vec<f64> = (0..samples)
             .map(|_| {
-                c.iter()
+                let l: f64 = scales
+                    .laplace
+                    .iter()
                     .map(|&ci| laplace::sample(rng, ci))
-                    .sum::<f64>()
-                    .abs()
+                    .sum();
+                let n: f64 = scales
+                    .normal
+                    .iter()
+                    .map(|&d| d * rng.sample::<f64, _>(rand_distr::StandardNormal))
+                    .sum();
+                (l + n).abs()
             })
             .collect();
         abs.sort_by(|a, b| a.total_cmp(b));
@@ -313,7 +432,7 @@ impl NoiseSum {
             method: Method::MonteCarlo { samples },
             gamma,
             variance,
-            scales: c,
+            scales,
         })
     }
 
@@ -323,13 +442,16 @@ impl NoiseSum {
     /// 1 ns, so 8 understates Monte Carlo's cost and leans towards it).
     /// With a grid fixed in units of the standard deviation the FFT is nearly always the
     /// cheaper; Monte Carlo is the fallback when the grid would be too large.
+    /// An error with no Laplace term is normal, computed in closed form.
     pub fn auto<R: Rng + ?Sized>(terms: &[Term], rng: &mut R) -> Result<NoiseSum, ExactError> {
-        let c = scales(terms)?;
-        if c.is_empty() {
-            return Ok(Self::degenerate());
+        let scales = scales(terms)?;
+        if scales.laplace.is_empty() {
+            return Ok(Self::normal(scales));
         }
-        let mc_cost = 8.0 * (c.len() * MC_SAMPLES) as f64;
-        match Self::grid(&c) {
+        let c = &scales.laplace;
+        let m = c.len() + scales.normal.len();
+        let mc_cost = 8.0 * (m * MC_SAMPLES) as f64;
+        match Self::grid(c, scales.normal_variance()) {
             Ok((_, len)) => {
                 let lf = len as f64;
                 let fft_cost = lf * lf.log2() + lf / 2.0 * c.len() as f64;
@@ -349,7 +471,7 @@ impl NoiseSum {
             method: Method::Degenerate,
             gamma: 0.0,
             variance: 0.0,
-            scales: Vec::new(),
+            scales: Scales::default(),
         }
     }
 
@@ -364,12 +486,12 @@ impl NoiseSum {
         self.gamma
     }
 
-    /// The non-zero Laplace scales `c_i = |a_i| b_i` of the terms.
-    pub fn scales(&self) -> &[f64] {
+    /// The non-zero scales of the terms.
+    pub fn scales(&self) -> &Scales {
         &self.scales
     }
 
-    /// `Var(Z) = 2 sum_i c_i^2`, exact.
+    /// `Var(Z) = 2 sum_i c_i^2 + sum_j d_j^2`, exact.
     pub fn variance(&self) -> f64 {
         self.variance
     }
@@ -384,6 +506,7 @@ impl NoiseSum {
                     1.0
                 }
             }
+            Repr::Normal { sd } => super::accuracy::normal_upper_tail(-z / sd),
             Repr::Grid { h, left } => {
                 let kmax = left.len() - 1;
                 // Position in edge units: edge i at (i - kmax - 1/2) h.
@@ -434,13 +557,13 @@ impl NoiseSum {
     /// [`tail::TARGET`], or `[0, bound]` where only the Chernoff bound is reached
     /// ([`super::tail::upper`]).
     pub fn upper_tail(&self, t: f64) -> Enclosure {
-        tail::upper(&self.scales, t)
+        self.scales.upper(t)
     }
 
     /// Whether a tail mass is too thin for the grid or the sample to place its quantile: below
     /// 1000 times `gamma` (the quantile's tail would then be off by more than 0.1%).
     fn too_thin(&self, target: f64) -> bool {
-        !matches!(self.repr, Repr::Degenerate) && target < 1000.0 * self.gamma
+        matches!(self.repr, Repr::Grid { .. } | Repr::Sample { .. }) && target < 1000.0 * self.gamma
     }
 
     /// The half-width `w` of the central interval: `P(|Z| <= w) = level` (the narrowest
@@ -453,10 +576,12 @@ impl NoiseSum {
         // P(|Z| <= w) = 1 - 2 P(Z <= -w) = level  <=>  P(Z <= -w) = (1 - level) / 2.
         let target = (1.0 - level.get()) / 2.0;
         if self.too_thin(target) {
-            return tail::quantile(&self.scales, target);
+            return self.scales.quantile(target);
         }
         match &self.repr {
             Repr::Degenerate => 0.0,
+            // Certified, as the tails are.
+            Repr::Normal { .. } => self.scales.quantile(target),
             Repr::Grid { h, left } => {
                 let kmax = left.len() - 1;
                 // The first edge i whose cumulative mass exceeds the target.
@@ -662,6 +787,7 @@ mod tests {
         let d = NoiseSum::fft(&[Term {
             weight: 1.0,
             scale: 2.0,
+            law: Law::Laplace,
         }])
         .expect("ok");
         let g = d.error_bound();
@@ -690,6 +816,7 @@ mod tests {
         let t = Term {
             weight: 1.0,
             scale: 2.0,
+            law: Law::Laplace,
         };
         let level = prob(1.0 - 1e-9);
         // P(|Z| > w) = e^(-w/2) = 1 - level, with the level as the double holds it.
@@ -714,6 +841,7 @@ mod tests {
         let t = Term {
             weight: 1.0,
             scale: 1.0,
+            law: Law::Laplace,
         };
         let d = NoiseSum::fft(&[t, t]).expect("ok");
         for z in [0.0f64, 0.5, 2.0, 8.0, 20.0] {
@@ -728,6 +856,7 @@ mod tests {
         let d = NoiseSum::fft(&[Term {
             weight: 0.0,
             scale: 3.0,
+            law: Law::Laplace,
         }])
         .expect("ok");
         assert_eq!(d.method(), Method::Degenerate);
@@ -736,19 +865,22 @@ mod tests {
         assert_eq!(d.central_half_width(prob(0.9)), 0.0);
         assert!(NoiseSum::fft(&[Term {
             weight: f64::NAN,
-            scale: 1.0
+            scale: 1.0,
+            law: Law::Laplace,
         }])
         .is_err());
         assert!(NoiseSum::fft(&[Term {
             weight: 1.0,
-            scale: -1.0
+            scale: -1.0,
+            law: Law::Laplace,
         }])
         .is_err());
         let mut rng = ChaCha20Rng::seed_from_u64(1);
         assert!(NoiseSum::monte_carlo(
             &[Term {
                 weight: 1.0,
-                scale: 1.0
+                scale: 1.0,
+                law: Law::Laplace,
             }],
             0,
             &mut rng
@@ -758,6 +890,7 @@ mod tests {
         let inf = Term {
             weight: 0.0,
             scale: f64::INFINITY,
+            law: Law::Laplace,
         };
         assert_eq!(
             NoiseSum::fft(&[inf]).expect("dropped").method(),
@@ -765,7 +898,8 @@ mod tests {
         );
         assert!(NoiseSum::fft(&[Term {
             weight: 1.0,
-            scale: f64::INFINITY
+            scale: f64::INFINITY,
+            law: Law::Laplace,
         }])
         .is_err());
     }
@@ -776,6 +910,7 @@ mod tests {
             .map(|i| Term {
                 weight: 1.0 / i as f64,
                 scale: 1.0 + i as f64,
+                law: Law::Laplace,
             })
             .collect();
         let d = NoiseSum::fft(&terms).expect("ok");

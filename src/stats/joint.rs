@@ -4,7 +4,8 @@
 //!
 //! The estimates `theta-hat_k = A_k y` of one history share its noises: their errors are
 //! `e = A N` (Xiao and Xiong 2012, Lemma 4.1, one row of `A` per estimate), with
-//! `N_i ~ Laplace(b_i)` independent, `b_i = S_i / alpha_i`. Drawing `N` again with the same
+//! `N_i ~ Laplace(b_i)` independent, `b_i = S_i / alpha_i` (or `N_i ~ Normal(0, sigma_i^2)`
+//! for a Gaussian release). Drawing `N` again with the same
 //! scales and computing `A N` gives draws of exactly that joint law, correlations included
 //! (estimates of bins that a release covers together move together). Under the paper's flat
 //! prior the true values are `theta-hat - e`, as for one estimate in [`super::exact`].
@@ -20,7 +21,9 @@ use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, MatRef, Par};
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rand_distr::Exp1;
+use rand_distr::{Exp1, StandardNormal};
+
+use super::exact::Law;
 use rayon::prelude::*;
 
 /// Draws per chunk (one ChaCha8 stream each).
@@ -29,20 +32,23 @@ pub const CHUNK: usize = 500;
 /// The fewest estimates for which weights mostly non-zero are multiplied as a dense matrix.
 const DENSE_ESTIMATES: usize = 8;
 
+/// Per release, its `(estimate, weight)` pairs.
+type Columns = Vec<Vec<(usize, f64)>>;
+
 /// The releases with a non-zero weight in some estimate: per release, its `(estimate, weight)`
-/// pairs, and its scale.
-fn columns(weights: &[Vec<f64>], scales: &[f64]) -> (Vec<Vec<(usize, f64)>>, Vec<f64>) {
-    let mut columns: Vec<Vec<(usize, f64)>> = vec![Vec::new(); scales.len()];
+/// pairs, and its scale and law.
+fn columns(weights: &[Vec<f64>], noises: &[(f64, Law)]) -> (Columns, Vec<(f64, Law)>) {
+    let mut columns: Columns = vec![Vec::new(); noises.len()];
     for (k, w) in weights.iter().enumerate() {
-        for (i, &a) in w.iter().enumerate().take(scales.len()) {
-            if a != 0.0 && scales[i] != 0.0 {
+        for (i, &a) in w.iter().enumerate().take(noises.len()) {
+            if a != 0.0 && noises[i].0 != 0.0 {
                 columns[i].push((k, a));
             }
         }
     }
     columns
         .into_iter()
-        .zip(scales.iter().copied())
+        .zip(noises.iter().copied())
         .filter(|(column, _)| !column.is_empty())
         .unzip()
 }
@@ -60,28 +66,30 @@ enum Weights {
 #[derive(Debug, Clone)]
 pub struct JointError {
     estimates: usize,
-    /// `b_i` of each release kept (one with a non-zero weight in some estimate).
-    scales: Vec<f64>,
+    /// The scale (`b_i`, or `sigma_i` for a normal law) and law of each release kept (one with
+    /// a non-zero weight in some estimate).
+    noises: Vec<(f64, Law)>,
     weights: Weights,
 }
 
 impl JointError {
     /// The errors of the estimates whose BLUE weights are `weights` (one vector per estimate,
     /// one weight per release of the history, as [`super::blue::Estimate::weights`]), the
-    /// release `i` having Laplace noise of scale `scales[i]` (`S_i / alpha_i`). Missing
-    /// weights count as 0; a release of scale 0 (none in a valid history) adds nothing.
-    pub fn new(weights: &[Vec<f64>], scales: &[f64]) -> JointError {
-        let (columns, _) = columns(weights, scales);
+    /// release `i` having noise of scale `noises[i].0` and law `noises[i].1` (Laplace of
+    /// scale `S_i / alpha_i`, or normal of that standard deviation). Missing weights count as
+    /// 0; a release of scale 0 (none in a valid history) adds nothing.
+    pub fn new(weights: &[Vec<f64>], noises: &[(f64, Law)]) -> JointError {
+        let (columns, _) = columns(weights, noises);
         let nnz: usize = columns.iter().map(Vec::len).sum();
         // A matrix product pays for itself on many estimates sharing most releases.
         let dense = weights.len() >= DENSE_ESTIMATES && 4 * nnz > weights.len() * columns.len();
-        JointError::build(weights, scales, dense)
+        JointError::build(weights, noises, dense)
     }
 
     /// The errors of the estimates, their weights kept dense or sparse as `dense` says.
-    fn build(weights: &[Vec<f64>], scales: &[f64], dense: bool) -> JointError {
+    fn build(weights: &[Vec<f64>], noises: &[(f64, Law)], dense: bool) -> JointError {
         let estimates = weights.len();
-        let (columns, scales) = columns(weights, scales);
+        let (columns, noises) = columns(weights, noises);
         let weights = if dense {
             let mut a = Mat::<f64>::zeros(estimates, columns.len());
             for (j, column) in columns.iter().enumerate() {
@@ -95,14 +103,14 @@ impl JointError {
         };
         JointError {
             estimates,
-            scales,
+            noises,
             weights,
         }
     }
 
     /// The number of releases whose noise is drawn (those that weigh in some estimate).
     pub fn releases(&self) -> usize {
-        self.scales.len()
+        self.noises.len()
     }
 
     /// `draws` draws of the errors `e = A N`, each handed to `visit` (a slice of one error
@@ -129,13 +137,16 @@ impl JointError {
 
     /// `n` draws from `rng`: the noises of a draw are drawn together, release by release.
     fn chunk<T>(&self, n: usize, rng: &mut ChaCha8Rng, visit: &dyn Fn(&mut [f64]) -> T) -> Vec<T> {
-        let m = self.scales.len();
+        let m = self.noises.len();
         // N': releases x draws, one draw per column (column-major).
         let mut noise = vec![0.0; m * n];
         let mut laplace = Laplace::new(rng);
         for column in noise.chunks_exact_mut(m.max(1)) {
-            for (x, &b) in column.iter_mut().zip(&self.scales) {
-                *x = laplace.draw(b);
+            for (x, &(b, law)) in column.iter_mut().zip(&self.noises) {
+                *x = match law {
+                    Law::Laplace => laplace.draw(b),
+                    Law::Normal => b * laplace.rng.sample::<f64, _>(StandardNormal),
+                };
             }
         }
         match &self.weights {
@@ -221,16 +232,26 @@ mod tests {
         c
     }
 
-    /// `2 sum_r a_ir a_jr b_r^2`: the covariance of `A N`.
-    fn exact(weights: &[Vec<f64>], scales: &[f64]) -> Vec<Vec<f64>> {
+    /// Laplace noises of these scales.
+    fn laplace(scales: &[f64]) -> Vec<(f64, Law)> {
+        scales.iter().map(|&b| (b, Law::Laplace)).collect()
+    }
+
+    /// `sum_r a_ir a_jr Var(N_r)`: the covariance of `A N` (`Var = 2 b^2` for Laplace,
+    /// `sigma^2` for normal).
+    fn exact(weights: &[Vec<f64>], noises: &[(f64, Law)]) -> Vec<Vec<f64>> {
+        let var = |(b, law): (f64, Law)| match law {
+            Law::Laplace => 2.0 * b * b,
+            Law::Normal => b * b,
+        };
         weights
             .iter()
             .map(|wi| {
                 weights
                     .iter()
                     .map(|wj| {
-                        (0..scales.len())
-                            .map(|r| 2.0 * wi[r] * wj[r] * scales[r] * scales[r])
+                        (0..noises.len())
+                            .map(|r| wi[r] * wj[r] * var(noises[r]))
                             .sum()
                     })
                     .collect()
@@ -240,10 +261,17 @@ mod tests {
 
     /// Both paths draw the covariance of `A N`: within 5 standard errors of each entry
     /// (`sqrt(Var(e_i e_j) / n)`, bounded by `sqrt(E[e_i^2 e_j^2] / n)`, at most
-    /// `sqrt(6 Var_i Var_j / n)` for sums of Laplace variables, whose kurtosis is at most 6).
+    /// `sqrt(6 Var_i Var_j / n)` for sums of Laplace and normal variables, whose kurtosis is
+    /// at most 6). Two of the releases are Gaussian.
     #[test]
     fn the_draws_have_the_covariance_of_the_weighted_noises() {
-        let scales = [1.0, 2.0, 0.5, 3.0, 1.5];
+        let scales = [
+            (1.0, Law::Laplace),
+            (2.0, Law::Normal),
+            (0.5, Law::Laplace),
+            (3.0, Law::Normal),
+            (1.5, Law::Laplace),
+        ];
         // Sparse: each release in one estimate at most (a histogram's parts), one estimate
         // with no release, one release in none.
         let sparse = vec![
@@ -291,19 +319,19 @@ mod tests {
                     .collect()
             })
             .collect();
-        let sparse = JointError::build(&weights, &scales, false);
-        let dense = JointError::build(&weights, &scales, true);
+        let sparse = JointError::build(&weights, &laplace(&scales), false);
+        let dense = JointError::build(&weights, &laplace(&scales), true);
         let a = sparse.draw(1200, [3; 32], |e: &mut [f64]| e.to_vec());
         let b = dense.draw(1200, [3; 32], |e: &mut [f64]| e.to_vec());
         for (x, y) in a.iter().flatten().zip(b.iter().flatten()) {
             assert!((x - y).abs() <= 1e-12 * (1.0 + x.abs()), "{x} against {y}");
         }
         assert!(matches!(
-            JointError::new(&weights, &scales).weights,
+            JointError::new(&weights, &laplace(&scales)).weights,
             Weights::Dense(_)
         ));
         assert!(matches!(
-            JointError::new(&weights[..3], &scales).weights,
+            JointError::new(&weights[..3], &laplace(&scales)).weights,
             Weights::Sparse(_)
         ));
     }
@@ -311,7 +339,7 @@ mod tests {
     /// The same seed gives the same draws, whatever the pool; another seed, others.
     #[test]
     fn the_draws_depend_on_the_seed_alone() {
-        let joint = JointError::new(&[vec![1.0, 1.0], vec![0.0, 2.0]], &[1.0, 1.0]);
+        let joint = JointError::new(&[vec![1.0, 1.0], vec![0.0, 2.0]], &laplace(&[1.0, 1.0]));
         let a = joint.draw(1234, [1; 32], |e: &mut [f64]| e.to_vec());
         let one = rayon::ThreadPoolBuilder::new()
             .num_threads(1)
@@ -326,7 +354,7 @@ mod tests {
     /// No release weighs in: every error is 0.
     #[test]
     fn no_weight_no_error() {
-        let joint = JointError::new(&[vec![0.0, 0.0]], &[1.0, 1.0]);
+        let joint = JointError::new(&[vec![0.0, 0.0]], &laplace(&[1.0, 1.0]));
         assert_eq!(joint.releases(), 0);
         let d = joint.draw(3, [0; 32], |e: &mut [f64]| e.to_vec());
         assert_eq!(d, vec![vec![0.0]; 3]);

@@ -1,13 +1,15 @@
-//! Tails `P(Z > t)` of a sum of independent Laplace variables to a stated relative error, far beyond the FFT's absolute accuracy, with a rigorous bound where no accurate value is reached.
+//! Tails `P(Z > t)` of a sum of independent Laplace and normal variables to a stated relative error, far beyond the FFT's absolute accuracy, with a rigorous bound where no accurate value is reached.
 //!
-//! `Z = sum_i N_i`, `N_i ~ Laplace(c_i)` (the error of a BLUE, Xiao and Xiong eq. 55-57, with
-//! `c_i = |a_i| S_i / alpha_i`), has the moment generating function
-//! `M(s) = prod_i 1 / (1 - c_i^2 s^2)`, `|s| < 1 / c_max`, and `K = ln M`. [`upper`] returns an
+//! `Z = sum_i N_i + G`, `N_i ~ Laplace(c_i)` (the error of a BLUE, Xiao and Xiong eq. 55-57, with
+//! `c_i = |a_i| S_i / alpha_i`) and `G ~ Normal(0, g)` (the Gaussian releases' part,
+//! `g = sum_j a_j^2 sigma_j^2`), has the moment generating function
+//! `M(s) = e^{g s^2 / 2} prod_i 1 / (1 - c_i^2 s^2)`, `|s| < 1 / c_max`, and `K = ln M`. With no
+//! Laplace term `Z` is normal and its tail is the normal's ([`upper_mixed`]); otherwise [`upper`] returns an
 //! [`Enclosure`] `[lo, hi]` of `P(Z > t)`, rigorous up to the stated accuracy of the elementary
 //! functions (each within a few units in the last place), by the first of three methods that
 //! reaches a relative width of [`TARGET`]:
 //!
-//! 1. **Partial fractions** (at most [`PF_MAX`] distinct scales): for `t >= 0`,
+//! 1. **Partial fractions** (at most [`PF_MAX`] distinct scales, no normal part): for `t >= 0`,
 //!    `P(Z > t) = sum_i w_i e^{-t/c_i} / 2` with `w_i = prod_{j != i} c_i^2 / (c_i^2 - c_j^2)`,
 //!    the residues of `M(w) e^{-wt} / w` at the poles `w = 1/c_i`. Every term is formed in
 //!    logarithms (no underflow), and the rounding error is bounded term by term; when scales
@@ -22,7 +24,9 @@
 //!    0 and decays fast, so a few hundred terms usually suffice at any distance into the tail.
 //!    Three errors are bounded and summed: the aliases below (`P <= 1`) and above (a Chernoff
 //!    bound at a larger tilt `r`), the terms left out (`|M(s+iu)/M(s)| <= prod over some i of
-//!    (1 - c_i^2 s^2) / (c_i^2 u^2)`), and the rounding of each term and of the sum.
+//!    (1 - c_i^2 s^2) / (c_i^2 u^2)`; the normal part's factor `|e^{g((s+iu)^2 - s^2)/2}| =
+//!    e^{-g u^2 / 2}` is at most 1, so the bound holds with it), and the rounding of each term
+//!    and of the sum.
 //! 3. **The Chernoff bound** `P(Z > t) <= inf_s e^{K(s) - st}` (at the saddle point): the
 //!    enclosure `[0, bound]`, when neither method reaches [`TARGET`] within [`WORK_CAP`].
 //!
@@ -79,10 +83,17 @@ const EPS: f64 = f64::EPSILON;
 /// `P(Z > t)` for `Z` the sum of independent Laplace variables of scales `c` (finite and
 /// positive; an empty `c` is `Z = 0`).
 pub fn upper(c: &[f64], t: f64) -> Enclosure {
+    upper_mixed(c, 0.0, t)
+}
+
+/// `P(Z > t)` for `Z` the sum of independent Laplace variables of scales `c` (finite and
+/// positive) and a normal variable of variance `g` (finite, at least 0); `Z = 0` when both
+/// are absent.
+pub fn upper_mixed(c: &[f64], g: f64, t: f64) -> Enclosure {
     if t.is_nan() {
         return Enclosure { lo: 0.0, hi: 1.0 };
     }
-    if c.is_empty() {
+    if c.is_empty() && g <= 0.0 {
         let p = if t < 0.0 { 1.0 } else { 0.0 };
         return Enclosure { lo: p, hi: p };
     }
@@ -90,30 +101,60 @@ pub fn upper(c: &[f64], t: f64) -> Enclosure {
         // Z is continuous and symmetric.
         return Enclosure { lo: 0.5, hi: 0.5 };
     }
-    if t < 0.0 {
-        return upper_positive(c, -t, WORK_CAP).complement();
+    if c.is_empty() {
+        // Normal: P(Z > t) = erfc(t / sqrt(2 g)) / 2, from the nearer tail.
+        let z = t.abs() / g.sqrt();
+        let p = super::accuracy::normal_upper_tail(z);
+        // The quotient z rounds too: 2 more ulps of it, through the slope.
+        let rel = super::accuracy::normal_upper_tail_error(z) * 2.0;
+        let e = if p < TINY {
+            Enclosure { lo: 0.0, hi: TINY }
+        } else {
+            Enclosure {
+                lo: p * (1.0 - rel),
+                hi: (p * (1.0 + rel)).min(1.0),
+            }
+        };
+        return if t < 0.0 { e.complement() } else { e };
     }
-    upper_positive(c, t, WORK_CAP)
+    if t < 0.0 {
+        return upper_positive(c, g, -t, WORK_CAP).complement();
+    }
+    upper_positive(c, g, t, WORK_CAP)
 }
 
 /// The Chernoff bound `inf_s e^{K(s) - st}` on `P(Z > t)`, `t > 0` (1 otherwise), evaluated at
 /// the saddle point and rounded up.
 pub fn chernoff(c: &[f64], t: f64) -> f64 {
-    if c.is_empty() || t.is_nan() || t <= 0.0 {
+    chernoff_mixed(c, 0.0, t)
+}
+
+/// [`chernoff`] with a normal part of variance `g`.
+pub fn chernoff_mixed(c: &[f64], g: f64, t: f64) -> f64 {
+    if (c.is_empty() && g <= 0.0) || t.is_nan() || t <= 0.0 {
         return 1.0;
     }
-    chernoff_ln(c, t).exp().min(1.0)
+    if c.is_empty() {
+        // At the saddle point s = t / g: e^{-t^2 / (2 g)}, rounded up.
+        return ((-t * t / (2.0 * g)) * (1.0 - 4.0 * EPS)).exp().min(1.0);
+    }
+    chernoff_ln(c, g, t).exp().min(1.0)
 }
 
 /// The least `w > 0` (to a relative `1e-12`, rounded up) at which `P(Z > w) <= target` is
 /// certified (the enclosure's upper end at most `target`), for `0 < target < 1/2`: the
 /// half-width of the central interval of mass `1 - 2 target`, never too narrow.
 pub fn quantile(c: &[f64], target: f64) -> f64 {
-    if c.is_empty() || target.is_nan() || target >= 0.5 {
+    quantile_mixed(c, 0.0, target)
+}
+
+/// [`quantile`] with a normal part of variance `g`.
+pub fn quantile_mixed(c: &[f64], g: f64, target: f64) -> f64 {
+    if (c.is_empty() && g <= 0.0) || target.is_nan() || target >= 0.5 {
         return 0.0;
     }
-    let sd = (2.0 * c.iter().map(|x| x * x).sum::<f64>()).sqrt();
-    let covered = |w: f64| upper(c, w).hi <= target;
+    let sd = (2.0 * c.iter().map(|x| x * x).sum::<f64>() + g).sqrt();
+    let covered = |w: f64| upper_mixed(c, g, w).hi <= target;
     let mut hi = sd;
     while !covered(hi) {
         hi *= 2.0;
@@ -134,9 +175,9 @@ pub fn quantile(c: &[f64], target: f64) -> f64 {
 }
 
 /// `ln` of [`chernoff`], rounded up by a margin for its own rounding.
-fn chernoff_ln(c: &[f64], t: f64) -> f64 {
-    let s = saddle(c, t);
-    match Tilt::new(c, s) {
+fn chernoff_ln(c: &[f64], g: f64, t: f64) -> f64 {
+    let s = saddle(c, g, t);
+    match Tilt::new(c, g, s) {
         // The bound holds at any s in (0, 1/c_max); its computed logarithm is off by at most
         // a few ulps of each of its terms.
         Some(tl) => {
@@ -147,21 +188,24 @@ fn chernoff_ln(c: &[f64], t: f64) -> f64 {
     }
 }
 
-/// `P(Z > t)` for `t > 0`: partial fractions, else the inversion, else the Chernoff bound.
-fn upper_positive(c: &[f64], t: f64, cap: usize) -> Enclosure {
-    if let Some((ln_p, rel)) = partial_fractions(c, t) {
-        if rel <= TARGET {
-            return Enclosure::relative(ln_p, rel);
+/// `P(Z > t)` for `t > 0` and at least one Laplace term: partial fractions (no normal part),
+/// else the inversion, else the Chernoff bound.
+fn upper_positive(c: &[f64], g: f64, t: f64, cap: usize) -> Enclosure {
+    if g == 0.0 {
+        if let Some((ln_p, rel)) = partial_fractions(c, t) {
+            if rel <= TARGET {
+                return Enclosure::relative(ln_p, rel);
+            }
         }
     }
-    if let Some((ln_p, rel)) = invert(c, t, cap) {
+    if let Some((ln_p, rel)) = invert(c, g, t, cap) {
         if rel <= TARGET {
             return Enclosure::relative(ln_p, rel);
         }
     }
     Enclosure {
         lo: 0.0,
-        hi: chernoff_ln(c, t).exp().clamp(TINY, 1.0),
+        hi: chernoff_ln(c, g, t).exp().clamp(TINY, 1.0),
     }
 }
 
@@ -227,11 +271,13 @@ fn partial_fractions(c: &[f64], t: f64) -> Option<(f64, f64)> {
 }
 
 /// The tilted scales at `s`: `d_i = 1 - c_i s`, `alpha_i = c_i / d_i`, `beta_i = c_i / (2 - d_i)`,
-/// and `K(s) = -sum ln(d_i (2 - d_i))`, `K'(s) = sum (alpha_i - beta_i)`,
-/// `K''(s) = sum (alpha_i^2 + beta_i^2)`.
+/// and `K(s) = g s^2 / 2 - sum ln(d_i (2 - d_i))`, `K'(s) = g s + sum (alpha_i - beta_i)`,
+/// `K''(s) = g + sum (alpha_i^2 + beta_i^2)`.
 struct Tilt {
     alpha: Vec<f64>,
     beta: Vec<f64>,
+    /// The normal part's variance `g`.
+    g: f64,
     k: f64,
     /// `sum |ln d_i| + |ln (2 - d_i)|`: the size of the terms of `K`, for its rounding error.
     k_size: f64,
@@ -241,9 +287,10 @@ struct Tilt {
 
 impl Tilt {
     /// `None` unless `0 <= s < 1 / c_max` (every `d_i > 0`).
-    fn new(c: &[f64], s: f64) -> Option<Tilt> {
+    fn new(c: &[f64], g: f64, s: f64) -> Option<Tilt> {
         let (mut alpha, mut beta) = (Vec::with_capacity(c.len()), Vec::with_capacity(c.len()));
-        let (mut k, mut k_size, mut slope, mut curvature) = (0.0, 0.0, 0.0, 0.0);
+        let normal = 0.5 * g * s * s;
+        let (mut k, mut k_size, mut slope, mut curvature) = (normal, normal, g * s, g);
         for &ci in c {
             // 1 - c_i s rounded once (fused multiply-add): exact to half an ulp.
             let d = (-ci).mul_add(s, 1.0);
@@ -262,6 +309,7 @@ impl Tilt {
         Some(Tilt {
             alpha,
             beta,
+            g,
             k,
             k_size,
             slope,
@@ -273,10 +321,10 @@ impl Tilt {
 /// The saddle point: `s` in `(0, 1/c_max)` with `K'(s) = t` (`t > 0`), found by bisection on
 /// `ln d_max`, `d_max = 1 - c_max s`, down to `d_max = 1e-15` (beyond, that `s` is returned;
 /// any `s` gives a valid bound, the saddle point the best).
-fn saddle(c: &[f64], t: f64) -> f64 {
+fn saddle(c: &[f64], g: f64, t: f64) -> f64 {
     let cmax = c.iter().fold(0.0f64, |a, &b| a.max(b));
     let s_of = |ld: f64| (1.0 - ld.exp()) / cmax;
-    let slope = |s: f64| Tilt::new(c, s).map_or(f64::INFINITY, |tl| tl.slope);
+    let slope = |s: f64| Tilt::new(c, g, s).map_or(f64::INFINITY, |tl| tl.slope);
     let (mut lo, mut hi) = ((1e-15f64).ln(), 0.0f64);
     if slope(s_of(lo)) < t {
         return s_of(lo);
@@ -309,21 +357,21 @@ impl Errors {
 
 /// Method 2 (module docs): `ln P(Z > t)` and a bound on its relative error, `t > 0`; `None`
 /// when the work would exceed `cap` or the bound is not met in four tries.
-fn invert(c: &[f64], t: f64, cap: usize) -> Option<(f64, f64)> {
+fn invert(c: &[f64], g: f64, t: f64, cap: usize) -> Option<(f64, f64)> {
     let cmax = c.iter().fold(0.0f64, |a, &b| a.max(b));
-    let sd = (2.0 * c.iter().map(|x| x * x).sum::<f64>()).sqrt();
+    let sd = (2.0 * c.iter().map(|x| x * x).sum::<f64>() + g).sqrt();
     // Near the centre the saddle point tends to 0 and the step with it; a tilt of at least
     // 1/(2 sd) keeps the work bounded there (any tilt below 1/c_max is exact).
-    let s = saddle(c, t).max((0.5 / sd).min(0.5 / cmax));
-    let tl = Tilt::new(c, s)?;
+    let s = saddle(c, g, t).max((0.5 / sd).min(0.5 / cmax));
+    let tl = Tilt::new(c, g, s)?;
     // The upper aliases are bounded with a Chernoff bound at r, halfway to the pole.
     let r = s + 0.5 * (1.0 / cmax - s);
-    let tr = Tilt::new(c, r)?;
-    // G = s e^{st - K(s)} P(Z > t) is the normalised target; about 1/(sd_s sqrt(2 pi)) at
-    // the saddle point (Lugannani and Rice), and at most s.
-    let mut g = (1.0 / (tl.curvature.sqrt() * (2.0 * std::f64::consts::PI).sqrt())).min(s);
+    let tr = Tilt::new(c, g, r)?;
+    // `size` estimates G = s e^{st - K(s)} P(Z > t), the normalised target; about
+    // 1/(sd_s sqrt(2 pi)) at the saddle point (Lugannani and Rice), and at most s.
+    let mut size = (1.0 / (tl.curvature.sqrt() * (2.0 * std::f64::consts::PI).sqrt())).min(s);
     for _ in 0..4 {
-        let tol = TARGET / 8.0 * g;
+        let tol = TARGET / 8.0 * size;
         let f = step(&tl, &tr, s, r, t, tol)?;
         let n = terms_needed(&tl, s, t, f, tol)?;
         if n.saturating_mul(c.len() + 1) > cap {
@@ -342,7 +390,7 @@ fn invert(c: &[f64], t: f64, cap: usize) -> Option<(f64, f64)> {
             let rel = (e / (sum - e) + ln_err) * (1.0 + 4.0 * ln_err);
             return Some((ln_p, rel));
         }
-        g = if sum > 0.0 { 0.5 * sum } else { g * 1e-3 };
+        size = if sum > 0.0 { 0.5 * sum } else { size * 1e-3 };
     }
     None
 }
@@ -387,7 +435,11 @@ fn terms_needed(tl: &Tilt, s: f64, t: f64, f: f64, tol: f64) -> Option<usize> {
     Some((u / h).ceil() as usize)
 }
 
-/// The bound on the omitted terms beyond `u` (see [`terms_needed`]), in logarithms.
+/// The bound on the omitted terms beyond `u` (see [`terms_needed`]), in logarithms. The
+/// normal part multiplies the integrand by `e^{-g v^2 / 2} <= e^{-g u^2 / 2}` for `v >= u`,
+/// so that factor multiplies the Laplace terms' bound; and with `B(v) <= s / v` alone,
+/// `(1/pi) int_u^inf (s / v) e^{-g v^2 / 2} dv <= (s / pi) e^{-g u^2 / 2} / (g u^2)`
+/// (`1/v <= v/u^2`). The smaller of the two holds.
 fn truncation(tl: &Tilt, s: f64, u: f64) -> f64 {
     let lu = 2.0 * u.ln();
     let (mut ln_prod, mut count) = (0.0f64, 0usize);
@@ -398,10 +450,16 @@ fn truncation(tl: &Tilt, s: f64, u: f64) -> f64 {
             count += 1;
         }
     }
-    if count == 0 {
-        return f64::INFINITY;
+    let laplace = if count == 0 {
+        f64::INFINITY
+    } else {
+        ln_prod.exp() / (2.0 * count as f64)
+    };
+    if tl.g <= 0.0 {
+        return (s / std::f64::consts::PI) * laplace;
     }
-    (s / std::f64::consts::PI) * ln_prod.exp() / (2.0 * count as f64)
+    let x = 0.5 * tl.g * u * u;
+    (s / std::f64::consts::PI) * laplace.min(1.0 / (2.0 * x)) * (-x).exp()
 }
 
 /// The alias and truncation bounds for the grid `f` and `n` terms.
@@ -426,8 +484,9 @@ fn alias_and_truncation(tl: &Tilt, tr: &Tilt, s: f64, r: f64, t: f64, f: f64, n:
 ///
 /// `h = 2 pi f / t` exactly, so `ut = 2 pi k f`, reduced modulo 1 without error (a fused
 /// multiply-add recovers the product's rounding); `R` is taken in modulus and argument,
-/// `ln |R| = -ln|1 + iu/s| - sum (ln|1 - iu alpha_i| + ln|1 + iu beta_i|)` and
-/// `arg R = -atan(u/s) + sum (atan(u alpha_i) - atan(u beta_i))`, so that nothing overflows.
+/// `ln |R| = -ln|1 + iu/s| - sum (ln|1 - iu alpha_i| + ln|1 + iu beta_i|) - g u^2 / 2` and
+/// `arg R = -atan(u/s) + sum (atan(u alpha_i) - atan(u beta_i)) + g s u`, so that nothing
+/// overflows.
 fn trapezoid(tl: &Tilt, s: f64, t: f64, f: f64, n: usize) -> (f64, f64) {
     let tau = 2.0 * std::f64::consts::PI;
     let h = tau * f / t;
@@ -436,8 +495,10 @@ fn trapezoid(tl: &Tilt, s: f64, t: f64, f: f64, n: usize) -> (f64, f64) {
     for k in 1..=n {
         let kf = k as f64;
         let u = kf * h;
-        let mut ln_mod = 0.5 * ((u / s) * (u / s)).ln_1p();
-        let mut arg = (u / s).atan();
+        // -ln|R| and -arg R.
+        let gsu = tl.g * s * u;
+        let mut ln_mod = 0.5 * ((u / s) * (u / s)).ln_1p() + 0.5 * tl.g * u * u;
+        let mut arg = (u / s).atan() - gsu;
         for (a, b) in tl.alpha.iter().zip(&tl.beta) {
             let (x, y) = (u * a, u * b);
             ln_mod += 0.5 * ((x * x).ln_1p() + (y * y).ln_1p());
@@ -460,7 +521,7 @@ fn trapezoid(tl: &Tilt, s: f64, t: f64, f: f64, n: usize) -> (f64, f64) {
         // most (2m + 1) times u's relative error), and of exp; absolute error of the phase:
         // ulps of every arctangent and of the reduced product.
         let modulus = EPS * (4.0 * ln_mod + 8.0 * m + 16.0);
-        let angle = EPS * (4.0 * m + 4.0) * std::f64::consts::PI + 16.0 * EPS;
+        let angle = EPS * (4.0 * m + 4.0) * std::f64::consts::PI + 16.0 * EPS + 4.0 * EPS * gsu;
         err += magnitude * (modulus + angle);
     }
     let total = 1.0 + 2.0 * (sum + comp);
@@ -483,11 +544,11 @@ mod tests {
         let c = [1.0, 1.0];
         let t: f64 = 40.0;
         let exact = (-t).exp() * (2.0 + t) / 4.0;
-        let e = upper_positive(&c, t, 10);
+        let e = upper_positive(&c, 0.0, t, 10);
         assert_eq!(e.lo, 0.0);
         assert!(e.hi >= exact && e.hi == chernoff(&c, t), "{e:?}");
         // With room, a value.
-        let e = upper_positive(&c, t, WORK_CAP);
+        let e = upper_positive(&c, 0.0, t, WORK_CAP);
         assert!(e.lo <= exact && exact <= e.hi && e.hi - e.lo <= 2.0 * TARGET * e.hi);
     }
 
@@ -508,8 +569,8 @@ mod tests {
     fn the_saddle_point_solves_its_equation() {
         let c = [3.0, 1.0, 0.5];
         for t in [0.1, 1.0, 10.0, 1000.0] {
-            let s = saddle(&c, t);
-            let k1 = Tilt::new(&c, s).expect("inside").slope;
+            let s = saddle(&c, 0.0, t);
+            let k1 = Tilt::new(&c, 0.0, s).expect("inside").slope;
             assert!((k1 - t).abs() <= 1e-9 * t, "t {t}: K'({s}) = {k1}");
         }
     }

@@ -5,6 +5,7 @@
 mod common;
 
 mod binned_coverage;
+mod gaussian_blue;
 mod geometric_interval;
 mod neighbours;
 mod noise_gaussian;

@@ -48,6 +48,7 @@ fn worked_example() -> Posterior {
             eps,
             sensitivity: row.iter().fold(0.0f64, |a, x| a.max(x.abs())),
             noisy,
+            law: Default::default(),
         })
         .collect();
     let blue = Blue::new(4, &history).expect("valid history");
@@ -196,6 +197,7 @@ fn tails_agree_with_the_fft_in_the_bulk() {
             .map(|_| dpq::stats::exact::Term {
                 weight: 4.0 * next() - 2.0,
                 scale: 0.5 + 39.5 * next(),
+                law: dpq::stats::exact::Law::Laplace,
             })
             .collect();
         let fft = NoiseSum::fft(&terms).expect("grid fits");

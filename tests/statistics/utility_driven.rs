@@ -285,6 +285,7 @@ fn baseline_answers_every_query_that_fits_and_only_those() {
                 eps,
                 sensitivity: q.sensitivity,
                 noisy: 0.0,
+                law: Default::default(),
             });
             let fits = max(&cell_budgets(s.cells, &prefix).expect("valid")) <= s.total_budget;
             assert_eq!(a.is_some(), fits, "seed {seed}, query {i}");

@@ -10,6 +10,7 @@
 use dpq::driver::{run_source, Emitted};
 use dpq::eval::{Randomness, Session};
 use dpq::output::Format;
+use dpq::stats::exact::Scales;
 use dpq::stats::{combine, Probability};
 use serde_json::Value;
 
@@ -340,26 +341,57 @@ fn the_epsilons_that_meet_a_requirement_form_an_interval() {
         &[9.54, 3.64, 0.65, 4.95, 5.0, 10.46, 2.8, 2.38],
         &[0.01, 100.0],
     ];
+    //
+    // The same holds for Gaussian releases (zCDP) over the same histories, their scales taken
+    // as Laplace scales and as normal standard deviations, with rho in place of epsilon
+    // (Gaussian alone: rho = 1 / (2 sigma^2), sigma = w / z_{(1+c)/2}).
     let mut fell_back = Vec::new();
-    for h in histories {
+    let cases = histories.iter().flat_map(|h| {
+        [(false, false), (true, false), (false, true), (true, true)].map(|laws| (*h, laws))
+    });
+    for (h, (normal_history, gaussian)) in cases {
+        let h = &if normal_history {
+            Scales {
+                laplace: Vec::new(),
+                normal: h.to_vec(),
+            }
+        } else {
+            Scales::laplace(h.to_vec())
+        };
+        let combined = |x: f64| {
+            if gaussian {
+                combine::combined_gaussian(h, 1.0, x)
+            } else {
+                combine::combined_scales(h, 1.0, x)
+            }
+        };
         for c in [0.3, 0.8, 0.95, 0.999] {
             let level = Probability::new(c).expect("valid");
             for share in [0.9, 0.5] {
                 let w = share * combine::half_width(h, level);
                 assert!(!combine::meets(h, w, level));
-                let alone = (1.0 / (1.0 - c)).ln() / w;
+                let alone = if gaussian {
+                    let z = statrs::distribution::ContinuousCDF::inverse_cdf(
+                        &statrs::distribution::Normal::standard(),
+                        (1.0 + c) / 2.0,
+                    );
+                    let sigma = w / (z + combine::NORMAL_GRID_MARGIN);
+                    1.0 / (2.0 * sigma * sigma)
+                } else {
+                    (1.0 / (1.0 - c)).ln() / w
+                };
                 // Theorem 5.3's eps, rounded up a little as dpq does: combined, it meets the
                 // requirement, except at a low confidence with w well below the history's
                 // scale, where dpq releases alone instead.
                 let ceiling = alone * (1.0 + 1e-5);
-                if !combine::meets(&combine::combined_scales(h, 1.0, ceiling), w, level) {
-                    fell_back.push((h.len(), c, share));
+                if !combine::meets(&combined(ceiling), w, level) {
+                    fell_back.push((gaussian, c, share));
                     continue;
                 }
                 let mut met = false;
                 for k in 0..400 {
                     let eps = alone * 1e-4 * 10f64.powf(5.0 * k as f64 / 399.0);
-                    let ok = combine::meets(&combine::combined_scales(h, 1.0, eps), w, level);
+                    let ok = combine::meets(&combined(eps), w, level);
                     assert!(
                         ok || !met,
                         "{h:?} c {c} w {w}: eps {eps} fails after one met"
