@@ -475,11 +475,14 @@ pub enum CheckError {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum EvalError {
     /// The query would spend more than the table's remaining budget.
-    #[error("budget exceeded on table `{table}`: this query needs epsilon {requested}, {remaining} remains of {total}")]
+    #[error("budget exceeded on table `{table}`: this query needs {unit} {requested}, {remaining} remains of {total}")]
     BudgetExceeded {
         /// The table.
         table: String,
-        /// What the query would spend.
+        /// What its budget counts: `epsilon`, or `rho` (zCDP).
+        unit: &'static str,
+        /// What the query would spend, in that unit (a pure release on a zCDP table is
+        /// charged `eps^2 / 2`).
         requested: Decimal,
         /// What remains.
         remaining: Decimal,
@@ -1083,10 +1086,10 @@ impl Error {
                 _ => None,
             },
             Error::Eval(e) => match e {
-                EvalError::BudgetExceeded { .. } => Some(
-                    "ask with a smaller EPS, or repeat an earlier query: its recorded answer is free; to try statements without spending, start dpq with --practice (docs/troubleshooting.md)"
-                        .into(),
-                ),
+                EvalError::BudgetExceeded { unit, .. } => Some(format!(
+                    "ask with a smaller {}, or repeat an earlier query: its recorded answer is free; to try statements without spending, start dpq with --practice (docs/troubleshooting.md)",
+                    if *unit == "rho" { "RHO (or EPS)" } else { "EPS" }
+                )),
                 EvalError::ModelChanged { .. } => {
                     Some("run the statement again: it is checked under the model now recorded".into())
                 }

@@ -178,7 +178,10 @@ impl Session {
         let (request, noise_key) = request(entry, plan, eps, self.seed, (self.clock)());
         let public_rows = public_rows(txn.history(), entry);
         let time = (self.clock)();
-        let refuse = |r| refused(r, entry, &plan.table, txn.ledger(), eps.exact, span);
+        let refuse = |r| {
+            let spend = (eps.exact, plan.mechanism);
+            refused(r, entry, &plan.table, txn.ledger(), spend, span)
+        };
         let ticket = match txn.prepare(request) {
             Ok(Prepared::Recorded(r)) => {
                 return Ok(Decision::Reused {
@@ -697,13 +700,14 @@ fn request(
 
 /// The error of a refused request, in the statement's words.
 /// The error of a release the ledger refused: another cube or model under it, or a budget
-/// (the table's, a cell's, or a served dataset's) it would pass.
+/// (the table's, a cell's, or a served dataset's) it would pass. `spend` is the release's
+/// epsilon (rho, for a Gaussian release) and mechanism.
 pub(super) fn refused(
     refusal: Refusal,
     entry: &Entry,
     table: &str,
     ledger: &crate::privacy::Ledger,
-    eps: Decimal,
+    spend: (Decimal, Mechanism),
     span: Span,
 ) -> EvalError {
     match refusal {
@@ -729,11 +733,16 @@ pub(super) fn refused(
                 .then(|| (after, ledger.whole().total())),
             span,
         },
-        Refusal::Exceeded(o) => overspend_error(o, entry, table, ledger.history(), eps, span),
+        Refusal::Exceeded(o) => {
+            let history = ledger.history();
+            let price = history.price(spend.0, spend.1);
+            overspend_error(o, entry, table, history, price, span)
+        }
     }
 }
 
-/// The error of a release past the budget of table `table`: where, and what it would spend.
+/// The error of a release past the budget of table `table`: where, and what it would spend
+/// (`requested`, in the table's unit).
 pub(super) fn overspend_error(
     o: Overspend,
     entry: &Entry,
@@ -771,6 +780,7 @@ pub(super) fn overspend_error(
         },
         Where::Table => EvalError::BudgetExceeded {
             table: table.to_string(),
+            unit: history.accounting().unit(),
             requested,
             remaining: history.remaining(),
             total: history.total(),

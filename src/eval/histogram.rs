@@ -119,7 +119,7 @@ impl Session {
                     entry,
                     &plan.table,
                     txn.ledger(),
-                    plan.eps.exact,
+                    (plan.eps.exact, plan.mechanism),
                     span,
                 ))
             }

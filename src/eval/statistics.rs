@@ -220,7 +220,13 @@ impl Session {
                     entry,
                     &plan.table,
                     txn.ledger(),
-                    plan.eps.exact,
+                    (
+                        plan.eps.exact,
+                        match plan.noise {
+                            crate::plan::StatNoise::Laplace => Mechanism::Laplace,
+                            crate::plan::StatNoise::Smooth { .. } => Mechanism::Smooth,
+                        },
+                    ),
                     span,
                 ))
             }

@@ -201,6 +201,7 @@ impl Session {
             n: (history.neighbours() == Neighbours::Replace).then(|| e.table.n_rows()),
             neighbours: history.neighbours(),
             unit: e.unit.clone(),
+            accounting: history.accounting(),
             columns: e.table.schema(),
             budget: Budget {
                 total: history.total(),

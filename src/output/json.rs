@@ -371,6 +371,7 @@ fn table_info(kind: &str, info: &TableInfo) -> Value {
         "budget_total": dec(info.budget.total),
         "budget_spent": dec(info.budget.spent),
         "budget_remaining": dec(info.budget.remaining),
+        "budget_unit": info.accounting.unit(),
         "current": info.current,
         "data_changed": info.data_changed,
         "warnings": info.warnings,
@@ -425,7 +426,10 @@ fn history(h: &HistoryReport) -> Value {
         "kind": "history",
         "table": h.table,
         "releases": h.releases.iter().map(|r| json!({
-            "seq": r.seq, "statement": r.statement, "eps": dec(r.eps),
+            "seq": r.seq, "statement": r.statement,
+            // A Gaussian release's spending is a rho (as in a count's result).
+            "eps": if r.mechanism == "gaussian" { Value::Null } else { dec(r.eps) },
+            "rho": if r.mechanism == "gaussian" { dec(r.eps) } else { Value::Null },
             "sensitivity": r.sensitivity, "mechanism": r.mechanism, "noisy": r.noisy, "time": r.time,
             "row": r.row,
         })).collect::<Vec<_>>(),

@@ -249,6 +249,8 @@ pub struct TableInfo {
     pub neighbours: Neighbours,
     /// The privacy unit its rows are bounded by, if any.
     pub unit: Option<crate::privacy::Unit>,
+    /// How its budget composes: in epsilon (pure) or in rho (zCDP).
+    pub accounting: crate::privacy::Accounting,
 }
 
 /// A privacy unit as the clause that declares it.

@@ -24,10 +24,18 @@ pub fn render_table(response: &Response) -> String {
         Output::SeedSet { seed } => {
             format!("Seed set to {seed}: from now on results are reproducible and NOT private.")
         }
-        Output::DeltaSet { delta } => format!(
-            "Delta set to {}: a budget in rho is also shown as (epsilon, delta) at this delta.",
-            num(*delta)
-        ),
+        Output::DeltaSet { delta } => {
+            // Six digits unless they round it (0.9999999999999999 is not 1).
+            let short = num(*delta);
+            let shown = if short.parse::<f64>() == Ok(*delta) {
+                short
+            } else {
+                format!("{delta:e}")
+            };
+            format!(
+                "Delta set to {shown}: a budget in rho is also shown as (epsilon, delta) at this delta."
+            )
+        }
         Output::Count(c) => count(c),
         Output::Histogram(h) => histogram(h),
         Output::Sum(r) => sum(r),
@@ -420,8 +428,12 @@ fn table_info(info: &TableInfo) -> String {
         ),
         None => rows(info.n),
     };
+    let rho = match info.accounting {
+        crate::privacy::Accounting::Zcdp => " rho",
+        crate::privacy::Accounting::Pure => "",
+    };
     let mut out = format!(
-        "{t}\ntable {} from {}: {}, budget {} spent of {}, {} remaining",
+        "{t}\ntable {} from {}: {}, budget{rho} {} spent of {}, {} remaining",
         info.name,
         info.path,
         n,
@@ -475,7 +487,10 @@ fn tables_list(tables: &[TableInfo]) -> String {
             info.n
                 .map_or_else(|| "private".to_string(), |n| n.to_string()),
             info.columns.len().to_string(),
-            dec(info.budget.spent),
+            match info.accounting {
+                crate::privacy::Accounting::Zcdp => format!("rho {}", dec(info.budget.spent)),
+                crate::privacy::Accounting::Pure => dec(info.budget.spent),
+            },
             dec(info.budget.remaining),
             if info.current {
                 "current".into()
@@ -644,7 +659,14 @@ fn history(h: &HistoryReport) -> String {
     if rows {
         header.push("H (row over cells)");
     }
-    header.extend(["alpha (epsilon)", "S", "mechanism", "y (noisy answer)"]);
+    // A Gaussian release (zCDP) spends a rho, not an epsilon: said in its cell.
+    let gaussian = h.releases.iter().any(|r| r.mechanism == "gaussian");
+    let spent = if gaussian {
+        "alpha (epsilon) or rho"
+    } else {
+        "alpha (epsilon)"
+    };
+    header.extend([spent, "S", "mechanism", "y (noisy answer)"]);
     let mut t = new_table(&header);
     for r in &h.releases {
         let mut line = vec![r.seq.to_string(), short(&r.statement)];
@@ -652,7 +674,11 @@ fn history(h: &HistoryReport) -> String {
             line.push(r.row.as_deref().map_or_else(|| "(all cells)".into(), query));
         }
         line.extend([
-            dec(r.eps),
+            if r.mechanism == "gaussian" {
+                format!("rho {}", dec(r.eps))
+            } else {
+                dec(r.eps)
+            },
             num(r.sensitivity),
             r.mechanism.clone(),
             r.noisy

@@ -122,14 +122,23 @@ pub struct AccountDataset {
     /// The dataset's budget over all its analysts, when the policy shows it
     /// (`show_dataset_budget`).
     pub dataset: Option<Amounts>,
+    /// What its budgets count: `"epsilon"` (pure) or `"rho"` (zCDP). A server older than
+    /// this field sends none: epsilon.
+    #[serde(default = "epsilon")]
+    pub unit: String,
 }
 
-/// A budget in three numbers.
+/// The unit of a budget sent by a server that does not name one.
+fn epsilon() -> String {
+    "epsilon".to_string()
+}
+
+/// A budget in three numbers, in the dataset's unit.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 pub struct Amounts {
-    /// The total epsilon.
+    /// The total.
     pub total: f64,
-    /// The epsilon spent.
+    /// What was spent.
     pub spent: f64,
     /// What is left.
     pub remaining: f64,

@@ -809,6 +809,7 @@ impl App {
                 name: t.name,
                 n: t.n,
                 budget: amounts(t.budget),
+                unit: t.accounting.unit().to_string(),
             })
             .collect();
         Account {

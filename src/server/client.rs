@@ -114,8 +114,9 @@ impl Remote {
         for d in &account.datasets {
             let rows = d.n.map(|n| format!(" ({n} rows)")).unwrap_or_default();
             let b = d.budget;
+            let unit = if d.unit == "rho" { "rho " } else { "" };
             text.push_str(&format!(
-                "\n  {}{rows}: yours {} of {} ({} spent)",
+                "\n  {}{rows}: yours {unit}{} of {} ({} spent)",
                 d.name, b.remaining, b.total, b.spent
             ));
             if let Some(all) = d.dataset {

@@ -294,6 +294,23 @@ test("help and help STATEMENT answer in the page", async (page, base) => {
   assert.match(out[2].text, /^page:3:13: unknown column `agee`/);
 });
 
+// A table accounts in zCDP in the page as at the prompt: Gaussian answers spend rho, shown as
+// the (epsilon, delta) they amount to, and estimates and WITHIN use them.
+test("a table accounts in rho in the page", async (page, base) => {
+  const out = await runTyped(page, base, "LOAD 'examples/data/survey.csv';\nSET BUDGET RHO 0.5;\n" +
+    "CUBE BY age (30, 65);\nHISTOGRAM WITH RHO 0.01;\nESTIMATE COUNT WHERE age < 65;\n" +
+    "COUNT WHERE age >= 65 WITHIN 8 AT 95%;\nSHOW BUDGET;");
+  assert.equal(out.length, 7, JSON.stringify(out));
+  assert.ok(out.every((r) => !r.error), JSON.stringify(out));
+  assert.match(out[3].text, /rho spent: 0\.01 for the whole vector/);
+  // Two parts of sigma^2 = 2 / (2 x 0.01) = 100: variance 200, a normal error.
+  assert.match(out[4].text, /variance\s+┆ 200\s/);
+  assert.match(out[4].text, /normal \(Gaussian answers only: exact\)/);
+  assert.match(out[5].text, /rho spent\s+┆ 0\.\d+ \(gaussian noise/);
+  assert.match(out[6].text, /total rho/);
+  assert.match(out[6].text, /-DP \(the tight conversion of Canonne, Kamath and Steinke 2020/);
+});
+
 // Errors wrap inside the results pane instead of running off its right edge: dpq's own (a
 // name longer than the pane) and the page's (the long line Stop leaves).
 test("a long error wraps in the results pane", async (page, base) => {
