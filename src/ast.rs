@@ -572,7 +572,8 @@ pub enum BinnedStat {
     Mean(Number, Number),
 }
 
-/// `SUM col CLAMP (lo, hi) [WHERE p] WITH EPS e [MECHANISM m]`, or `MEAN ...`.
+/// `SUM col CLAMP (lo, hi) [WHERE p] WITH EPS e [MECHANISM m]` (or `WITH RHO r`), or
+/// `MEAN ...`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SumQuery {
     /// `MEAN` rather than `SUM`.
@@ -585,8 +586,10 @@ pub struct SumQuery {
     pub hi: Number,
     /// `WHERE p`: the rows summed; every row when absent.
     pub filter: Option<Expr>,
-    /// The epsilon.
+    /// The epsilon (its rho, with `rho`).
     pub eps: Number,
+    /// Written `WITH RHO`: Gaussian noise, on a zCDP table.
+    pub rho: bool,
     /// `MECHANISM name`: the noise; Laplace when absent.
     pub mechanism: Option<Ident>,
 }
@@ -598,7 +601,8 @@ impl fmt::Display for SumQuery {
         if let Some(p) = &self.filter {
             write!(f, " WHERE {p}")?;
         }
-        write!(f, " WITH EPS {}", self.eps)?;
+        let with = if self.rho { "RHO" } else { "EPS" };
+        write!(f, " WITH {with} {}", self.eps)?;
         if let Some(m) = &self.mechanism {
             write!(f, " MECHANISM {m}")?;
         }

@@ -1269,12 +1269,7 @@ fn check_count(q: &CountQuery, catalog: &dyn Catalog, span: Span) -> Result<Coun
         .transpose()?;
     let mechanism = match &q.mechanism {
         None if gaussian => Mechanism::Gaussian,
-        Some(m) if gaussian => {
-            return Err(CheckError::NotApplicable {
-                message: "WITH RHO draws Gaussian noise; MECHANISM chooses the noise of WITH EPS",
-                span: m.span,
-            })
-        }
+        Some(m) if gaussian => return Err(rho_with_mechanism(m.span)),
         None => Mechanism::Laplace,
         Some(m) => {
             let mech = mechanism(m)?;
@@ -1425,12 +1420,7 @@ fn check_histogram(
     }
     let mechanism = match &h.mechanism {
         None if h.rho => Mechanism::Gaussian,
-        Some(m) if h.rho => {
-            return Err(CheckError::NotApplicable {
-                message: "WITH RHO draws Gaussian noise; MECHANISM chooses the noise of WITH EPS",
-                span: m.span,
-            })
-        }
+        Some(m) if h.rho => return Err(rho_with_mechanism(m.span)),
         None => Mechanism::Laplace,
         Some(m) => match mechanism(m)? {
             Mechanism::Staircase => {
@@ -1575,20 +1565,23 @@ fn check_sum(q: &SumQuery, catalog: &dyn Catalog, span: Span) -> Result<SumPlan,
         .ok_or(CheckError::NoCurrentTable { span })?;
     let (column, integer, lo, hi) = summed_column(table, &table_name, &q.column, &q.lo, &q.hi)?;
     // A row added or removed moves the sum by its clamped value; a row replaced moves it from
-    // one value to another, where a row outside the condition or without a value counts 0.
+    // one value to another, where a row outside the condition or without a value counts 0
+    // (the measure says how, and the ledger computes a Gaussian sum's variance from it too).
     // A privacy unit of k rows moves it by k rows' worth.
     let unit_rows = catalog.table_unit_rows(&table_name);
+    let measure = Measure::Sum {
+        column: table.column_name(column).to_string(),
+        lo,
+        hi,
+    };
     let sensitivity = unit_scaled(
-        match neighbours {
-            Neighbours::AddRemove => lo.abs().max(hi.abs()),
-            Neighbours::Replace => hi
-                .max(Decimal::ZERO)
-                .checked_sub(lo.min(Decimal::ZERO))
-                .ok_or_else(|| CheckError::NumberOutOfRange {
-                    text: "the sum's sensitivity, max(hi, 0) - min(lo, 0)".into(),
-                    span: q.lo.span,
-                })?,
-        },
+        measure
+            .sensitivity(neighbours)
+            .filter(|s| *s < Decimal::MAX)
+            .ok_or_else(|| CheckError::NumberOutOfRange {
+                text: "the sum's sensitivity, max(hi, 0) - min(lo, 0)".into(),
+                span: q.lo.span,
+            })?,
         unit_rows,
         span,
     )?;
@@ -1597,7 +1590,15 @@ fn check_sum(q: &SumQuery, catalog: &dyn Catalog, span: Span) -> Result<SumPlan,
         .as_ref()
         .map(|e| release_expr(e, table, &table_name, catalog).map(|(p, _)| p))
         .transpose()?;
+    if q.rho && catalog.table_accounting(&table_name) != crate::privacy::Accounting::Zcdp {
+        return Err(CheckError::RhoNeedsZcdp {
+            table: table_name,
+            span,
+        });
+    }
     let mechanism = match &q.mechanism {
+        None if q.rho => Mechanism::Gaussian,
+        Some(m) if q.rho => return Err(rho_with_mechanism(m.span)),
         None => Mechanism::Laplace,
         Some(m) => match mechanism(m)? {
             Mechanism::Geometric if integer && sensitivity.fract().is_zero() => {
@@ -1632,7 +1633,11 @@ fn check_sum(q: &SumQuery, catalog: &dyn Catalog, span: Span) -> Result<SumPlan,
         integer,
         clamp: (lo.normalize(), hi.normalize()),
         filter,
-        eps: check_eps(&q.eps)?,
+        eps: if q.rho {
+            check_rho(&q.eps)?
+        } else {
+            check_eps(&q.eps)?
+        },
         mechanism,
         sensitivity: sensitivity.normalize(),
         count_sensitivity: unit_rows,
@@ -1755,6 +1760,14 @@ fn check_rho(rho: &Number) -> Result<Eps, CheckError> {
         text: rho.text.clone(),
         span: rho.span,
     })
+}
+
+/// `MECHANISM m` beside `WITH RHO`, which chooses Gaussian noise itself.
+fn rho_with_mechanism(span: Span) -> CheckError {
+    CheckError::NotApplicable {
+        message: "WITH RHO draws Gaussian noise; MECHANISM chooses the noise of WITH EPS",
+        span,
+    }
 }
 
 /// `MECHANISM smooth` on a count, histogram or sum.

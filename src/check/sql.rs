@@ -130,6 +130,7 @@ fn native(
                 hi: hi.clone(),
                 filter: filter.clone(),
                 eps,
+                rho: false,
                 mechanism: None,
             }),
         },

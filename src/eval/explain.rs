@@ -610,20 +610,25 @@ fn spend_steps(history: &History, spend: &Spending) -> Vec<(String, String)> {
         ),
     )];
     if history.accounting() == Accounting::Zcdp {
-        let rho = spend.after.to_f64().unwrap_or(f64::INFINITY);
-        steps.push(step(
-            "(eps, delta)",
-            format!(
-                "rho {} is ({}, {})-DP by the tight conversion of Canonne, Kamath and Steinke 2020 (the simpler rho + 2 sqrt(rho ln(1/delta)) says {})",
-                spend.after.normalize(),
-                short_number(crate::privacy::zcdp::epsilon(rho, spend.delta)),
-                short_number(spend.delta),
-                short_number(crate::privacy::zcdp::epsilon_simple(rho, spend.delta))
-            ),
-        ));
+        steps.push(equivalent_step(spend.after, spend.delta));
     }
     steps.push(step("order", "the budget is checked and the spending recorded before the noise is drawn; the answer is recorded before it is shown"));
     steps
+}
+
+/// Under zCDP, what a spending of `after` (rho) is as (epsilon, delta)-DP at `delta`.
+pub(super) fn equivalent_step(after: Decimal, delta: f64) -> (String, String) {
+    let rho = after.to_f64().unwrap_or(f64::INFINITY);
+    step(
+        "(eps, delta)",
+        format!(
+            "rho {} is ({}, {})-DP by the tight conversion of Canonne, Kamath and Steinke 2020 (the simpler rho + 2 sqrt(rho ln(1/delta)) says {})",
+            after.normalize(),
+            short_number(crate::privacy::zcdp::epsilon(rho, delta)),
+            short_number(delta),
+            short_number(crate::privacy::zcdp::epsilon_simple(rho, delta))
+        ),
+    )
 }
 
 /// How releases compose on the table.

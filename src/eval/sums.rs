@@ -22,15 +22,15 @@
 //! interval holds the true mean with probability at least 0.95 (each noisy answer within its
 //! 97.5% interval, by the union bound, and the ratio over that box).
 
-use super::count::{expose, refused, release_rng};
+use super::count::{expose, gaussian_sigma, refused, release_rng};
 use super::{ledger_error, served, Entry, Session};
 use crate::error::EvalError;
 use crate::output::{Output, SumResult};
 use crate::plan::{Eps, SumPlan};
 use crate::privacy::{Measure, Mechanism, Neighbours, PreparedMany, Request, Row};
 use crate::span::Span;
-use crate::stats::noise::{self, ExactEpsilon, GridLaplace, Rational};
-use crate::stats::{laplace, Epsilon, Probability};
+use crate::stats::noise::{self, ExactEpsilon, GridGaussian, GridLaplace, Rational};
+use crate::stats::{accuracy, laplace, Epsilon, Probability};
 use rand_chacha::ChaCha20Rng;
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
@@ -38,10 +38,12 @@ use rust_decimal::Decimal;
 /// The most rows a table may have when its row count is private (as for counts).
 const PUBLIC_ROWS_BOUND: u64 = 1 << 32;
 
-/// The noise of one released number: Laplace on a grid, or discrete Laplace.
+/// The noise of one released number: Laplace on a grid, discrete Laplace, or the discrete
+/// Gaussian on a grid.
 enum Noise {
     Laplace(GridLaplace),
     Geometric(Rational),
+    Gaussian(GridGaussian),
 }
 
 impl Noise {
@@ -50,6 +52,7 @@ impl Noise {
         match self {
             Noise::Laplace(l) => l.k(),
             Noise::Geometric(_) => 0,
+            Noise::Gaussian(g) => g.k(),
         }
     }
 
@@ -57,6 +60,9 @@ impl Noise {
         match self {
             Noise::Laplace(l) => l.release(rng, steps).value(),
             Noise::Geometric(scale) => (steps + noise::discrete_laplace(rng, *scale)) as f64,
+            // The value moves by at most S, S 2^k grid steps; the discrete Gaussian of
+            // sigma2 4^k steps is S^2 / (2 sigma2) = rho-zCDP on it (see GridGaussian).
+            Noise::Gaussian(g) => g.release(rng, steps).value(),
         }
     }
 }
@@ -75,10 +81,10 @@ impl Session {
             eps: plan.eps.value.get() / 2.0,
             span,
         })?;
-        let noises = parts
-            .iter()
-            .map(|(eps, s, _)| noise_for(&plan, *eps, *s, entry, span))
-            .collect::<Result<Vec<_>, _>>()?;
+        if plan.mechanism != Mechanism::Gaussian {
+            // Pure noise depends on the statement alone: checked before the ledger is read.
+            noises(&plan, &parts, &[], entry, span)?;
+        }
         let (own, exposed) = match entry.private {
             Some(private) => match self.ledgers.two_mut(entry.ledger, private) {
                 Some((practice, private)) => (practice, Some(private)),
@@ -115,6 +121,9 @@ impl Session {
             }
         };
         served::permit_release(max_releases, txn.history(), &plan.table, span)?;
+        // A Gaussian part's variance is the ledger's, from the ticket: the noise is drawn with
+        // what the ledger charges.
+        let noises = noises(&plan, &parts, ticket.sigma2(), entry, span)?;
         let truth = truth(&plan, entry, noises[0].k(), span)?;
         if let Some(private) = exposed {
             expose(private, time, span)?;
@@ -168,8 +177,13 @@ impl Session {
                 ),
             ),
         ];
+        let gaussian = plan.mechanism == Mechanism::Gaussian;
+        let unit = if gaussian { "rho" } else { "epsilon" };
         if plan.mean {
-            steps.push(step("does", "spends half the epsilon on the sum and half on the count of the rows that contributed, released together".into()));
+            steps.push(step("does", format!("spends half the {unit} on the sum and half on the count of the rows that contributed, released together")));
+        }
+        if gaussian {
+            steps.push(step("noise", gaussian_words(plan)));
         }
         let charges = if history.cube().is_none() {
             "spends epsilon {e} on the table".to_string()
@@ -193,6 +207,7 @@ impl Session {
         } else {
             "charges epsilon {e} to every cell and pair (under replace a row's value can change within a cell, which the pairs of cells do not see)".to_string()
         };
+        let charges = charges.replace("epsilon {e}", &format!("{unit} {{e}}"));
         steps.push(if fits {
             super::explain::budget_step(&charges, plan.eps.exact, spent, after, history.total())
         } else {
@@ -201,6 +216,9 @@ impl Session {
                 "the budget does not hold it; nothing would change".into(),
             )
         });
+        if fits && history.accounting() == crate::privacy::Accounting::Zcdp {
+            steps.push(super::explain::equivalent_step(after, self.delta));
+        }
         crate::output::Explanation {
             statement: plan.statement.clone(),
             spends: if fits { plan.eps.exact } else { Decimal::ZERO },
@@ -221,23 +239,36 @@ impl Session {
             plan.clamp.0.to_f64().unwrap_or(f64::NEG_INFINITY),
             plan.clamp.1.to_f64().unwrap_or(f64::INFINITY),
         );
-        let s = plan.sensitivity.to_f64().unwrap_or(f64::INFINITY);
-        let e = plan.eps.value.get();
         let (value, interval, coverage, scale) = if plan.mean {
             mean_interval(&plan, noisy[0], noisy[1], (lo, hi))
         } else {
-            let half = match plan.mechanism {
-                Mechanism::Geometric => geometric_half(e, s, 0.95),
-                _ => s * laplace::interval_half_width(plan.eps.value, ninety_five()),
-            };
+            let half = half_width(&plan, plan.eps, plan.sensitivity, 0.95);
+            let scale = part_scale(&plan, plan.eps, plan.sensitivity);
             (
                 Some(noisy[0]),
                 (noisy[0] - half, noisy[0] + half),
                 0.95,
-                s / e,
+                scale,
             )
         };
+        let gaussian = plan.mechanism == Mechanism::Gaussian;
+        // What the parts were charged, in the table's unit: a pure release on a zCDP table
+        // costs eps^2 / 2 each.
+        let price = parts(&plan)
+            .unwrap_or_default()
+            .iter()
+            .fold(Decimal::ZERO, |a, p| {
+                a.saturating_add(history.price(p.0.exact, plan.mechanism))
+            });
+        let count_sigma = match parts(&plan).as_deref() {
+            Some([_, (eps, s, _)]) if gaussian => Some(part_scale(&plan, *eps, *s)),
+            _ => None,
+        };
         Output::Sum(Box::new(SumResult {
+            accounting: history.accounting(),
+            sigma: gaussian.then_some(scale),
+            count_sigma,
+            equivalent: self.equivalent(history),
             table: plan.table,
             statement: plan.statement,
             mean: plan.mean,
@@ -249,12 +280,8 @@ impl Session {
             interval95: interval,
             coverage95: coverage,
             eps: plan.eps.exact,
-            eps_spent: if from_history {
-                Decimal::ZERO
-            } else {
-                plan.eps.exact
-            },
-            sensitivity: s,
+            eps_spent: if from_history { Decimal::ZERO } else { price },
+            sensitivity: plan.sensitivity.to_f64().unwrap_or(f64::INFINITY),
             scale,
             mechanism: plan.mechanism.to_string(),
             neighbours: history.neighbours(),
@@ -266,8 +293,29 @@ impl Session {
     }
 }
 
-fn ninety_five() -> Probability {
-    Probability::new(0.95).expect("0.95 lies in (0, 1)")
+/// A Gaussian sum's or mean's noise in words, for `EXPLAIN`: each part's standard deviation
+/// `S / sqrt(2 rho)` (a mean's parts at half the rho each) and its 95% half-width.
+fn gaussian_words(plan: &SumPlan) -> String {
+    let Some(parts) = parts(plan) else {
+        return "Gaussian: half the rho is not a usable rho".to_string();
+    };
+    let words: Vec<String> = parts
+        .iter()
+        .map(|(eps, s, what)| {
+            let sigma = part_scale(plan, *eps, *s);
+            format!(
+                "the {what}'s standard deviation S/sqrt(2 rho) = {}/sqrt(2 x {}) = {}, 95% within ±{}",
+                s.normalize(),
+                eps.exact.normalize(),
+                crate::output::short_number(sigma),
+                crate::output::short_number(half_width(plan, *eps, *s, 0.95))
+            )
+        })
+        .collect();
+    format!(
+        "Gaussian, drawn exactly as discrete Gaussian steps of a 2^-k grid: {}",
+        words.join("; ")
+    )
 }
 
 /// The smallest whole half-width holding discrete Laplace noise of scale `s/e` with
@@ -357,12 +405,32 @@ fn measure(plan: &SumPlan, what: &str) -> Measure {
     }
 }
 
-/// The noise of a part of sensitivity `s` at `eps`, checked to be exact on the data's
-/// public bound.
+/// The noise of every part, in order; a Gaussian part's with its variance parameter from
+/// `sigma2` (the ticket's, in the same order).
+fn noises(
+    plan: &SumPlan,
+    parts: &[(Eps, Decimal, &str)],
+    sigma2: &[Option<(u128, u128)>],
+    entry: &Entry,
+    span: Span,
+) -> Result<Vec<Noise>, EvalError> {
+    parts
+        .iter()
+        .enumerate()
+        .map(|(i, (eps, s, _))| {
+            let sigma2 = sigma2.get(i).copied().flatten();
+            noise_for(plan, *eps, *s, sigma2, entry, span)
+        })
+        .collect()
+}
+
+/// The noise of a part of sensitivity `s` at `eps` (or, Gaussian, of variance parameter
+/// `sigma2`), checked to be exact on the data's public bound.
 fn noise_for(
     plan: &SumPlan,
     eps: Eps,
     s: Decimal,
+    sigma2: Option<(u128, u128)>,
     entry: &Entry,
     span: Span,
 ) -> Result<Noise, EvalError> {
@@ -376,10 +444,17 @@ fn noise_for(
         bound: crate::output::short_number(bound),
         span,
     };
-    let scale = decimal_scale(eps, s).ok_or_else(too_large)?;
     let noise = match plan.mechanism {
-        Mechanism::Geometric => Noise::Geometric(scale),
-        _ => Noise::Laplace(GridLaplace::new(scale)),
+        Mechanism::Gaussian => Noise::Gaussian(
+            sigma2
+                .and_then(|(p, q)| Rational::new(p, q))
+                .and_then(GridGaussian::new)
+                .ok_or_else(too_large)?,
+        ),
+        Mechanism::Geometric => Noise::Geometric(decimal_scale(eps, s).ok_or_else(too_large)?),
+        _ => Noise::Laplace(GridLaplace::new(
+            decimal_scale(eps, s).ok_or_else(too_large)?,
+        )),
     };
     let scaled = bound * 2f64.powi(noise.k() as i32);
     if scaled.is_nan() || scaled >= 2f64.powi(120) {
@@ -437,19 +512,12 @@ fn mean_interval(
     count: f64,
     (lo, hi): (f64, f64),
 ) -> (Option<f64>, (f64, f64), f64, f64) {
-    let e = plan.eps.value.get() / 2.0;
-    let s = plan.sensitivity.to_f64().unwrap_or(f64::INFINITY);
-    let level = Probability::new(0.975).expect("0.975 lies in (0, 1)");
-    let half = |sens: f64| match plan.mechanism {
-        Mechanism::Geometric => geometric_half(e, sens, 0.975),
-        _ => match Epsilon::new(e) {
-            Ok(eps) => sens * laplace::interval_half_width(eps, level),
-            Err(_) => f64::INFINITY,
-        },
+    let Some([(eps, s, _), (_, sc, _)]) = parts(plan).as_deref().map(|p| [p[0], p[1]]) else {
+        return (None, (lo, hi), 0.95, f64::INFINITY);
     };
     let (hs, hc) = (
-        half(s),
-        half(plan.count_sensitivity.to_f64().unwrap_or(f64::INFINITY)),
+        half_width(plan, eps, s, 0.975),
+        half_width(plan, eps, sc, 0.975),
     );
     let value = (count >= 1.0).then(|| (sum / count).clamp(lo, hi));
     let (c1, c2) = (count - hc, count + hc);
@@ -462,5 +530,33 @@ fn mean_interval(
     } else {
         (lo, hi)
     };
-    (value, interval, 0.95, s / e)
+    (value, interval, 0.95, part_scale(plan, eps, s))
+}
+
+/// The half-width of the central interval holding a part's noise with probability `level`
+/// (at least, for whole-valued noise): `sigma z_{(1+level)/2}` for Gaussian noise of
+/// `sigma = S / sqrt(2 rho)`, the Laplace quantile for Laplace noise of scale `S / eps`, the
+/// smallest whole one for discrete Laplace noise.
+fn half_width(plan: &SumPlan, eps: Eps, sensitivity: Decimal, level: f64) -> f64 {
+    let sens = sensitivity.to_f64().unwrap_or(f64::INFINITY);
+    let e = eps.value.get();
+    match plan.mechanism {
+        Mechanism::Gaussian => {
+            part_scale(plan, eps, sensitivity) * accuracy::normal_quantile((1.0 + level) / 2.0)
+        }
+        Mechanism::Geometric => geometric_half(e, sens, level),
+        _ => match Probability::new(level) {
+            Ok(p) => sens * laplace::interval_half_width(eps.value, p),
+            Err(_) => f64::INFINITY,
+        },
+    }
+}
+
+/// A part's noise scale: Gaussian noise's standard deviation `S / sqrt(2 rho)`, else the
+/// Laplace scale `S / eps`.
+fn part_scale(plan: &SumPlan, eps: Eps, sensitivity: Decimal) -> f64 {
+    match plan.mechanism {
+        Mechanism::Gaussian => gaussian_sigma(sensitivity, eps.exact),
+        _ => sensitivity.to_f64().unwrap_or(f64::INFINITY) / eps.value.get(),
+    }
 }

@@ -496,6 +496,16 @@ pub struct BinnedResult {
 /// A noisy sum, or a mean from a noisy sum and count, of a column clamped to public bounds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SumResult {
+    /// How the table's budget composes: `eps_spent`, `budget_spent` and `budget_remaining`
+    /// are in epsilon, or in rho.
+    pub accounting: crate::privacy::Accounting,
+    /// A Gaussian sum's standard deviation (its `eps` is its rho; a mean's sum part, at half
+    /// the rho).
+    pub sigma: Option<f64>,
+    /// A Gaussian mean's count's standard deviation, at half the rho.
+    pub count_sigma: Option<f64>,
+    /// Under zCDP, the budget spent as (epsilon, delta) at the session's delta.
+    pub equivalent: Option<(f64, f64)>,
     /// The table.
     pub table: String,
     /// The statement, canonical.
@@ -517,13 +527,13 @@ pub struct SumResult {
     pub interval95: (f64, f64),
     /// Its probability.
     pub coverage95: f64,
-    /// The statement's epsilon.
+    /// The statement's epsilon (its rho, Gaussian).
     pub eps: Decimal,
-    /// What it spent now (0 when answered from the record).
+    /// What it spent now, in the table's unit (0 when answered from the record).
     pub eps_spent: Decimal,
     /// The sum's sensitivity under the table's model.
     pub sensitivity: f64,
-    /// The sum's noise scale.
+    /// The sum's noise scale (Gaussian: its standard deviation).
     pub scale: f64,
     /// The noise.
     pub mechanism: String,

@@ -786,17 +786,7 @@ fn count(c: &CountResult) -> String {
     ]);
     t.add_row(vec![
         "budget".to_string(),
-        format!(
-            "{} {}spent, {} remaining{}",
-            dec(c.budget_spent),
-            if zcdp { "rho " } else { "" },
-            dec(c.budget_remaining),
-            c.equivalent.map_or(String::new(), |(e, d)| format!(
-                "; ({}, {})-DP so far",
-                num(e),
-                num(d)
-            ))
-        ),
+        budget_words(c.budget_spent, c.budget_remaining, zcdp, c.equivalent),
     ]);
     let mut out = format!(
         "{} -- table {}, {}\n{t}",
@@ -1146,36 +1136,14 @@ fn sum(r: &super::SumResult) -> String {
             interval(r.interval95, 2),
         ]);
     }
+    let zcdp = r.accounting == Accounting::Zcdp;
     t.add_row(vec![
-        "epsilon spent".to_string(),
-        if r.from_history {
-            format!(
-                "0 (identical to an earlier statement: its recorded answers, epsilon {})",
-                dec(r.eps)
-            )
-        } else if r.mean {
-            format!(
-                "{} (half on the sum, half on the count; {} noise, sum scale {})",
-                dec(r.eps_spent),
-                r.mechanism,
-                num(r.scale)
-            )
-        } else {
-            format!(
-                "{} ({} noise, scale {})",
-                dec(r.eps_spent),
-                r.mechanism,
-                num(r.scale)
-            )
-        },
+        if zcdp { "rho spent" } else { "epsilon spent" }.to_string(),
+        sum_spent(r),
     ]);
     t.add_row(vec![
         "budget".to_string(),
-        format!(
-            "{} spent, {} remaining",
-            dec(r.budget_spent),
-            dec(r.budget_remaining)
-        ),
+        budget_words(r.budget_spent, r.budget_remaining, zcdp, r.equivalent),
     ]);
     let mut out = format!("{} -- table {}\n{t}", short(&r.statement), r.table);
     let _ = write!(
@@ -1196,6 +1164,71 @@ fn sum(r: &super::SumResult) -> String {
         out.push_str("\nThe mean is the noisy sum over the noisy count; its interval holds the true mean with probability at least 0.95 (both answers within their 97.5% intervals).");
     }
     out
+}
+
+/// A release's budget line: spent and remaining in the table's unit, and under zCDP the
+/// spending as (epsilon, delta).
+fn budget_words(
+    spent: Decimal,
+    remaining: Decimal,
+    zcdp: bool,
+    equivalent: Option<(f64, f64)>,
+) -> String {
+    format!(
+        "{} {}spent, {} remaining{}",
+        dec(spent),
+        if zcdp { "rho " } else { "" },
+        dec(remaining),
+        equivalent.map_or(String::new(), |(e, d)| format!(
+            "; ({}, {})-DP so far",
+            num(e),
+            num(d)
+        ))
+    )
+}
+
+/// What a sum or mean spent, in the table's unit, and with what noise.
+fn sum_spent(r: &super::SumResult) -> String {
+    let halves = if r.mean {
+        "half on the sum, half on the count; "
+    } else {
+        ""
+    };
+    if r.from_history {
+        format!(
+            "0 (identical to an earlier statement: its recorded answers, {} {})",
+            if r.sigma.is_some() { "rho" } else { "epsilon" },
+            dec(r.eps)
+        )
+    } else if let Some(sigma) = r.sigma {
+        format!(
+            "{} ({halves}gaussian noise, {}sigma {}{})",
+            dec(r.eps_spent),
+            if r.mean { "sum " } else { "" },
+            num(sigma),
+            r.count_sigma
+                .map_or(String::new(), |c| format!(", count sigma {}", num(c)))
+        )
+    } else if r.accounting == Accounting::Zcdp {
+        format!(
+            "{} (epsilon {} of {} noise, {}charged eps^2/2{}; {}scale {})",
+            dec(r.eps_spent),
+            dec(r.eps),
+            r.mechanism,
+            halves,
+            if r.mean { " each" } else { "" },
+            if r.mean { "sum " } else { "" },
+            num(r.scale)
+        )
+    } else {
+        format!(
+            "{} ({halves}{} noise, {}scale {})",
+            dec(r.eps_spent),
+            r.mechanism,
+            if r.mean { "sum " } else { "" },
+            num(r.scale)
+        )
+    }
 }
 
 fn plot_note(out: &mut String, plot: Option<&super::PlotOutcome>) {

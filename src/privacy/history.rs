@@ -904,17 +904,25 @@ impl History {
         }
     }
 
-    /// The variance parameter of a Gaussian release's noise, `S2^2 / (2 rho)` exactly, with
-    /// its row's sensitivity on this history's cube, model and unit; `None` for any other
-    /// release (and for a Gaussian release of a measure other than rows, which dpq does not
-    /// make).
+    /// The variance parameter of a Gaussian release's noise, `S2^2 / (2 rho)` exactly; `None`
+    /// for any other release. A count's `S2` is its row's sensitivity on this history's cube,
+    /// model and unit. A sum's (or a mean's count of rows with a value) is its measure's
+    /// sensitivity under the model (see [`Measure::sensitivity`], the checker's) times the
+    /// unit's rows: one number, whose L2 sensitivity is its L1 one.
     pub fn sigma2(&self, release: &Release) -> Option<(u128, u128)> {
-        if release.mechanism != Mechanism::Gaussian || release.measure != Measure::Rows {
+        if release.mechanism != Mechanism::Gaussian {
             return None;
         }
+        let s = match &release.measure {
+            Measure::Rows => self.sensitivity(&release.row),
+            measure => measure
+                .sensitivity(self.neighbours)?
+                .checked_mul(self.unit_rows())
+                .unwrap_or(Decimal::MAX),
+        };
         // A squared sensitivity past a decimal's range saturates: no variance is given for it
         // (the release is refused), rather than one built on the saturated value.
-        let l2 = square_up(self.sensitivity(&release.row));
+        let l2 = square_up(s);
         if l2 == Decimal::MAX {
             return None;
         }
@@ -1551,6 +1559,78 @@ mod tests {
             };
             assert_eq!(sigma2, Some(want), "{model}: S2^2 / (2 rho)");
         }
+    }
+
+    /// A Gaussian sum's variance is `S^2 / (2 rho)` with `S` its bounds' sensitivity under the
+    /// model: `max(|lo|, |hi|)` added or removed, `max(hi, 0) - min(lo, 0)` replaced; a
+    /// mean's count of rows with a value has `S = 1`; a unit of `k` rows scales `S` by `k`.
+    /// A Gaussian sum at rho costs rho, on the table or on the cells it covers.
+    #[test]
+    fn a_gaussian_sum_has_the_variance_of_its_bounds_under_each_model() {
+        let sum = |lo: &str, hi: &str| Measure::Sum {
+            column: "income".into(),
+            lo: dec(lo),
+            hi: dec(hi),
+        };
+        let gaussian = |measure: Measure, rho: &str, row: Row| Release {
+            mechanism: Mechanism::Gaussian,
+            measure,
+            row,
+            ..release(1, rho)
+        };
+        let valued = Measure::Valued {
+            column: "income".into(),
+        };
+        for (model, s2) in [
+            (Neighbours::AddRemove, 250 * 250),
+            (Neighbours::Replace, 260 * 260),
+        ] {
+            let mut h = History::new(Decimal::ONE, model);
+            h.set_accounting(Accounting::Zcdp);
+            // S^2 / (2 rho) = S^2 / 0.2 = 5 S^2.
+            let r = gaussian(sum("-250", "10"), "0.1", Row::default());
+            assert_eq!(h.sigma2(&r), Some((5 * s2, 1)), "{model}");
+            let count = gaussian(valued.clone(), "0.1", Row::default());
+            assert_eq!(h.sigma2(&count), Some((5, 1)), "{model}");
+            // Exact fractions: 100^2 / (2 * 0.3) = 50000/3.
+            let r = gaussian(sum("0", "100"), "0.3", Row::default());
+            assert_eq!(h.sigma2(&r), Some((50000, 3)), "{model}");
+            h.record(r);
+            assert_eq!(h.spent(), dec("0.3"), "{model}");
+            let laplace = Release {
+                measure: sum("0", "100"),
+                ..release(2, "0.3")
+            };
+            assert_eq!(
+                h.sigma2(&laplace),
+                None,
+                "only Gaussian noise has a sigma^2"
+            );
+            // Bounds whose square passes a decimal's range give no variance.
+            let huge = gaussian(sum("0", "1e20"), "0.1", Row::default());
+            assert_eq!(h.sigma2(&huge), None, "{model}");
+        }
+        // Over a cube under add_remove the sum costs rho on each cell it covers, once.
+        let mut c = cube(4, Neighbours::AddRemove);
+        c.set_accounting(Accounting::Zcdp);
+        c.record(gaussian(sum("-250", "10"), "0.1", cells(&[1, 2])));
+        c.record(gaussian(valued, "0.1", cells(&[1, 2])));
+        assert_eq!(c.spent(), dec("0.2"));
+        assert_eq!(
+            c.cell_spent(),
+            Some(vec![Decimal::ZERO, dec("0.2"), dec("0.2"), Decimal::ZERO])
+        );
+        // A unit of 3 rows: S = 3 * 250.
+        let mut u = History::new(Decimal::ONE, Neighbours::AddRemove);
+        u.set_accounting(Accounting::Zcdp);
+        u.set_unit(Some(Unit {
+            column: "person".into(),
+            max_rows: 3,
+            header: true,
+            reading: String::new(),
+        }));
+        let r = gaussian(sum("-250", "10"), "0.1", Row::default());
+        assert_eq!(u.sigma2(&r), Some((5 * 750 * 750, 1)));
     }
 
     fn one(cell: usize) -> Row {

@@ -48,6 +48,28 @@ impl Measure {
         }
     }
 
+    /// The most one row moves the measure summed over any set of cells, under a model: its
+    /// sensitivity with one row as the unit, for a release whose row is 1 on each cell it
+    /// covers (or that has none). 1 for a count of rows or of rows with a value. A clamped
+    /// sum moves by the row's value when a row is added or removed, `max(|lo|, |hi|)`; when one
+    /// is replaced, from one value to another, where a row outside the condition or without a
+    /// value counts 0: `max(hi, 0) - min(lo, 0)`, saturating at `Decimal::MAX` (the checker
+    /// refuses such bounds). `None` for a statistic, which is no linear count.
+    ///
+    /// The checker computes a sum's noise from this and the ledger its Gaussian variance, so
+    /// the two cannot differ.
+    pub fn sensitivity(&self, model: Neighbours) -> Option<Decimal> {
+        match (self, model) {
+            (Measure::Rows | Measure::Valued { .. }, _) => Some(Decimal::ONE),
+            (Measure::Sum { .. }, Neighbours::AddRemove) => Some(self.row_weight()),
+            (Measure::Sum { lo, hi, .. }, Neighbours::Replace) => Some(
+                hi.max(&Decimal::ZERO)
+                    .saturating_sub(*lo.min(&Decimal::ZERO)),
+            ),
+            (Measure::Statistic { .. }, _) => None,
+        }
+    }
+
     /// Whether a row replaced by another in the same cell can move the measure: a count of
     /// rows never moves, while a value (or its absence) can change within a cell.
     pub fn moves_within_cells(&self) -> bool {
@@ -149,6 +171,30 @@ mod tests {
         assert_eq!(sum("0", "100000").row_weight(), d("100000"));
         assert_eq!(sum("-250", "10").row_weight(), d("250"));
         assert_eq!(sum("0", "0.5").row_weight(), d("0.5"));
+    }
+
+    #[test]
+    fn a_sum_moves_by_its_largest_bound_or_its_span_by_the_model() {
+        let (add, swap) = (Neighbours::AddRemove, Neighbours::Replace);
+        assert_eq!(sum("0", "100").sensitivity(add), Some(d("100")));
+        assert_eq!(sum("0", "100").sensitivity(swap), Some(d("100")));
+        assert_eq!(sum("-250", "10").sensitivity(add), Some(d("250")));
+        assert_eq!(sum("-250", "10").sensitivity(swap), Some(d("260")));
+        assert_eq!(sum("5", "10").sensitivity(swap), Some(d("10")));
+        assert_eq!(sum("-10", "-5").sensitivity(swap), Some(d("10")));
+        assert_eq!(Measure::Rows.sensitivity(swap), Some(Decimal::ONE));
+        let valued = Measure::Valued { column: "x".into() };
+        assert_eq!(valued.sensitivity(add), Some(Decimal::ONE));
+        let what = Measure::Statistic {
+            what: "median".into(),
+        };
+        assert_eq!(what.sensitivity(add), None);
+        let huge = Measure::Sum {
+            column: "x".into(),
+            lo: Decimal::MIN,
+            hi: Decimal::MAX,
+        };
+        assert_eq!(huge.sensitivity(swap), Some(Decimal::MAX));
     }
 
     #[test]

@@ -105,6 +105,15 @@ pub enum PreparedVector {
 #[derive(Debug)]
 pub struct ManyTicket {
     releases: Vec<Release>,
+    sigma2: Vec<Option<(u128, u128)>>,
+}
+
+impl ManyTicket {
+    /// Each Gaussian release's variance parameter `S2^2 / (2 rho)`, exactly, in order, as the
+    /// ledger records and charges it: the noise is drawn with it (`None` for other noise).
+    pub fn sigma2(&self) -> &[Option<(u128, u128)>] {
+        &self.sigma2
+    }
 }
 
 /// What preparing requests released together found.
@@ -373,6 +382,13 @@ impl Txn<'_> {
         if let Some(answers) = recorded {
             return Ok(PreparedMany::Recorded(answers));
         }
+        if requests
+            .iter()
+            .any(|r| r.mechanism == super::Mechanism::Gaussian)
+            && history.accounting() != super::Accounting::Zcdp
+        {
+            return Err(Refusal::AccountingChanged);
+        }
         let total = requests
             .iter()
             .fold(Decimal::ZERO, |a, r| super::decimal::add_up(a, r.eps));
@@ -387,7 +403,7 @@ impl Txn<'_> {
                 .map_err(Refusal::DatasetExceeded)?;
         }
         let first = self.ledger.next_seq();
-        let releases = requests
+        let releases: Vec<Release> = requests
             .into_iter()
             .enumerate()
             .map(|(i, r)| Release {
@@ -404,7 +420,8 @@ impl Txn<'_> {
                 measure: r.measure,
             })
             .collect();
-        Ok(PreparedMany::Fits(ManyTicket { releases }))
+        let sigma2 = releases.iter().map(|r| history.sigma2(r)).collect();
+        Ok(PreparedMany::Fits(ManyTicket { releases, sigma2 }))
     }
 
     /// Releases requests prepared together: every spending is made durable, then `draw`

@@ -509,7 +509,7 @@ impl Builder {
         }
     }
 
-    /// `SUM|MEAN col CLAMP (lo, hi) [WHERE p] WITH EPS e [MECHANISM m]`.
+    /// `SUM|MEAN col CLAMP (lo, hi) [WHERE p] WITH EPS e [MECHANISM m]`, or `WITH RHO r`.
     fn sum(&self, mut inner: Pairs<'_, Rule>) -> Result<SumQuery, SyntaxError> {
         let mean = inner.next().expect("SUM or MEAN").as_rule() == Rule::kw_mean;
         let column = self.name(inner.next().expect("a column"));
@@ -527,14 +527,16 @@ impl Builder {
                 text: String::new(),
                 span: Span::new(0, 0),
             },
+            rho: false,
             mechanism: None,
         };
         for p in inner {
             match p.as_rule() {
                 Rule::kw_where => {}
                 Rule::predicate => q.filter = Some(self.predicate(p)?),
-                Rule::eps_clause => {
-                    q.eps = self.number(p.into_inner().nth(2).expect("EPS has a number"));
+                Rule::eps_clause | Rule::rho_clause => {
+                    q.rho = p.as_rule() == Rule::rho_clause;
+                    q.eps = self.number(p.into_inner().nth(2).expect("a clause has a number"));
                 }
                 Rule::mechanism_clause => {
                     let value = p.into_inner().last().expect("a clause has a value");

@@ -5,6 +5,7 @@
 mod common;
 
 mod accounting_attack;
+mod gaussian_sum;
 mod lanes_attack;
 mod ledger;
 mod prune_attack;
