@@ -107,8 +107,8 @@ alone needs, S ln(1/(1-p))/w, which is shown beside it).",
     },
     Topic {
         name: "SUM",
-        synopsis: "SUM column CLAMP (lo, hi) [WHERE condition] WITH EPS e [MECHANISM laplace|geometric]; | MEAN column CLAMP (lo, hi) ...;",
-        about: "Releases the sum of a number column's values clamped to the public bounds [lo, hi] (never taken from the data), over the rows the condition selects; missing values count 0. Sensitivity max(|lo|, |hi|) under NEIGHBOURS add_remove, max(hi, 0) - min(lo, 0) under replace; exact noise of scale S/e on the value grid. MEAN spends half on the sum and half on the count of the rows that contributed, and gives their ratio with an interval holding the true mean with probability at least 0.95. Over a cube, a sum whose condition is a union of cells is charged on those cells only under NEIGHBOURS add_remove (on every cell and pair under replace), and enters the history of sums of its column and bounds: ESTIMATE SUM of a union of cells is then free.",
+        synopsis: "SUM column CLAMP (lo, hi) [WHERE condition] WITH EPS e [MECHANISM laplace|geometric]; | ... WITH RHO r; | MEAN column CLAMP (lo, hi) ...;",
+        about: "Releases the sum of a number column's values clamped to the public bounds [lo, hi] (never taken from the data), over the rows the condition selects; missing values count 0. Sensitivity max(|lo|, |hi|) under NEIGHBOURS add_remove, max(hi, 0) - min(lo, 0) under replace; exact noise of scale S/e on the value grid. MEAN spends half on the sum and half on the count of the rows that contributed, and gives their ratio with an interval holding the true mean with probability at least 0.95. Over a cube, a sum whose condition is a union of cells is charged on those cells only under NEIGHBOURS add_remove (on every cell and pair under replace), and enters the history of sums of its column and bounds: ESTIMATE SUM of a union of cells is then free. WITH RHO r on a table that accounts in zCDP: exact Gaussian noise of sigma = S/sqrt(2 r) (a MEAN's sum and count at r/2 each), charged r.",
         example: "SUM income CLAMP (0, 200000) WHERE age >= 30 WITH EPS 0.5;",
     },
     Topic {

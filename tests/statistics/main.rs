@@ -23,3 +23,4 @@ mod utility_driven;
 mod within_combined;
 mod xiao_xiong;
 mod zcdp_privacy;
+mod zcdp_sum;
