@@ -556,6 +556,27 @@ pub enum EvalError {
         /// The statement.
         span: Span,
     },
+    /// An accuracy requirement whose rho (a Gaussian release on a zCDP table) is 0 or
+    /// infinite in floating point, or beyond what a budget can hold.
+    #[error("this requirement gives a rho of {rho:e}, which no query can use")]
+    UnusableRho {
+        /// The rho computed.
+        rho: f64,
+        /// The statement.
+        span: Span,
+    },
+    /// A Gaussian release whose noise the exact sampler cannot draw on a grid of at most
+    /// `2^-10` of its standard deviation (its variance's fraction too fine, or its rho far
+    /// too large).
+    #[error("Gaussian noise for rho {rho} cannot be drawn exactly on a grid of 2^-10 of its standard deviation (its variance, {sigma2}, has too fine a fraction for the exact sampler, or is too small)")]
+    GaussianGrid {
+        /// The rho asked.
+        rho: Decimal,
+        /// The variance parameter the ledger gives it, as a fraction.
+        sigma2: String,
+        /// The statement.
+        span: Span,
+    },
     /// A query the history cannot estimate.
     #[error("the history cannot estimate this query: {cells}")]
     NotEstimable {
@@ -950,6 +971,8 @@ impl Error {
                 | EvalError::TableExists { span, .. }
                 | EvalError::SeedAfterNoise { span }
                 | EvalError::UnusableEpsilon { span, .. }
+                | EvalError::UnusableRho { span, .. }
+                | EvalError::GaussianGrid { span, .. }
                 | EvalError::Ledger { span, .. }
                 | EvalError::AnswerNotRecorded { span, .. }
                 | EvalError::Simulation { span, .. }
@@ -1093,6 +1116,10 @@ impl Error {
                 EvalError::ModelChanged { .. } => {
                     Some("run the statement again: it is checked under the model now recorded".into())
                 }
+                EvalError::GaussianGrid { .. } => Some(
+                    "ask WITH RHO of six significant digits or fewer (CHOOSE RHO gives such a rho)"
+                        .into(),
+                ),
                 EvalError::DatasetBudgetExceeded { .. } => Some(
                     "the dataset's budget is shared by all its analysts and is nearly spent; repeat an earlier query (free) or ESTIMATE from the history"
                         .into(),

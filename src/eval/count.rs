@@ -526,14 +526,14 @@ fn alone_rho(
     let z = accuracy::normal_quantile((1.0 + confidence.get()) / 2.0);
     let sigma = w / (z + combine::NORMAL_GRID_MARGIN);
     let raw = sens * sens / (2.0 * sigma * sigma);
-    let mut rho = round_up_eps(raw).ok_or(EvalError::UnusableEpsilon { eps: raw, span })?;
+    let mut rho = round_up_eps(raw).ok_or(EvalError::UnusableRho { rho: raw, span })?;
     for _ in 0..4 {
         let release = combine::combined_gaussian(&Scales::default(), sens, rho.value.get());
         if combine::meets(&release, w, confidence) {
             break;
         }
         let more = rho.value.get() * (1.0 + 1e-5);
-        rho = round_up_eps(more).ok_or(EvalError::UnusableEpsilon { eps: more, span })?;
+        rho = round_up_eps(more).ok_or(EvalError::UnusableRho { rho: more, span })?;
     }
     let text = format!(
         "rho = S^2 / (2 sigma^2) with sigma = w / (z + 2^-9) = {} / ({} + 2^-9) = {} (the normal quantile at {}, the grid allowed for): rho = {}",
@@ -838,10 +838,7 @@ fn noise_for(
         span,
     };
     if plan.mechanism == Mechanism::Gaussian {
-        let gaussian = sigma2
-            .and_then(|(p, q)| noise::Rational::new(p, q))
-            .and_then(noise::GridGaussian::new)
-            .ok_or_else(too_large)?;
+        let gaussian = gaussian_noise(sigma2.ok_or_else(too_large)?, eps.exact, span)?;
         let scaled = bound * 2f64.powi(gaussian.k() as i32);
         if !(bound < 2f64.powi(90) && scaled < 2f64.powi(120)) {
             return Err(too_large());
@@ -948,6 +945,22 @@ fn draw(noise: &Noise, plan: &CountPlan, truth: i128, rng: &mut ChaCha20Rng) -> 
 pub(super) fn gaussian_sigma(sensitivity: Decimal, rho: Decimal) -> f64 {
     let s = sensitivity.to_f64().unwrap_or(f64::INFINITY);
     s / (2.0 * rho.to_f64().unwrap_or(0.0)).sqrt()
+}
+
+/// The exact Gaussian sampler for the variance parameter `sigma2` the ledger gives a release
+/// of `rho`, on a grid of at most `2^-10` of its standard deviation, or why there is none.
+pub(super) fn gaussian_noise(
+    (p, q): (u128, u128),
+    rho: Decimal,
+    span: Span,
+) -> Result<noise::GridGaussian, EvalError> {
+    noise::Rational::new(p, q)
+        .and_then(noise::GridGaussian::new)
+        .ok_or_else(|| EvalError::GaussianGrid {
+            rho: rho.normalize(),
+            sigma2: format!("{p}/{q}"),
+            span,
+        })
 }
 
 /// The grid a release's values lie on (`1` for whole numbers).

@@ -268,6 +268,12 @@ impl Session {
         };
         let mut spends = Decimal::ZERO;
         let mut budget = None;
+        // How WITHIN chose its spending: a rho on a zCDP table (Gaussian), else an epsilon.
+        let spent_word = if plan.mechanism == Mechanism::Gaussian {
+            "rho"
+        } else {
+            "epsilon"
+        };
         match decision {
             Decision::Answered(met) => {
                 steps.push(step(
@@ -285,13 +291,13 @@ impl Session {
             }
             Decision::WouldRefuse {
                 eps: None, explain, ..
-            } => steps.extend(explain.map(|why| step("epsilon", why.text))),
+            } => steps.extend(explain.map(|why| step(spent_word, why.text))),
             Decision::WouldRefuse {
                 explain,
                 reason: Some(reason),
                 ..
             } => {
-                steps.extend(explain.map(|why| step("epsilon", why.text)));
+                steps.extend(explain.map(|why| step(spent_word, why.text)));
                 steps.push(step(
                     "refused",
                     format!("{reason}: nothing would be spent, recorded or drawn"),
@@ -302,7 +308,7 @@ impl Session {
                 explain,
                 reason: None,
             } => {
-                steps.extend(explain.map(|why| step("epsilon", why.text)));
+                steps.extend(explain.map(|why| step(spent_word, why.text)));
                 steps.extend(self.release_steps(plan, i, eps));
                 steps.push(step(
                     "refused",
@@ -320,7 +326,7 @@ impl Session {
                 explain,
                 spent_after,
             } => {
-                steps.extend(explain.map(|why| step("epsilon", why.text)));
+                steps.extend(explain.map(|why| step(spent_word, why.text)));
                 steps.extend(self.release_steps(plan, i, eps));
                 spends = eps.exact;
                 budget = Some(budget_line(spent_after));

@@ -386,10 +386,8 @@ fn noise_for(
     };
     if plan.mechanism == Mechanism::Gaussian {
         // The ledger's variance, from the ticket: the noise is what the ledger charges.
-        let gaussian = sigma2
-            .and_then(|(p, q)| noise::Rational::new(p, q))
-            .and_then(noise::GridGaussian::new)
-            .ok_or_else(too_large)?;
+        let gaussian =
+            super::count::gaussian_noise(sigma2.ok_or_else(too_large)?, plan.eps.exact, span)?;
         if rows as f64 * 2f64.powi(gaussian.k() as i32) >= 2f64.powi(120) {
             return Err(too_large());
         }

@@ -445,12 +445,11 @@ fn noise_for(
         span,
     };
     let noise = match plan.mechanism {
-        Mechanism::Gaussian => Noise::Gaussian(
-            sigma2
-                .and_then(|(p, q)| Rational::new(p, q))
-                .and_then(GridGaussian::new)
-                .ok_or_else(too_large)?,
-        ),
+        Mechanism::Gaussian => Noise::Gaussian(super::count::gaussian_noise(
+            sigma2.ok_or_else(too_large)?,
+            eps.exact,
+            span,
+        )?),
         Mechanism::Geometric => Noise::Geometric(decimal_scale(eps, s).ok_or_else(too_large)?),
         _ => Noise::Laplace(GridLaplace::new(
             decimal_scale(eps, s).ok_or_else(too_large)?,

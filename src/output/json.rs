@@ -51,7 +51,9 @@ pub fn render_json(response: &Response) -> String {
             "sensitivity": c.sensitivity,
             "explain": c.explain,
             "outside_cube": c.outside_cube,
-            "eps_alone": c.eps_alone.map(dec),
+            // What a release alone would need: an epsilon, or a Gaussian release's rho.
+            "eps_alone": c.eps_alone.filter(|_| c.sigma.is_none()).map(dec),
+            "rho_alone": c.eps_alone.filter(|_| c.sigma.is_some()).map(dec),
             "combined": c.combined.as_ref().map(|a| json!({
                 "estimate": a.estimate,
                 "variance": a.variance,

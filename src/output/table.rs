@@ -834,7 +834,8 @@ fn count(c: &CountResult) -> String {
     if let Some(why) = &c.outside_cube {
         let _ = write!(
             out,
-            "\nAnswered outside the cube ({why}): charged in full, epsilon {} on every cell{}.",
+            "\nAnswered outside the cube ({why}): charged in full, {} {} on every cell{}.",
+            if c.sigma.is_some() { "rho" } else { "epsilon" },
             dec(c.eps),
             if c.neighbours == Neighbours::Replace {
                 " and pair"

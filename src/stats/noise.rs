@@ -855,18 +855,18 @@ pub struct GridGaussian {
 }
 
 impl GridGaussian {
-    /// Gaussian noise of variance parameter `sigma2` (in the answer's units) on the finest
-    /// grid up to `sigma 2^-GAUSSIAN_GRID_BITS` that the exact sampler takes; `None` if it
-    /// takes none, even the integers (a `sigma2` whose fraction is too fine: the release is
-    /// refused, never drawn with less noise).
+    /// Gaussian noise of variance parameter `sigma2` (in the answer's units) on the coarsest
+    /// grid `2^-k` with at least `2^GAUSSIAN_GRID_BITS` steps per standard deviation; `None`
+    /// if the exact sampler does not take that grid (a `sigma2` whose fraction is too fine
+    /// for its 2^100 denominators, or one so small that no grid up to
+    /// `2^-MAX_GRID_EXPONENT` is fine enough): the release is refused, never drawn with less
+    /// noise, nor on a coarser grid, whose lattice the error laws of inference (a normal law
+    /// with two steps of `2^-10 sigma` allowed, `stats::combine`) would not describe.
     pub fn new(sigma2: Rational) -> Option<Self> {
-        let finest = (0..=MAX_GRID_EXPONENT / 2)
-            .find(|&k| sigma2.times_pow2_at_least_pow2(2 * k, 2 * GAUSSIAN_GRID_BITS))
-            .unwrap_or(MAX_GRID_EXPONENT / 2);
-        (0..=finest).rev().find_map(|k| {
-            let noise = DiscreteGaussian::new(sigma2.mul_pow2(2 * k)?)?;
-            Some(Self { k, noise })
-        })
+        let k = (0..=MAX_GRID_EXPONENT / 2)
+            .find(|&k| sigma2.times_pow2_at_least_pow2(2 * k, 2 * GAUSSIAN_GRID_BITS))?;
+        let noise = DiscreteGaussian::new(sigma2.mul_pow2(2 * k)?)?;
+        Some(Self { k, noise })
     }
 
     /// The grid exponent `k`: values lie on multiples of `2^-k`.
@@ -1040,6 +1040,20 @@ pub fn laplace_count<R: RngCore + ?Sized>(rng: &mut R, count: i64, eps: ExactEps
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gaussian_noise_is_drawn_on_a_fine_grid_or_not_at_all() {
+        // sigma^2 = 50: sigma 7.07 needs 2^8 steps per unit for 2^10 steps per sd.
+        let g = GridGaussian::new(Rational::new(50, 1).expect("a variance")).expect("taken");
+        assert_eq!(g.k(), 8);
+        // sigma^2 = 1 / (2 x 0.01234567890123): the exact sampler does not take it on that
+        // grid; no coarser grid is offered instead (inference assumes 2^-10 sd at most).
+        let fine = Rational::new(50_000_000_000_000, 1_234_567_890_123).expect("a variance");
+        assert!(GridGaussian::new(fine).is_none());
+        // Large variances are drawn on the integers.
+        let g = GridGaussian::new(Rational::new(1 << 22, 1).expect("a variance")).expect("taken");
+        assert_eq!(g.k(), 0);
+    }
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
     use std::str::FromStr;
