@@ -352,12 +352,22 @@ impl Session {
         if plot {
             return refuse("PLOT: charts are not written on the server".into());
         }
-        if self
+        if let Some(r) = self
             .rules(table)
-            .is_some_and(|r| !r.mechanisms.contains(&mechanism))
+            .filter(|r| !r.mechanisms.contains(&mechanism))
         {
+            // WITHIN on a zCDP dataset is Gaussian unless a MECHANISM says otherwise.
+            let instead = if family == Family::Within && mechanism == Mechanism::Gaussian {
+                let allowed: Vec<String> = r.mechanisms.iter().map(|m| m.to_string()).collect();
+                format!(
+                    " (WITHIN on a zCDP dataset draws Gaussian noise; add MECHANISM {} to ask with another)",
+                    allowed.join(" or MECHANISM ")
+                )
+            } else {
+                String::new()
+            };
             return refuse(format!(
-                "MECHANISM {mechanism}: the policy of `{table}` does not allow it"
+                "MECHANISM {mechanism}: the policy of `{table}` does not allow it{instead}"
             ));
         }
         Ok(())
