@@ -308,6 +308,12 @@ fn summary_text(summary: &Summary, widths: Widths, dropped: u64) -> String {
             b.remaining.normalize()
         ));
     }
+    let (lines, fsyncs) = summary.durable;
+    if lines > 0 {
+        out.push_str(&format!(
+            "dpq serve: {lines} ledger line(s) written, made durable by {fsyncs} fsync(s)\n"
+        ));
+    }
     out
 }
 

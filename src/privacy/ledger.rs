@@ -21,6 +21,7 @@
 //! Nothing in a ledger comes from the data but keyed fingerprints: statements are the
 //! analyst's own text, and noisy answers were released.
 
+use super::durable::Group;
 use super::history::{Carry, CubeDecl, History, Release, Unit};
 use super::measure::Measure;
 use super::row::Row;
@@ -179,6 +180,9 @@ struct OnDisk {
     handle: Option<Arc<File>>,
     /// The high-water mark's file, once opened.
     mark: Option<Arc<File>>,
+    /// How the file's lines are made durable, shared with every ledger of this process open
+    /// on the same file.
+    group: Option<Arc<Group>>,
 }
 
 impl OnDisk {
@@ -196,8 +200,24 @@ impl OnDisk {
             prev_sum: GENESIS.to_string(),
             handle: None,
             mark: None,
+            group: None,
         }
     }
+}
+
+/// A line written to the ledger file, not yet known to be durable (nothing, for a ledger in
+/// memory): [`Ledger::settle`] waits until it is.
+#[must_use = "nothing may depend on a line until it is settled"]
+#[derive(Debug)]
+pub(super) struct Written(Option<Pending>);
+
+#[derive(Debug)]
+struct Pending {
+    /// Where the line ends in the file.
+    end: u64,
+    /// The ledger's lines, and the checksum of the last, with it.
+    lines: usize,
+    sum: String,
 }
 
 /// An exclusive hold on a ledger file: released when dropped.
@@ -555,6 +575,7 @@ impl Ledger {
         let meta = file.metadata().map_err(io)?;
         let disk = OnDisk {
             id: (meta.dev(), meta.ino()),
+            group: Some(Group::of((meta.dev(), meta.ino()))),
             ..OnDisk::unread(path, header.name, sync)
         };
         let mut ledger = Self::blank(Some(disk), header.total);
@@ -912,6 +933,9 @@ impl Ledger {
             let id = (meta.dev(), meta.ino());
             if d.handle.is_none() || d.id != id {
                 d.handle = Some(Arc::new(file.try_clone().map_err(io)?));
+            }
+            if d.group.is_none() || d.id != id {
+                d.group = Some(Group::of(id));
             }
             d.id = id;
         }
@@ -1356,12 +1380,26 @@ impl Ledger {
     /// Checks an entry, appends it durably under `lock` and applies it. On failure the file
     /// is cut back to its last complete line and nothing is applied.
     fn append(&mut self, lock: &Lock, entry: &Entry, action: Action) -> Result<(), LedgerError> {
+        let written = self.write(lock, entry, action)?;
+        self.settle(written)
+    }
+
+    /// Checks an entry, writes it under `lock` and applies it, without waiting for it to be
+    /// durable: [`Ledger::settle`] does, once the lock is let go, and nothing may depend on
+    /// the line until then. On failure the file is cut back to its last complete line and
+    /// nothing is applied.
+    fn write(
+        &mut self,
+        lock: &Lock,
+        entry: &Entry,
+        action: Action,
+    ) -> Result<Written, LedgerError> {
         let first = self.file.as_ref().is_some_and(|d| d.lines == 0);
         self.check(&action, first)
             .map_err(|reason| self.damaged(self.lines() + 1, reason))?;
         let (Some(file), Some(disk)) = (&lock.file, &self.file) else {
             self.commit(action);
-            return Ok(());
+            return Ok(Written(None));
         };
         let content = serde_json::to_string(entry).map_err(|e| LedgerError::Io {
             path: self.shown(),
@@ -1380,27 +1418,50 @@ impl Ledger {
         }
         let start = disk.offset;
         let mut handle: &File = file;
-        let written = handle.write_all(line.as_bytes()).and_then(|()| {
-            if disk.sync {
-                file.sync_data()
-            } else {
-                Ok(())
-            }
-        });
-        if let Err(e) = written {
-            // Nothing may depend on a line that is not durable: cut it away, so the ledger
-            // stays usable once the cause (a full disk) is gone.
+        if let Err(e) = handle.write_all(line.as_bytes()) {
+            // Nothing may depend on a line that was not written whole: cut it away, so the
+            // ledger stays usable once the cause (a full disk) is gone.
             let _ = file.set_len(start).and_then(|()| file.sync_data());
             return Err(io_error(&disk.path, e));
         }
+        let end = start + line.len() as u64;
+        if let Some(g) = &disk.group {
+            g.wrote(end);
+        }
+        let pending = Pending {
+            end,
+            lines: disk.lines + 1,
+            sum: sum.clone(),
+        };
         if let Some(d) = &mut self.file {
             d.prev_sum = std::mem::replace(&mut d.last_sum, sum);
             d.last_start = start;
-            d.offset = start + line.len() as u64;
+            d.offset = end;
             d.lines += 1;
         }
         self.commit(action);
-        self.write_mark();
+        Ok(Written(Some(pending)))
+    }
+
+    /// Returns once the line `written` is durable (with every line before it; see
+    /// [`super::durable`]), then moves the high-water mark up to it. The lock need not be
+    /// held: lines are only ever appended after it.
+    pub(super) fn settle(&mut self, written: Written) -> Result<(), LedgerError> {
+        let (Some(pending), Some(disk)) = (written.0, &self.file) else {
+            return Ok(());
+        };
+        if disk.sync {
+            let (Some(group), Some(handle)) = (&disk.group, &disk.handle) else {
+                return Err(LedgerError::Io {
+                    path: self.shown(),
+                    message: "the ledger file is not open".into(),
+                });
+            };
+            group
+                .settle(handle, pending.end)
+                .map_err(|e| io_error(&disk.path, e))?;
+        }
+        self.write_mark_at(pending.lines, &pending.sum);
         Ok(())
     }
 
@@ -1517,8 +1578,9 @@ impl Ledger {
         self.append(lock, &entry, Action::Cube(cube.clone(), carry.cloned()))
     }
 
-    /// Records a spending before its noise is drawn. `release.noisy` is ignored.
-    pub(super) fn spend(&mut self, lock: &Lock, release: &Release) -> Result<(), LedgerError> {
+    /// Writes a spending, to be settled before its noise is drawn. `release.noisy` is
+    /// ignored.
+    pub(super) fn spend(&mut self, lock: &Lock, release: &Release) -> Result<Written, LedgerError> {
         let analyst = self.view.as_ref().map(|v| v.analyst.clone());
         let (row, runs) = if self.format >= 3 {
             let runs = release.row.runs().iter();
@@ -1547,17 +1609,17 @@ impl Ledger {
         };
         let mut recorded = release.clone();
         recorded.noisy = None;
-        self.append(lock, &entry, Action::Spend(recorded, analyst.clone()))
+        self.write(lock, &entry, Action::Spend(recorded, analyst.clone()))
     }
 
-    /// Records the spending of a vector released at once: its first part's release and every
-    /// part's row, one line, durable before its noise is drawn.
+    /// Writes the spending of a vector released at once: its first part's release and every
+    /// part's row, one line, to be settled before its noise is drawn.
     pub(super) fn spend_vector(
         &mut self,
         lock: &Lock,
         first: &Release,
         parts: &[Row],
-    ) -> Result<(), LedgerError> {
+    ) -> Result<Written, LedgerError> {
         let analyst = self.view.as_ref().map(|v| v.analyst.clone());
         let runs = |p: &Row| {
             p.runs()
@@ -1584,17 +1646,18 @@ impl Ledger {
             time: first.time,
         };
         let action = Action::SpendVector(first.clone(), parts.to_vec(), analyst.clone());
-        self.append(lock, &entry, action)
+        self.write(lock, &entry, action)
     }
 
-    /// Records the answers of a vector's parts, numbered from `seq`, before they are shown.
+    /// Writes the answers of a vector's parts, numbered from `seq`, to be settled before
+    /// they are shown.
     pub(super) fn answers(
         &mut self,
         lock: &Lock,
         seq: u64,
         noisy: &[f64],
         time: u64,
-    ) -> Result<(), LedgerError> {
+    ) -> Result<Written, LedgerError> {
         let entry = Entry::Answers {
             seq,
             answers: noisy.to_vec(),
@@ -1604,19 +1667,19 @@ impl Ledger {
             seq,
             noisy: noisy.to_vec(),
         };
-        self.append(lock, &entry, action)
+        self.write(lock, &entry, action)
     }
 
-    /// Records the noisy answer of spending `seq`, before it is shown.
+    /// Writes the noisy answer of spending `seq`, to be settled before it is shown.
     pub(super) fn answer(
         &mut self,
         lock: &Lock,
         seq: u64,
         noisy: f64,
         time: u64,
-    ) -> Result<(), LedgerError> {
+    ) -> Result<Written, LedgerError> {
         let entry = Entry::Release { seq, noisy, time };
-        self.append(lock, &entry, Action::Answer { seq, noisy })
+        self.write(lock, &entry, Action::Answer { seq, noisy })
     }
 
     /// Writes the high-water mark beside the ledger: its line count and last checksum, in
@@ -1624,14 +1687,23 @@ impl Ledger {
     /// behind the ledger, which only weakens the check for that while; it is never ahead of
     /// what is durable.
     fn write_mark(&mut self) {
+        let Some(disk) = &self.file else {
+            return;
+        };
+        let (lines, sum) = (disk.lines, disk.last_sum.clone());
+        self.write_mark_at(lines, &sum);
+    }
+
+    /// Writes the high-water mark at line `lines`, of checksum `sum`, which is durable.
+    fn write_mark_at(&mut self, lines: usize, sum: &str) {
         let Some(disk) = &mut self.file else {
             return;
         };
         let path = mark_path(&disk.path);
         let mark = MarkRecord {
             ledger: disk.name.clone(),
-            lines: disk.lines,
-            sum: disk.last_sum.clone(),
+            lines,
+            sum: sum.to_string(),
         };
         let first = disk.mark.is_none();
         let opened = match &disk.mark {
@@ -1980,7 +2052,8 @@ mod tests {
         release.seq = 2;
         release.key = "f|private|cells3|1-2:1|0.1|laplace".into();
         release.row = Row::from_runs(&[(1, 2, Decimal::ONE)]).expect("a run");
-        ledger.spend(&lock, &release).expect("a spending fits");
+        let written = ledger.spend(&lock, &release).expect("a spending fits");
+        ledger.settle(written).expect("settled");
         drop(lock);
         let text = std::fs::read_to_string(&path).expect("the ledger");
         let last = text.lines().last().expect("a line");
@@ -2016,7 +2089,8 @@ mod tests {
             )
             .expect("a cube");
         release.seq = 1;
-        ledger.spend(&lock, &release).expect("a spending fits");
+        let written = ledger.spend(&lock, &release).expect("a spending fits");
+        ledger.settle(written).expect("settled");
         drop(lock);
         let text = std::fs::read_to_string(&path).expect("the ledger");
         assert!(

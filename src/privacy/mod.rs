@@ -8,6 +8,7 @@
 //! data) lives in these files.
 
 pub mod decimal;
+pub mod durable;
 mod history;
 mod identities;
 mod ledger;

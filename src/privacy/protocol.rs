@@ -7,9 +7,15 @@
 //! request that fits gets a [`Ticket`], and only a ticket can be [`Txn::release`]d: the
 //! spending is appended durably, then the noise is drawn, then the answer is appended durably,
 //! and only then returned to be shown. A statement never writes a spending any other way.
+//!
+//! The lock is held while a line is checked and written, not while it is flushed: a spending
+//! counts against the budget from the moment its line is written, so the next transaction's
+//! check sees it, and the releases that wait on the disk at the same moment share one `fsync`
+//! (group commit, [`super::durable`]). Each waits for its own line before it goes on: the
+//! noise is drawn only once the spending is durable, the answer shown only once it is.
 
 use super::history::{Carry, CubeDecl, History, Overspend, Release};
-use super::ledger::{Ledger, LedgerError, Lock};
+use super::ledger::{Ledger, LedgerError, Lock, Written};
 use super::row::Row;
 use super::Mechanism;
 use rust_decimal::prelude::ToPrimitive;
@@ -199,6 +205,63 @@ impl Ledger {
         self.refresh(&lock)?;
         Ok(Txn { ledger: self, lock })
     }
+
+    /// Lets the lock go, then returns once a release's spending line is durable: others may
+    /// check their budgets against it (it counts as spent from the moment it is written)
+    /// while it is flushed, together with theirs. If it cannot be made durable, it still
+    /// counts as spent, and nothing is drawn.
+    fn settle_unlocked(
+        &mut self,
+        lock: Lock,
+        spent: Written,
+        eps: Decimal,
+    ) -> Result<(), ReleaseError> {
+        drop(lock);
+        self.settle(spent)
+            .map_err(|error| ReleaseError::NotRecorded { eps, error })
+    }
+
+    /// [`Ledger::settle_unlocked`] for several spending lines, the lock already let go.
+    fn settle_all(&mut self, spent: Vec<Written>, eps: Decimal) -> Result<(), ReleaseError> {
+        for written in spent {
+            self.settle(written)
+                .map_err(|error| ReleaseError::NotRecorded { eps, error })?;
+        }
+        Ok(())
+    }
+
+    /// Records a release's answers once its noise is drawn: takes the lock again, reads what
+    /// others appended meanwhile (the new lines chain to the file's last), writes the lines
+    /// `answer` makes, lets the lock go and returns once they are durable.
+    fn record<W: Settle>(
+        &mut self,
+        eps: Decimal,
+        answer: impl FnOnce(&mut Ledger, &Lock) -> Result<W, LedgerError>,
+    ) -> Result<(), ReleaseError> {
+        let not_recorded = |error| ReleaseError::NotRecorded { eps, error };
+        let lock = self.lock().map_err(not_recorded)?;
+        self.refresh(&lock).map_err(not_recorded)?;
+        let written = answer(self, &lock).map_err(not_recorded)?;
+        drop(lock);
+        written.settle(self).map_err(not_recorded)
+    }
+}
+
+/// Lines written, to be settled.
+trait Settle {
+    fn settle(self, ledger: &mut Ledger) -> Result<(), LedgerError>;
+}
+
+impl Settle for Written {
+    fn settle(self, ledger: &mut Ledger) -> Result<(), LedgerError> {
+        ledger.settle(self)
+    }
+}
+
+impl Settle for Vec<Written> {
+    fn settle(self, ledger: &mut Ledger) -> Result<(), LedgerError> {
+        self.into_iter().try_for_each(|w| ledger.settle(w))
+    }
 }
 
 impl Txn<'_> {
@@ -330,9 +393,10 @@ impl Txn<'_> {
     ) -> Result<Vec<f64>, ReleaseError> {
         let Txn { ledger, lock } = self;
         let (seq, eps, time) = (ticket.first.seq, ticket.first.eps, ticket.first.time);
-        ledger
+        let spent = ledger
             .spend_vector(&lock, &ticket.first, &ticket.parts)
             .map_err(ReleaseError::Ledger)?;
+        ledger.settle_unlocked(lock, spent, eps)?;
         let noisy = draw();
         if noisy.len() != ticket.parts.len() {
             return Err(ReleaseError::NotRecorded {
@@ -343,9 +407,7 @@ impl Txn<'_> {
                 },
             });
         }
-        ledger
-            .answers(&lock, seq, &noisy, time)
-            .map_err(|error| ReleaseError::NotRecorded { eps, error })?;
+        ledger.record(eps, |l, lock| l.answers(lock, seq, &noisy, time))?;
         Ok(noisy)
     }
 
@@ -436,15 +498,30 @@ impl Txn<'_> {
             .releases
             .iter()
             .fold(Decimal::ZERO, |a, r| super::decimal::add_up(a, r.eps));
+        let mut spent = Vec::with_capacity(ticket.releases.len());
         for r in &ticket.releases {
-            ledger.spend(&lock, r).map_err(ReleaseError::Ledger)?;
+            match ledger.spend(&lock, r) {
+                Ok(written) => spent.push(written),
+                // The spendings written before it stand (the budget counts them); nothing
+                // is drawn.
+                Err(error) if !spent.is_empty() => {
+                    drop(lock);
+                    ledger.settle_all(spent, eps)?;
+                    return Err(ReleaseError::NotRecorded { eps, error });
+                }
+                Err(error) => return Err(ReleaseError::Ledger(error)),
+            }
         }
+        drop(lock);
+        ledger.settle_all(spent, eps)?;
         let noisy = draw();
-        for (r, &v) in ticket.releases.iter().zip(&noisy) {
-            ledger
-                .answer(&lock, r.seq, v, r.time)
-                .map_err(|error| ReleaseError::NotRecorded { eps, error })?;
-        }
+        ledger.record(eps, |l, lock| {
+            let mut answered = Vec::with_capacity(noisy.len());
+            for (r, &v) in ticket.releases.iter().zip(&noisy) {
+                answered.push(l.answer(lock, r.seq, v, r.time)?);
+            }
+            Ok(answered)
+        })?;
         Ok(noisy)
     }
 
@@ -469,13 +546,12 @@ impl Txn<'_> {
         let seq = ticket.release.seq;
         let eps = ticket.release.eps;
         let time = ticket.release.time;
-        ledger
+        let spent = ledger
             .spend(&lock, &ticket.release)
             .map_err(ReleaseError::Ledger)?;
+        ledger.settle_unlocked(lock, spent, eps)?;
         let noisy = draw();
-        ledger
-            .answer(&lock, seq, noisy, time)
-            .map_err(|error| ReleaseError::NotRecorded { eps, error })?;
+        ledger.record(eps, |l, lock| l.answer(lock, seq, noisy, time))?;
         Ok(Recorded { seq, noisy })
     }
 

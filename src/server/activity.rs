@@ -159,6 +159,9 @@ pub struct Summary {
     pub analysts: Vec<AnalystRun>,
     /// Each dataset's budget, all analysts and runs together.
     pub datasets: Vec<(String, Budget)>,
+    /// The ledger lines this run wrote, and the `fsync`s that made them durable (fewer than
+    /// the lines when releases arrived together: see [`crate::privacy::durable`]).
+    pub durable: (u64, u64),
 }
 
 /// One analyst's run on one dataset.

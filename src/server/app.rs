@@ -831,7 +831,11 @@ impl App {
             .iter()
             .filter_map(|d| Some((d.name.clone(), whole_budget(&mut curator, &d.name)?)))
             .collect();
-        Summary { analysts, datasets }
+        Summary {
+            analysts,
+            datasets,
+            durable: crate::privacy::durable::counts(),
+        }
     }
 
     /// Appends a statement's audit line, as soon as the statement has run (before the next
