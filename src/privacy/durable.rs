@@ -81,6 +81,18 @@ impl Group {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Why an `fsync` of the file failed in this process, if one did: nothing more may be
+    /// written through it then, since nothing written could be made durable.
+    pub(super) fn failure(&self) -> Option<String> {
+        self.state().failed.clone()
+    }
+
+    /// Marks the file's group as failed, as a failed `fsync` does.
+    #[cfg(test)]
+    pub(super) fn fail(&self, why: &str) {
+        self.state().failed = Some(why.to_string());
+    }
+
     /// Notes that a line ending at `end` was written (under the ledger's lock).
     pub(super) fn wrote(&self, end: u64) {
         LINES.fetch_add(1, Ordering::Relaxed);

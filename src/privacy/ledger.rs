@@ -1416,6 +1416,16 @@ impl Ledger {
                 limit: MAX_LINE,
             });
         }
+        // After a failed fsync nothing written through the file can be made durable in this
+        // process: a line written now would count against the budget with nothing drawn.
+        if let Some(why) = disk.group.as_ref().and_then(|g| g.failure()) {
+            return Err(io_error(
+                &disk.path,
+                std::io::Error::other(format!(
+                    "an earlier fsync of the ledger failed ({why}); restart dpq once the disk is sound"
+                )),
+            ));
+        }
         let start = disk.offset;
         let mut handle: &File = file;
         if let Err(e) = handle.write_all(line.as_bytes()) {
@@ -2101,6 +2111,67 @@ mod tests {
         assert!(last.contains(r#""runs":[[1,2,"1"]]"#), "{last}");
         let again = Ledger::open(&path, "y", false).expect("read again");
         assert_eq!(again.history().releases()[0].row, release.row);
+    }
+
+    /// After an fsync of the ledger failed in this process, a release writes no spending:
+    /// it could never be made durable, so nothing would be drawn for it, and a spending
+    /// written anyway would burn budget at every retry until dpq is restarted.
+    #[test]
+    fn after_a_failed_fsync_a_release_spends_nothing() {
+        let dir = tempfile::tempdir().expect("a directory");
+        let path = dir.path().join("z.ledger");
+        let head = Header {
+            name: "z",
+            data_file: "ids.csv",
+            fingerprint: "f",
+            path: "p",
+            total: Decimal::ONE,
+            neighbours: Neighbours::Replace,
+            time: 0,
+        };
+        let mut ledger = Ledger::create(&path, &head, true).expect("a new ledger");
+        let lock = ledger.lock().expect("the lock");
+        ledger
+            .declare_cube(
+                &lock,
+                &CubeDecl {
+                    spec: "CUBE BY id (2, 3)".into(),
+                    cells: 3,
+                    header: true,
+                    reading: String::new(),
+                },
+                None,
+                0,
+            )
+            .expect("a cube");
+        let release = Release {
+            seq: 1,
+            statement: "s".into(),
+            key: "f|private|cells3|1-2:1|0.1|laplace".into(),
+            row: Row::from_runs(&[(1, 2, Decimal::ONE)]).expect("a run"),
+            eps: Decimal::new(1, 1),
+            sensitivity: 1.0,
+            mechanism: Mechanism::Laplace,
+            noisy: None,
+            time: 0,
+            part: None,
+            measure: Measure::Rows,
+        };
+        ledger
+            .file
+            .as_ref()
+            .and_then(|d| d.group.as_ref())
+            .expect("a group")
+            .fail("injected");
+        let before = std::fs::read_to_string(&path).expect("the ledger");
+        assert!(
+            ledger.spend(&lock, &release).is_err(),
+            "a spending after a failed fsync"
+        );
+        drop(lock);
+        assert_eq!(ledger.history().spent(), Decimal::ZERO);
+        let after = std::fs::read_to_string(&path).expect("the ledger");
+        assert_eq!(before, after, "no spending line is written");
     }
 
     /// A cube declared over a file read with `NO HEADER` says so in the ledger, and reads
