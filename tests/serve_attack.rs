@@ -446,3 +446,84 @@ fn a_spending_recorded_in_the_ledger_can_be_missing_from_the_audit_log() {
         audit_before_kill.lines().count()
     );
 }
+
+/// Group commit: many analysts' releases on one dataset in one server, their spending lines
+/// flushed together and their answers written after later spendings (spend A, spend B,
+/// answer A, answer B), COUNTs and MEANs (two releases at once) mixed. A budget that fits
+/// exactly ten tenths is spent exactly: what was answered adds up to it, the rest is
+/// refused, and a restarted server replays the interleaved ledger to the same spending and
+/// answers an identical query from the record at no cost.
+#[test]
+fn racing_analysts_with_shared_fsyncs_spend_the_budget_exactly_and_replay_it() {
+    let setup = Setup::new(6);
+    let policy = setup.policy("budget = 1", &["1", "1", "1", "1", "1", "1"], "");
+    let server = Server::start(&setup, &policy);
+    let start = std::sync::Barrier::new(6);
+    // Each analyst's answered tenths, and one statement answered with its answer.
+    let results: Vec<(u32, Option<(String, Value)>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..6)
+            .map(|i| {
+                let (server, start) = (&server, &start);
+                let token = setup.token(i).to_string();
+                s.spawn(move || {
+                    start.wait();
+                    let mut tenths = 0;
+                    let mut one = None;
+                    for k in 0..8 {
+                        let (q, cost, kind) = if (i + k) % 3 == 0 {
+                            (
+                                format!(
+                                    "MEAN income CLAMP (0, {}) WITH EPS 0.2;",
+                                    100_000 + 10 * i + k
+                                ),
+                                2,
+                                "mean",
+                            )
+                        } else {
+                            (
+                                format!("COUNT WHERE age < {} WITH EPS 0.1;", 20 + 8 * i + k),
+                                1,
+                                "count",
+                            )
+                        };
+                        let (status, body) = server.run(&token, &q);
+                        assert_eq!(status, 200, "{body}");
+                        if kinds(&body) == [kind] {
+                            tenths += cost;
+                            one.get_or_insert((q, body["results"][0]["json"].clone()));
+                        } else {
+                            assert_eq!(body["error"]["class"], "BudgetExceeded", "{body}");
+                        }
+                    }
+                    (tenths, one)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a client"))
+            .collect()
+    });
+    let answered: u32 = results.iter().map(|r| r.0).sum();
+    assert_eq!(answered, 10, "tenths answered: {results:?}");
+    let budget = server.budget(setup.token(0));
+    assert_eq!(budget["dataset"]["spent"], 1.0, "{budget}");
+    server.kill();
+
+    let server = Server::start(&setup, &policy);
+    let budget = server.budget(setup.token(0));
+    assert_eq!(budget["dataset"]["spent"], 1.0, "replayed: {budget}");
+    assert_eq!(budget["dataset"]["remaining"], 0.0, "replayed: {budget}");
+    let (i, (q, shown)) = results
+        .iter()
+        .enumerate()
+        .find_map(|(i, r)| r.1.clone().map(|one| (i, one)))
+        .expect("an answer");
+    let (status, body) = server.run(setup.token(i), &q);
+    assert_eq!(status, 200, "{body}");
+    let again = &body["results"][0]["json"];
+    assert_eq!(again["from_history"], true, "{body}");
+    assert_eq!(again["noisy"], shown["noisy"], "{again} vs {shown}");
+    let budget = server.budget(setup.token(0));
+    assert_eq!(budget["dataset"]["spent"], 1.0, "{budget}");
+}
