@@ -15,7 +15,7 @@
 //! `prune`). A served dataset never skips ([`ParquetTable::constant_work`]): the bounds are
 //! the data's own least and greatest values, and the time a skip saves would tell them.
 
-use std::collections::HashMap;
+use ahash::AHashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, Int64Type};
+use arrow_array::types::{Float64Type, Int32Type, Int64Type};
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
@@ -292,6 +292,7 @@ pub fn open_parquet(path: &Path) -> Result<ParquetTable, DataError> {
         let handle = File::open(&file).map_err(|e| io_error(&shown, &e))?;
         let metadata = ArrowReaderMetadata::load(&handle, Default::default())
             .map_err(|_| not_parquet(&file))?;
+        let metadata = reading_schema(metadata).map_err(|_| not_parquet(&file))?;
         let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(handle, metadata.clone());
         let mut names = Vec::new();
         let mut types = Vec::new();
@@ -368,20 +369,100 @@ pub fn open_parquet(path: &Path) -> Result<ParquetTable, DataError> {
     })
 }
 
+/// The metadata with its string columns read as dictionaries (`Dictionary(Int32, Utf8)`):
+/// Arrow then hands over the keys of Parquet's dictionary pages as they are decoded, with
+/// the page's strings once, rather than a string a row (a plain page is made a dictionary by
+/// Arrow's reader). The schema dpq shows is the file's, read from the same metadata before.
+fn reading_schema(metadata: ArrowReaderMetadata) -> parquet::errors::Result<ArrowReaderMetadata> {
+    use arrow_schema::{Field, Schema};
+    let schema = metadata.schema();
+    let keyed = |f: &Arc<Field>| match f.data_type() {
+        DataType::Utf8 => Arc::new(f.as_ref().clone().with_data_type(DataType::Dictionary(
+            Box::new(DataType::Int32),
+            Box::new(DataType::Utf8),
+        ))),
+        _ => f.clone(),
+    };
+    if !schema
+        .fields()
+        .iter()
+        .any(|f| f.data_type() == &DataType::Utf8)
+    {
+        return Ok(metadata);
+    }
+    let fields: Vec<Arc<Field>> = schema.fields().iter().map(keyed).collect();
+    let reading = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+    let options = parquet::arrow::arrow_reader::ArrowReaderOptions::new().with_schema(reading);
+    ArrowReaderMetadata::try_new(metadata.metadata().clone(), options)
+}
+
 /// The BLAKE3 hash of each file's bytes, in name order.
 pub fn parquet_file_hashes(table: &ParquetTable) -> Result<Vec<[u8; 32]>, DataError> {
     let mut hashes = Vec::new();
     for part in &table.parts {
         let shown = part.path.display().to_string();
         let file = File::open(&part.path).map_err(|e| io_error(&shown, &e))?;
-        let mut hasher = blake3::Hasher::new();
-        hasher
-            .update_reader(file)
-            .map_err(|e| io_error(&shown, &e))?;
-        hashes.push(*hasher.finalize().as_bytes());
+        hashes.push(hash_file(file).map_err(|e| io_error(&shown, &e))?);
     }
     table.check_unchanged()?;
     Ok(hashes)
+}
+
+/// Bytes read and hashed at a time: BLAKE3 splits each read over the cores.
+const HASH_CHUNK: usize = 8 << 20;
+
+/// The BLAKE3 hash of every byte of `file`, each chunk of [`HASH_CHUNK`] bytes hashed on all
+/// cores (rayon) while the next is read on another thread: the same hash as one thread's.
+fn hash_file(mut file: File) -> std::io::Result<[u8; 32]> {
+    use std::io::Read;
+    use std::sync::mpsc::sync_channel;
+    let fill = |file: &mut File, buf: &mut Vec<u8>| -> std::io::Result<()> {
+        buf.resize(HASH_CHUNK, 0);
+        let mut n = 0;
+        while n < buf.len() {
+            match file.read(&mut buf[n..]) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        buf.truncate(n);
+        Ok(())
+    };
+    let (full_tx, full_rx) = sync_channel::<std::io::Result<Vec<u8>>>(1);
+    let (empty_tx, empty_rx) = sync_channel::<Vec<u8>>(2);
+    for _ in 0..2 {
+        // Two buffers: one being hashed while the reader fills the other.
+        let _ = empty_tx.send(Vec::with_capacity(HASH_CHUNK));
+    }
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            while let Ok(mut buf) = empty_rx.recv() {
+                let read = fill(&mut file, &mut buf);
+                let done = matches!(&read, Ok(()) if buf.is_empty()) || read.is_err();
+                let sent = full_tx.send(read.map(|()| buf));
+                if done || sent.is_err() {
+                    break;
+                }
+            }
+        });
+        let mut hasher = blake3::Hasher::new();
+        loop {
+            let buf = full_rx
+                .recv()
+                .map_err(|_| std::io::Error::other("the reading thread stopped"))??;
+            if buf.is_empty() {
+                break;
+            }
+            hasher.update_rayon(&buf);
+            if empty_tx.send(buf).is_err() {
+                break;
+            }
+        }
+        drop(empty_tx);
+        Ok(*hasher.finalize().as_bytes())
+    })
 }
 
 /// The BLAKE3 identity of the files' bytes: a single file's own hash (as a CSV file's is),
@@ -598,6 +679,13 @@ pub(super) fn validity(array: &dyn Array, present: impl Fn(usize) -> bool) -> Op
     (!all).then_some(bits)
 }
 
+/// The validity bitmap of `array` (`None` when every value is present), a word at a time
+/// from Arrow's null buffer.
+pub(super) fn nulls(array: &dyn Array) -> Option<Vec<u64>> {
+    let nulls = array.logical_nulls()?;
+    (nulls.null_count() > 0).then(|| nulls.inner().bit_chunks().iter_padded().collect())
+}
+
 /// One Arrow column as the column store holds it. A value that does not convert (an unsigned
 /// integer past `i64::MAX`, a date or time out of range) is a missing value, as a float that
 /// is not finite is: never an error, which would tell whether such a value is there.
@@ -615,7 +703,7 @@ pub(super) fn convert(
             let cast = arrow_cast::cast_with_options(array, &DataType::Int64, &lenient)
                 .map_err(|_| "the column does not read as 64-bit integers")?;
             let values = cast.as_primitive::<Int64Type>();
-            let valid = validity(values, |_| true);
+            let valid = nulls(values);
             let data = ColumnData::Integer(Ints::from_values(values.values(), valid.as_deref()));
             Ok((SegmentColumn { data, valid }, none))
         }
@@ -642,7 +730,7 @@ pub(super) fn convert(
                     bits[i / 64] |= 1 << (i % 64);
                 }
             }
-            let valid = validity(values, |_| true);
+            let valid = nulls(values);
             let data = ColumnData::Boolean(bits);
             Ok((SegmentColumn { data, valid }, none))
         }
@@ -696,40 +784,89 @@ pub(super) fn as_text(array: &ArrayRef) -> Result<ArrayRef, &'static str> {
 
 /// A text column: a sorted dictionary of the batch's values and a code per row.
 fn text_column(array: &ArrayRef) -> Result<(SegmentColumn, Dictionary), &'static str> {
+    if let Some(keyed) = array.as_dictionary_opt::<Int32Type>() {
+        if let Some(values) = keyed.values().as_string_opt::<i32>() {
+            if values.null_count() == 0 {
+                return keyed_text(keyed.keys(), values);
+            }
+        }
+    }
     let cast = as_text(array)?;
     let values = cast.as_string::<i32>();
-    // Codes in order of first appearance (one hash per row), then renumbered by rank: a
-    // batch has few distinct values next to its rows.
-    let mut first: HashMap<&str, u32> = HashMap::new();
+    // Codes in order of first appearance (one hash a row), then renumbered by rank: a batch
+    // has few distinct values next to its rows. A column of plain strings comes here only
+    // when Arrow did not read it as a dictionary (see `reading_schema`).
+    let mut first: AHashMap<&str, u32> = AHashMap::new();
     let mut codes: Vec<u32> = Vec::with_capacity(values.len());
+    let mut distinct: Vec<&str> = Vec::new();
     for i in 0..values.len() {
         if values.is_valid(i) {
-            let next = u32::try_from(first.len()).map_err(|_| "too many distinct values")?;
-            codes.push(*first.entry(values.value(i)).or_insert(next));
+            let v = values.value(i);
+            codes.push(*first.entry(v).or_insert_with(|| {
+                distinct.push(v);
+                (distinct.len() - 1) as u32
+            }));
         } else {
             codes.push(0);
         }
     }
-    let mut distinct: Vec<(&str, u32)> = first.into_iter().collect();
-    distinct.sort_unstable();
-    let mut rank = vec![0u32; distinct.len()];
-    for (r, (_, c)) in distinct.iter().enumerate() {
-        rank[*c as usize] = r as u32;
-    }
-    for (i, c) in codes.iter_mut().enumerate() {
-        if values.is_valid(i) {
-            *c = rank[*c as usize];
+    u32::try_from(distinct.len()).map_err(|_| "too many distinct values")?;
+    sorted_codes(&distinct, codes, nulls(values))
+}
+
+/// A text column read as a dictionary (Parquet's dictionary pages, decoded by Arrow into a
+/// key a row): the batch's dictionary is sorted once, and each row's code is its key's rank,
+/// with no string hashed or compared per row. Every key a row holds (a missing row's too)
+/// gets a code, so the column's dictionary may hold values no present row has: codes only
+/// name values, and a count or a cell reads every row's code whatever they are.
+fn keyed_text(
+    keys: &arrow_array::Int32Array,
+    values: &arrow_array::StringArray,
+) -> Result<(SegmentColumn, Dictionary), &'static str> {
+    let entries = values.len();
+    // Which entries the batch's keys use (a key is within the dictionary: Arrow checks it).
+    let mut used = vec![u32::MAX; entries];
+    let mut distinct: Vec<&str> = Vec::new();
+    for &k in keys.values() {
+        let slot = &mut used[usize::try_from(k).map_err(|_| "a key out of range")?];
+        if *slot == u32::MAX {
+            *slot = distinct.len() as u32;
+            distinct.push(values.value(k as usize));
         }
     }
-    let distinct: Vec<&str> = distinct.into_iter().map(|(v, _)| v).collect();
+    u32::try_from(distinct.len()).map_err(|_| "too many distinct values")?;
+    let codes: Vec<u32> = keys.values().iter().map(|&k| used[k as usize]).collect();
+    sorted_codes(&distinct, codes, nulls(keys))
+}
+
+/// The column of `codes`, numbered by first appearance among `distinct` (a value may come
+/// twice, from a dictionary that repeats one), renumbered by the rank of their value in a
+/// sorted dictionary of the distinct values.
+fn sorted_codes(
+    distinct: &[&str],
+    mut codes: Vec<u32>,
+    valid: Option<Vec<u64>>,
+) -> Result<(SegmentColumn, Dictionary), &'static str> {
+    let mut by_value: Vec<u32> = (0..distinct.len() as u32).collect();
+    by_value.sort_unstable_by(|&a, &b| distinct[a as usize].cmp(distinct[b as usize]));
+    let mut rank = vec![0u32; distinct.len()];
     let mut bytes = Vec::new();
-    let mut ends = Vec::with_capacity(distinct.len());
-    for v in &distinct {
-        bytes.extend_from_slice(v.as_bytes());
-        ends.push(bytes.len());
+    let mut ends: Vec<usize> = Vec::with_capacity(distinct.len());
+    let mut last: Option<&str> = None;
+    for &c in &by_value {
+        let v = distinct[c as usize];
+        if last != Some(v) {
+            bytes.extend_from_slice(v.as_bytes());
+            ends.push(bytes.len());
+            last = Some(v);
+        }
+        rank[c as usize] = (ends.len() - 1) as u32;
+    }
+    for (i, c) in codes.iter_mut().enumerate() {
+        let present = valid.as_ref().is_none_or(|v| super::bitmap::get(v, i));
+        *c = if present { rank[*c as usize] } else { 0 };
     }
     let dictionary = Dictionary::from_parts(bytes, ends).ok_or("a value is not UTF-8")?;
-    let valid = validity(values, |_| true);
     let max_code = dictionary.len().saturating_sub(1) as u64;
     Ok((
         SegmentColumn {
