@@ -2074,30 +2074,7 @@ mod tests {
 
         // A new ledger is of format 3 and writes runs.
         let path = dir.path().join("y.ledger");
-        let head = Header {
-            name: "y",
-            data_file: "ids.csv",
-            fingerprint: "f",
-            path: "p",
-            total: Decimal::ONE,
-            neighbours: Neighbours::Replace,
-            time: 0,
-        };
-        let mut ledger = Ledger::create(&path, &head, false).expect("a new ledger");
-        let lock = ledger.lock().expect("the lock");
-        ledger
-            .declare_cube(
-                &lock,
-                &CubeDecl {
-                    spec: "CUBE BY id (2, 3)".into(),
-                    cells: 3,
-                    header: true,
-                    reading: String::new(),
-                },
-                None,
-                0,
-            )
-            .expect("a cube");
+        let (mut ledger, lock) = new_with_cube(&path, "y", false);
         release.seq = 1;
         let written = ledger.spend(&lock, &release).expect("a spending fits");
         ledger.settle(written).expect("settled");
@@ -2113,15 +2090,10 @@ mod tests {
         assert_eq!(again.history().releases()[0].row, release.row);
     }
 
-    /// After an fsync of the ledger failed in this process, a release writes no spending:
-    /// it could never be made durable, so nothing would be drawn for it, and a spending
-    /// written anyway would burn budget at every retry until dpq is restarted.
-    #[test]
-    fn after_a_failed_fsync_a_release_spends_nothing() {
-        let dir = tempfile::tempdir().expect("a directory");
-        let path = dir.path().join("z.ledger");
+    /// A new ledger `name` at `path` with a cube of 3 cells declared, and its lock.
+    fn new_with_cube(path: &Path, name: &str, sync: bool) -> (Ledger, Lock) {
         let head = Header {
-            name: "z",
+            name,
             data_file: "ids.csv",
             fingerprint: "f",
             path: "p",
@@ -2129,7 +2101,7 @@ mod tests {
             neighbours: Neighbours::Replace,
             time: 0,
         };
-        let mut ledger = Ledger::create(&path, &head, true).expect("a new ledger");
+        let mut ledger = Ledger::create(path, &head, sync).expect("a new ledger");
         let lock = ledger.lock().expect("the lock");
         ledger
             .declare_cube(
@@ -2144,6 +2116,17 @@ mod tests {
                 0,
             )
             .expect("a cube");
+        (ledger, lock)
+    }
+
+    /// After an fsync of the ledger failed in this process, a release writes no spending:
+    /// it could never be made durable, so nothing would be drawn for it, and a spending
+    /// written anyway would burn budget at every retry until dpq is restarted.
+    #[test]
+    fn after_a_failed_fsync_a_release_spends_nothing() {
+        let dir = tempfile::tempdir().expect("a directory");
+        let path = dir.path().join("z.ledger");
+        let (mut ledger, lock) = new_with_cube(&path, "z", true);
         let release = Release {
             seq: 1,
             statement: "s".into(),
