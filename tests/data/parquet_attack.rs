@@ -470,3 +470,181 @@ fn streamed_counts_equal_the_column_stores_whatever_the_encoding() {
         }
     }
 }
+
+/// A file of exactly `size` bytes: one row of a text column whose length is adjusted until
+/// the file (footer included) is that long.
+fn parquet_of_size(path: &Path, size: u64) {
+    let mut len = size.saturating_sub(1024) as usize;
+    for _ in 0..20 {
+        let blob: String = (0..len)
+            .map(|i| (b'a' + (i * 31 % 26) as u8) as char)
+            .collect();
+        let batch = RecordBatch::try_from_iter([
+            ("x", Arc::new(Int64Array::from(vec![1])) as ArrayRef),
+            (
+                "pad",
+                Arc::new(StringArray::from(vec![blob.as_str()])) as ArrayRef,
+            ),
+        ])
+        .expect("a batch");
+        let file = std::fs::File::create(path).expect("a file");
+        let props = WriterProperties::builder()
+            .set_statistics_enabled(parquet::file::properties::EnabledStatistics::None)
+            .set_dictionary_enabled(false)
+            .build();
+        let mut writer = ArrowWriter::try_new(file, batch.schema(), Some(props)).expect("a writer");
+        writer.write(&batch).expect("written");
+        writer.close().expect("closed");
+        let got = std::fs::metadata(path).expect("a size").len();
+        if got == size {
+            return;
+        }
+        len = (len as i64 + size as i64 - got as i64) as usize;
+    }
+    panic!("no file of {size} bytes");
+}
+
+/// LOAD's identity of a Parquet file is the BLAKE3 hash of every byte, now hashed 8 MB at a
+/// time on all cores while a thread reads the next chunk: it must be the one-thread hash at
+/// every size around the chunk (one byte short, exactly one and two chunks, one byte past).
+#[test]
+fn the_file_hash_is_blake3_of_every_byte_at_every_chunk_boundary() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    const MB8: u64 = 8 << 20;
+    for size in [
+        4096,
+        MB8 - 1,
+        MB8,
+        MB8 + 1,
+        2 * MB8,
+        2 * MB8 + 1,
+        3 * MB8 - 7,
+    ] {
+        let path = dir.path().join(format!("s{size}.parquet"));
+        parquet_of_size(&path, size);
+        let table = open_parquet(&path).expect("the file opens");
+        let hashes = dpq::data::parquet_file_hashes(&table).expect("hashed");
+        let bytes = std::fs::read(&path).expect("read");
+        assert_eq!(bytes.len() as u64, size);
+        assert_eq!(
+            hashes,
+            vec![*blake3::hash(&bytes).as_bytes()],
+            "{size} bytes"
+        );
+        let content = dpq::data::parquet_content(&table).expect("content");
+        assert_eq!(content, *blake3::hash(&bytes).as_bytes(), "{size} bytes");
+        std::fs::remove_file(&path).expect("removed");
+    }
+}
+
+/// The median time of `runs` counts of `pred` over `source`.
+fn median_count_time(source: &Source, pred: &Predicate, runs: usize) -> std::time::Duration {
+    let mut times: Vec<_> = (0..runs)
+        .map(|_| {
+            let start = std::time::Instant::now();
+            source.count(pred).expect("a count");
+            start.elapsed()
+        })
+        .collect();
+    times.sort();
+    times[runs / 2]
+}
+
+/// A served Parquet dataset is read whole at every question, and each batch's text
+/// dictionary is now sorted at every question (`keyed_text`, `sorted_codes`): with padding
+/// off the time of a count then grows with how many distinct values each row group holds, a
+/// private fact. Two files of the same public shape (rows, row groups, one text column whose
+/// values all have 8 bytes), one with 2 distinct values a group, one with 10,000 (or
+/// `DPQ_PROBE_DISTINCT`), and a literal present in both: the answers should take the same
+/// time. 300 distinct values (16-bit code lanes, as 10,000) time as 2 do, so it is the
+/// per-question dictionary work (decoding the page, sorting it once a batch), not the lanes.
+/// The default padding (`response_ms`) hides it; the old path did the same dictionary work
+/// (a hash insert and a sort a distinct value) under a per-row hash that dominated.
+#[test]
+#[ignore = "reason: timing probe, run alone; with padding off a served count's time grows with the distinct values a row group holds (1.5-2x at 10,000 against 2, debug build; about 1.0x before 481bfd4, where per-row hashing buried it)"]
+fn a_served_counts_time_does_not_depend_on_how_many_values_a_group_holds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rows = 400_000usize;
+    let make = |name: &str, distinct: usize| {
+        let values: Vec<String> = (0..rows).map(|i| format!("k{:07}", i % distinct)).collect();
+        let path = dir.path().join(name);
+        write_parquet(
+            &path,
+            vec![("s", Arc::new(StringArray::from(values)) as ArrayRef)],
+            Some(50_000),
+        );
+        let mut table = open_parquet(&path).expect("the file opens");
+        table.constant_work();
+        Source::Parquet(table)
+    };
+    let few = make("few.parquet", 2);
+    let many = make(
+        "many.parquet",
+        std::env::var("DPQ_PROBE_DISTINCT").map_or(10_000, |v| v.parse().expect("a number")),
+    );
+    let present = compare(0, CmpOp::Eq, text("k0000001"));
+    let absent = compare(0, CmpOp::Eq, text("zzzzzzzz"));
+    for _ in 0..3 {
+        median_count_time(&few, &present, 3);
+        median_count_time(&many, &present, 3);
+    }
+    let t_few = median_count_time(&few, &present, 21);
+    let t_many = median_count_time(&many, &present, 21);
+    let t_few_absent = median_count_time(&few, &absent, 21);
+    let t_many_absent = median_count_time(&many, &absent, 21);
+    eprintln!(
+        "few {t_few:?} many {t_many:?} few absent {t_few_absent:?} many absent {t_many_absent:?}"
+    );
+    let ratio = t_many.as_secs_f64() / t_few.as_secs_f64();
+    assert!(
+        ratio < 1.2,
+        "2 distinct values a group: {t_few:?}; 10,000: {t_many:?} ({ratio:.2}x)"
+    );
+}
+
+/// A column annotated as UTF-8 text whose bytes are not UTF-8 (a writer that does not check),
+/// in a dictionary page and in a plain page: no panic, and no byte of the value in what the
+/// analyst sees.
+#[test]
+fn text_that_is_not_utf8_is_an_error_without_its_bytes() {
+    use parquet::data_type::{ByteArray, ByteArrayType};
+    use parquet::file::writer::SerializedFileWriter;
+    use parquet::schema::parser::parse_message_type;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut s = session(dir.path());
+    for dictionary in [true, false] {
+        let path = dir.path().join(format!("bad{dictionary}.parquet"));
+        let schema = Arc::new(
+            parse_message_type("message m { optional binary s (UTF8); }").expect("schema"),
+        );
+        let props = Arc::new(
+            WriterProperties::builder()
+                .set_dictionary_enabled(dictionary)
+                .build(),
+        );
+        let file = std::fs::File::create(&path).expect("a file");
+        let mut writer = SerializedFileWriter::new(file, schema, props).expect("a writer");
+        let mut group = writer.next_row_group().expect("a group");
+        let mut col = group.next_column().expect("ok").expect("a column");
+        let values = [
+            ByteArray::from(b"ok".to_vec()),
+            ByteArray::from(vec![b's', b'e', b'c', 0xff, 0xfe]),
+        ];
+        col.typed::<ByteArrayType>()
+            .write_batch(&values, Some(&[1, 1, 0]), None)
+            .expect("written");
+        col.close().expect("closed");
+        group.close().expect("closed");
+        writer.close().expect("closed");
+        let out = run_json(
+            &mut s,
+            &format!(
+                "LOAD '{}' AS t{dictionary}; COUNT WHERE s = 'ok' WITH EPS 1;",
+                path.display()
+            ),
+        );
+        let shown = format!("{out:?}");
+        assert!(!shown.contains("sec"), "{dictionary}: {shown}");
+        eprintln!("{dictionary}: {:?} {}", kinds(&out), message(&out[1]));
+    }
+}
