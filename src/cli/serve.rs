@@ -389,6 +389,7 @@ pub fn check_policy(args: &Args, file: &Path) -> ExitCode {
                     d.name,
                     deadline.as_millis()
                 ));
+                deadlines.extend(dpq::server::unpadded_note(d, &source));
                 match dpq::server::contents_of(d, &source, content) {
                     Ok(all) => contents.extend(all.into_iter().map(|c| (d.name.clone(), c))),
                     Err(e) => {

@@ -293,6 +293,7 @@ fn prepare(policy: &Policy, state_dir: &Path) -> Result<Prepared, String> {
                 deadline.as_millis()
             ));
         }
+        notes.extend(unpadded_note(d, &table));
         deadlines.insert(d.name.clone(), deadline);
         let served = served(d, &table, content, None);
         let out = curator
@@ -474,6 +475,25 @@ pub fn response_deadline(d: &Dataset, source: &Source) -> Duration {
         // n is private: a default that does not depend on it.
         crate::privacy::Neighbours::AddRemove => Duration::from_millis(ADD_REMOVE_DEFAULT_MS),
     }
+}
+
+/// The warning for a dataset whose policy turns padding off (`response_ms = 0`): what its
+/// answers' timing is then left to tell, by the kind of its source. `None` when it is padded.
+pub fn unpadded_note(d: &Dataset, source: &Source) -> Option<String> {
+    if d.response_ms != Some(0) {
+        return None;
+    }
+    let what = match source.kind() {
+        "csv" => "what the cells read is constant, but caches and the thread pool still follow the data",
+        "parquet" => {
+            "Parquet's decoder takes longer on row groups of more distinct values or less compressible pages, so a stopwatch can tell such facts of the data"
+        }
+        _ => "the database's own plans and caches follow the data, so a stopwatch can tell facts of it",
+    };
+    Some(format!(
+        "dataset `{}`: padding is off (response_ms = 0): {what}; a deadline hides it",
+        d.name
+    ))
 }
 
 /// The deadline of a dataset under `add_remove` whose policy does not set `response_ms`.

@@ -16,5 +16,7 @@ pub mod policy;
 mod reset;
 pub mod token;
 
-pub use app::{contents_of, read_dataset, response_deadline, serve, Options, Started};
+pub use app::{
+    contents_of, read_dataset, response_deadline, serve, unpadded_note, Options, Started,
+};
 pub use reset::reset_demo;
