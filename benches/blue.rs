@@ -145,16 +145,21 @@ fn bench_blue(c: &mut Criterion) {
     group.finish();
     // Side by side: scipy on the same history in the same run, when asked.
     if std::env::var_os("DPQ_BENCH_PEERS").is_some() {
-        match std::process::Command::new("python3")
-            .args(["benches/peers_blue.py", "--rounds", "20"])
-            .output()
-        {
-            Ok(out) => eprint!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ),
-            Err(e) => eprintln!("benches/peers_blue.py did not run: {e}"),
+        // As a user of scipy would write it, then with the certification and the refinement
+        // dpq's BLUE also takes.
+        for extra in [None, Some("--checked")] {
+            match std::process::Command::new("python3")
+                .args(["benches/peers_blue.py", "--rounds", "20"])
+                .args(extra)
+                .output()
+            {
+                Ok(out) => eprint!(
+                    "{}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                ),
+                Err(e) => eprintln!("benches/peers_blue.py did not run: {e}"),
+            }
         }
     }
 }

@@ -4,8 +4,10 @@ round by round, each the whole process (Python start-up included), 2 threads eac
 Usage: python benches/peers_csv.py CSV ROUNDS QUESTION dpq[=LABEL] [dpq[=LABEL] ...]
 
 QUESTION is `count` (LOAD + `COUNT WHERE age <= 30 AND sex = 'F'`, Polars `scan_csv(...).filter`,
-DuckDB `count(*) ... WHERE`) or `histogram` (LOAD + `CUBE BY sex ('F', 'M')` + `HISTOGRAM`,
-Polars `scan_csv(...).group_by("sex").len()`, DuckDB `GROUP BY sex`). Reports per tool the median,
+DuckDB `count(*) ... WHERE`), `histogram` (LOAD + `CUBE BY sex ('F', 'M')` + `HISTOGRAM`,
+Polars `scan_csv(...).group_by("sex").len()`, DuckDB `GROUP BY sex`) or `sum` (LOAD +
+`SUM income CLAMP (0, 200000) WHERE age <= 30`, Polars `clip(...).sum()`, DuckDB
+`sum(least(greatest(...)))`). Reports per tool the median,
 least and greatest wall time and the median peak memory (`/usr/bin/time`), each peer's time over
 each dpq's (median ratio and its least and greatest over rounds: above 1, dpq is faster), and the
 machine's load average after every round. The CSV is made by `benches/peers_csv.sh`.
@@ -25,8 +27,13 @@ elif question == "histogram":
     polars = ("import polars as pl, sys; print(pl.scan_csv(sys.argv[1]).group_by('sex').len()"
               ".collect().sort('sex'))")
     duck = "SELECT sex, count(*) FROM read_csv_auto('{}') GROUP BY sex ORDER BY sex"
+elif question == "sum":
+    dpq_q = f"LOAD '{csv}' AS t; SUM income CLAMP (0, 200000) WHERE age <= 30 WITH EPS 0.1;"
+    polars = ("import polars as pl, sys; print(pl.scan_csv(sys.argv[1]).filter(pl.col('age') <= 30)"
+              ".select(pl.col('income').clip(0, 200000).sum()).collect().item())")
+    duck = ("SELECT sum(least(greatest(income, 0), 200000)) FROM read_csv_auto('{}') WHERE age <= 30")
 else:
-    sys.exit(f"unknown question {question!r}: count or histogram")
+    sys.exit(f"unknown question {question!r}: count, histogram or sum")
 duck_py = ("import duckdb, sys; c = duckdb.connect(); c.execute('SET threads=2'); "
            f"print(c.execute({duck!r}.format(sys.argv[1])).fetchall())")
 tools = {f"dpq {label}": (lambda st, b=binary: [b, "--state-dir", st, "--format", "json", "-c", dpq_q])

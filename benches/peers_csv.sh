@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Side by side over a generated CSV: dpq against Polars and DuckDB (benches/peers_csv.py).
-# Usage: bash benches/peers_csv.sh ROWS ROUNDS count|histogram [DPQ_BINARY[=LABEL] ...]
+# Usage: bash benches/peers_csv.sh ROWS ROUNDS count|histogram|sum [DPQ_BINARY[=LABEL] ...]
 # With no binary, the release build's (cargo build --release first). The Python environment and
 # the CSV (the same generator as the COUNT comparison in the README) are kept in BENCH_DIR.
 set -euo pipefail
