@@ -408,61 +408,75 @@ pub fn parquet_file_hashes(table: &ParquetTable) -> Result<Vec<[u8; 32]>, DataEr
     Ok(hashes)
 }
 
-/// Bytes read and hashed at a time: BLAKE3 splits each read over the cores.
-const HASH_CHUNK: usize = 8 << 20;
+/// The most bytes of a file one thread hashes as a subtree of BLAKE3's tree: larger files are
+/// split in two at the tree's own left subtree, again and again, and the halves hashed on
+/// rayon's threads.
+const HASH_SUBTREE: u64 = 8 << 20;
 
-/// The BLAKE3 hash of every byte of `file`, each chunk of [`HASH_CHUNK`] bytes hashed on all
-/// cores (rayon) while the next is read on another thread: the same hash as one thread's.
-fn hash_file(mut file: File) -> std::io::Result<[u8; 32]> {
-    use std::io::Read;
-    use std::sync::mpsc::sync_channel;
-    let fill = |file: &mut File, buf: &mut Vec<u8>| -> std::io::Result<()> {
-        buf.resize(HASH_CHUNK, 0);
-        let mut n = 0;
-        while n < buf.len() {
-            match file.read(&mut buf[n..]) {
-                Ok(0) => break,
-                Ok(k) => n += k,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        buf.truncate(n);
-        Ok(())
-    };
-    let (full_tx, full_rx) = sync_channel::<std::io::Result<Vec<u8>>>(1);
-    let (empty_tx, empty_rx) = sync_channel::<Vec<u8>>(2);
-    for _ in 0..2 {
-        // Two buffers: one being hashed while the reader fills the other.
-        let _ = empty_tx.send(Vec::with_capacity(HASH_CHUNK));
-    }
-    std::thread::scope(|scope| {
-        scope.spawn(move || {
-            while let Ok(mut buf) = empty_rx.recv() {
-                let read = fill(&mut file, &mut buf);
-                let done = matches!(&read, Ok(()) if buf.is_empty()) || read.is_err();
-                let sent = full_tx.send(read.map(|()| buf));
-                if done || sent.is_err() {
-                    break;
-                }
-            }
-        });
+/// Bytes a thread reads at a time into its own buffer, small enough to stay in its core's
+/// cache while it is hashed.
+const HASH_PIECE: usize = 256 << 10;
+
+/// The BLAKE3 hash of every byte of `file`: the same hash as one thread's over the whole
+/// file, computed as the subtrees of BLAKE3's tree (each of at most [`HASH_SUBTREE`] bytes,
+/// read with positioned reads on its own thread) merged into their parents. Each byte is
+/// copied from the operating system once, into a buffer its thread hashes while it is still
+/// in cache; a single reader handing large chunks to all cores spent more time copying than
+/// hashing. The file's length is taken once: a file that changes meanwhile fails the check
+/// every question makes on its length, time and identity.
+fn hash_file(file: File) -> std::io::Result<[u8; 32]> {
+    use blake3::hazmat::{left_subtree_len, merge_subtrees_root, Mode};
+    let len = file.metadata()?.len();
+    if len <= HASH_SUBTREE {
         let mut hasher = blake3::Hasher::new();
-        loop {
-            let buf = full_rx
-                .recv()
-                .map_err(|_| std::io::Error::other("the reading thread stopped"))??;
-            if buf.is_empty() {
-                break;
-            }
-            hasher.update_rayon(&buf);
-            if empty_tx.send(buf).is_err() {
-                break;
-            }
-        }
-        drop(empty_tx);
-        Ok(*hasher.finalize().as_bytes())
-    })
+        hash_range(&file, &mut hasher, 0, len)?;
+        return Ok(*hasher.finalize().as_bytes());
+    }
+    let left = left_subtree_len(len);
+    let (a, b) = rayon::join(
+        || subtree(&file, 0, left),
+        || subtree(&file, left, len - left),
+    );
+    Ok(*merge_subtrees_root(&a?, &b?, Mode::Hash).as_bytes())
+}
+
+/// The chaining value of the subtree of BLAKE3's tree over `len` bytes of `file` from
+/// `start` (a subtree's start and length, as [`hash_file`] splits them).
+fn subtree(file: &File, start: u64, len: u64) -> std::io::Result<blake3::hazmat::ChainingValue> {
+    use blake3::hazmat::{left_subtree_len, merge_subtrees_non_root, HasherExt, Mode};
+    if len <= HASH_SUBTREE {
+        let mut hasher = blake3::Hasher::new();
+        hasher.set_input_offset(start);
+        hash_range(file, &mut hasher, start, len)?;
+        return Ok(hasher.finalize_non_root());
+    }
+    let left = left_subtree_len(len);
+    let (a, b) = rayon::join(
+        || subtree(file, start, left),
+        || subtree(file, start + left, len - left),
+    );
+    Ok(merge_subtrees_non_root(&a?, &b?, Mode::Hash))
+}
+
+/// Feeds `len` bytes of `file` from `start` to `hasher`, [`HASH_PIECE`] bytes at a time.
+fn hash_range(
+    file: &File,
+    hasher: &mut blake3::Hasher,
+    start: u64,
+    len: u64,
+) -> std::io::Result<()> {
+    use crate::sys::fs::FileExt;
+    let mut buf = vec![0u8; HASH_PIECE.min(usize::try_from(len).unwrap_or(HASH_PIECE))];
+    let mut done = 0u64;
+    while done < len {
+        let n = buf
+            .len()
+            .min(usize::try_from(len - done).unwrap_or(usize::MAX));
+        file.read_exact_at(&mut buf[..n], start + done)?;
+        hasher.update(&buf[..n]);
+        done += n as u64;
+    }
+    Ok(())
 }
 
 /// The BLAKE3 identity of the files' bytes: a single file's own hash (as a CSV file's is),

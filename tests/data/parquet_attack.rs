@@ -504,9 +504,9 @@ fn parquet_of_size(path: &Path, size: u64) {
     panic!("no file of {size} bytes");
 }
 
-/// LOAD's identity of a Parquet file is the BLAKE3 hash of every byte, now hashed 8 MB at a
-/// time on all cores while a thread reads the next chunk: it must be the one-thread hash at
-/// every size around the chunk (one byte short, exactly one and two chunks, one byte past).
+/// LOAD's identity of a Parquet file is the BLAKE3 hash of every byte, now hashed as subtrees
+/// of at most 8 MB on all cores and merged: it must be the one-thread hash at every size
+/// around a split (one byte short, exactly one and two subtrees, one byte past).
 #[test]
 fn the_file_hash_is_blake3_of_every_byte_at_every_chunk_boundary() {
     let dir = tempfile::tempdir().expect("tempdir");
