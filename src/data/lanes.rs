@@ -199,13 +199,15 @@ impl Ints {
         }
     }
 
-    /// The cells `values`, at the narrowest width. The least and greatest values are taken
-    /// over the cells whose bit is set in `valid` (every cell when `None`); the others are
-    /// stored as some lane within them.
+    /// The cells `values` (integers of any width up to 64 bits, signed or not below
+    /// `2^63`), at the narrowest width. The least and greatest values are taken over the
+    /// cells whose bit is set in `valid` (every cell when `None`); the others are stored as
+    /// some lane within them.
     #[cfg_attr(not(feature = "native"), allow(dead_code))]
-    pub(crate) fn from_values(values: &[i64], valid: Option<&[u64]>) -> Ints {
+    pub(crate) fn from_values<T: Copy + Into<i64>>(values: &[T], valid: Option<&[u64]>) -> Ints {
         let (mut min, mut max) = (i64::MAX, i64::MIN);
-        let mut fold = |x: i64| {
+        let mut fold = |x: T| {
+            let x: i64 = x.into();
             min = min.min(x);
             max = max.max(x);
         };
@@ -231,8 +233,8 @@ impl Ints {
         let max_off = max.wrapping_sub(min) as u64;
         // A missing cell may hold anything: one outside the values is stored at offset 0,
         // the values themselves all fall within `max_off`.
-        let offset = move |x: &i64| {
-            let off = x.wrapping_sub(min) as u64;
+        let offset = move |x: &T| {
+            let off = (*x).into().wrapping_sub(min) as u64;
             if off <= max_off {
                 off
             } else {
@@ -629,7 +631,7 @@ mod tests {
     fn a_segment_without_values_is_one_byte_of_zeros() {
         for ints in [
             built(&[None, None, None]),
-            Ints::from_values(&[5, -9, 1 << 40], Some(&[0])),
+            Ints::from_values(&[5i64, -9, 1 << 40], Some(&[0])),
             Ints::zeros(3),
         ] {
             assert_eq!(ints.lanes, Lanes::U8(vec![0; 3]));

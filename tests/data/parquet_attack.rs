@@ -471,6 +471,116 @@ fn streamed_counts_equal_the_column_stores_whatever_the_encoding() {
     }
 }
 
+/// `v` against `x` exactly (`x` finite and below `2^100` in size).
+fn exact(v: i128, x: f64) -> std::cmp::Ordering {
+    let floor = x.floor() as i128;
+    match v.cmp(&floor) {
+        std::cmp::Ordering::Equal if x != x.floor() => std::cmp::Ordering::Less,
+        other => other,
+    }
+}
+
+/// Integer columns of every Arrow width, signed and unsigned, are read at their own width:
+/// counts over them equal the rows a direct comparison of the values finds, with missing
+/// values, the types' extremes, and literals beyond a type's range or between integers.
+#[test]
+fn integer_columns_of_every_width_count_exactly() {
+    use arrow_array::{Int16Array, Int32Array, Int8Array, UInt16Array, UInt32Array, UInt8Array};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rows = 70_000usize;
+    // Row `i`'s value as an i128 of the column's type, or missing.
+    let pick = |i: usize, lo: i128, hi: i128| -> Option<i128> {
+        let h = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 20;
+        match h % 9 {
+            0 => None,
+            1 => Some(lo),
+            2 => Some(hi),
+            3 => Some(lo + i128::from(h % 7)),
+            _ => Some((lo + hi) / 2 + i128::from(h % 41) - 20),
+        }
+    };
+    let kinds: [(i128, i128); 7] = [
+        (i128::from(i8::MIN), i128::from(i8::MAX)),
+        (i128::from(i16::MIN), i128::from(i16::MAX)),
+        (i128::from(i32::MIN), i128::from(i32::MAX)),
+        (0, i128::from(u8::MAX)),
+        (0, i128::from(u16::MAX)),
+        (0, i128::from(u32::MAX)),
+        (0, i128::from(u64::MAX)),
+    ];
+    let values: Vec<Vec<Option<i128>>> = kinds
+        .iter()
+        .map(|&(lo, hi)| (0..rows).map(|i| pick(i, lo, hi)).collect())
+        .collect();
+    let as_t = |c: usize| -> Vec<Option<i128>> { values[c].clone() };
+    macro_rules! column {
+        ($c:expr, $t:ty, $a:ty) => {
+            Arc::new(<$a>::from(
+                as_t($c)
+                    .into_iter()
+                    .map(|v| v.map(|x| x as $t))
+                    .collect::<Vec<_>>(),
+            )) as ArrayRef
+        };
+    }
+    let batch = RecordBatch::try_from_iter([
+        ("i8", column!(0, i8, Int8Array)),
+        ("i16", column!(1, i16, Int16Array)),
+        ("i32", column!(2, i32, Int32Array)),
+        ("u8", column!(3, u8, UInt8Array)),
+        ("u16", column!(4, u16, UInt16Array)),
+        ("u32", column!(5, u32, UInt32Array)),
+        ("u64", column!(6, u64, UInt64Array)),
+    ])
+    .expect("a batch");
+    let file = dir.path().join("widths.parquet");
+    write_batches(&file, &[batch], Some(50_000));
+    let mut parquet = open_parquet(&file).expect("the file opens");
+    parquet.constant_work();
+    let streamed = Source::Parquet(parquet);
+    for (c, &(lo, hi)) in kinds.iter().enumerate() {
+        // An unsigned value past i64::MAX is missing, as the column store reads it.
+        let present = |x: i128| x <= i128::from(i64::MAX);
+        let literals = [
+            lo as f64 - 1.0,
+            lo as f64,
+            lo as f64 + 3.5,
+            ((lo + hi) / 2) as f64,
+            hi as f64,
+            hi as f64 + 1.0,
+            -1e30,
+            1e30,
+        ];
+        for &x in &literals {
+            for op in CmpOp::ALL {
+                let want = values[c]
+                    .iter()
+                    .flatten()
+                    .filter(|&&v| present(v))
+                    .filter(|&&v| op.holds(exact(v, x)))
+                    .count() as u64;
+                let got = streamed
+                    .count(&compare(c, op, Value::Number(x)))
+                    .expect("counted");
+                assert_eq!(got, want, "column {c} {op:?} {x}");
+            }
+        }
+        let listed = [lo as f64, hi as f64, lo as f64 + 3.0, 0.5, 1e30];
+        let want = values[c]
+            .iter()
+            .flatten()
+            .filter(|&&v| present(v) && listed.iter().any(|&x| exact(v, x).is_eq()))
+            .count() as u64;
+        let got = streamed
+            .count(&Predicate::In {
+                column: c,
+                values: listed.iter().map(|&x| Value::Number(x)).collect(),
+            })
+            .expect("counted");
+        assert_eq!(got, want, "column {c} IN");
+    }
+}
+
 /// A file of exactly `size` bytes: one row of a text column whose length is adjusted until
 /// the file (footer included) is that long.
 fn parquet_of_size(path: &Path, size: u64) {
