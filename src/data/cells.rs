@@ -68,9 +68,7 @@ pub fn count_cells(table: &Table, dims: &[(usize, Buckets)]) -> Vec<u64> {
                     let codes = codes[d].as_deref();
                     add_coords(seg, *column, buckets, codes, strides[d], base, index);
                 }
-                for &i in index.iter() {
-                    counts[i] += 1;
-                }
+                tally(&mut counts, index);
             }
             counts
         })
@@ -81,6 +79,32 @@ pub fn count_cells(table: &Table, dims: &[(usize, Buckets)]) -> Vec<u64> {
                 a
             },
         )
+}
+
+/// Adds one to `counts` at each of `index`. Four rows at a time into four tallies of their
+/// own (when the cells are few enough for four copies to stay in cache): a run of rows in
+/// one cell then adds to four counters in turn, not to one, each add waiting on the last.
+fn tally(counts: &mut [u64], index: &[usize]) {
+    let cells = counts.len();
+    if cells > 256 {
+        index.iter().for_each(|&i| counts[i] += 1);
+        return;
+    }
+    let mut four = vec![0u64; 4 * cells];
+    let (a, rest) = four.split_at_mut(cells);
+    let (b, rest) = rest.split_at_mut(cells);
+    let (c, d) = rest.split_at_mut(cells);
+    let mut quads = index.chunks_exact(4);
+    for q in &mut quads {
+        a[q[0]] += 1;
+        b[q[1]] += 1;
+        c[q[2]] += 1;
+        d[q[3]] += 1;
+    }
+    quads.remainder().iter().for_each(|&i| a[i] += 1);
+    for (k, count) in counts.iter_mut().enumerate() {
+        *count += a[k] + b[k] + c[k] + d[k];
+    }
 }
 
 /// For a text column bucketed by values: each listed value's dictionary code, or `None`
@@ -146,11 +170,7 @@ fn add_coords(
         }
         (Buckets::Values(_), ColumnData::Text(lanes)) => {
             let codes = codes.unwrap_or(&[]);
-            // Every listed code compared (no table over the dictionary, whose size would
-            // show in the cache).
-            on_lanes!(lanes, v => each(index, base, stride, missing, valid, |r| {
-                listed(codes, &v[r].to_u64())
-            }))
+            on_lanes!(lanes, v => text_coords(&v[base..base + index.len()], codes, valid, base, stride, missing, index))
         }
         (Buckets::Values(values), ColumnData::Boolean(bits)) => {
             let bools: Vec<Option<bool>> = values
@@ -212,6 +232,45 @@ fn listed<T: PartialEq>(values: &[Option<T>], x: &T) -> usize {
         found -= equal * (n - i);
     }
     found
+}
+
+/// Adds `stride` times the coordinate of each row of `codes` (a block's text codes, from row
+/// `base`) to `index`: the index of the listed code it equals, `codes.len()` ("other") when
+/// none, or `missing`. Every listed code is compared with every row, those the dictionary
+/// does not hold (`None`) too, with their matches masked out, and the index found by
+/// arithmetic (no table over the dictionary, whose size would show in the cache). One listed
+/// code at a time over the whole block: the compares run at the lanes' width in vector
+/// registers, where a row at a time compared each code in turn.
+fn text_coords<T: Lane>(
+    codes: &[T],
+    listed: &[Option<u64>],
+    valid: Option<&[u64]>,
+    base: usize,
+    stride: usize,
+    missing: usize,
+    index: &mut [usize],
+) {
+    let n = listed.len();
+    let mut coord = vec![n as u32; codes.len()];
+    for (i, code) in listed.iter().enumerate() {
+        let held = code.filter(|&c| c <= T::MAX);
+        let (code, mask) = (T::from_u64(held.unwrap_or(0)), held.map_or(0, |_| u32::MAX));
+        // The listed values are distinct, so at most one matches a row: `n - (n - i)` is `i`.
+        let step = (n - i) as u32 & mask;
+        for (c, &x) in coord.iter_mut().zip(codes) {
+            *c -= step & u32::from(x == code).wrapping_neg();
+        }
+    }
+    // A word of the validity bitmap a 64 rows (`base` is a multiple of 64), each row's
+    // coordinate or `missing` chosen by arithmetic.
+    let words = index.chunks_mut(64).zip(coord.chunks(64)).enumerate();
+    for (w, (index, coord)) in words {
+        let word = valid.map_or(u64::MAX, |v| v[base / 64 + w]);
+        for (j, (i, &c)) in index.iter_mut().zip(coord).enumerate() {
+            let present = ((word >> j) & 1) as usize;
+            *i += (c as usize * present + missing * (1 - present)) * stride;
+        }
+    }
 }
 
 /// Adds `stride` times each row's coordinate to `index`, whose first entry is row `base`:

@@ -92,6 +92,26 @@ impl Width {
 /// Collected from a mapped `Vec::into_iter` into a vector of a type of the same size, the
 /// lanes reuse its allocation (std's in-place collection): a conversion at the same width
 /// takes no second buffer.
+/// `table[key]` for each of `keys` (0 outside the table), then 0 where `valid` is clear: a
+/// loop of its own at each width, with no wider copy.
+#[cfg_attr(not(feature = "native"), allow(dead_code))]
+fn gather<T: Lane>(table: &[T], keys: &[i32], valid: Option<&[u64]>) -> Vec<T> {
+    let zero = T::from_u64(0);
+    let mut out: Vec<T> = keys
+        .iter()
+        .map(|&k| *table.get(k as u32 as usize).unwrap_or(&zero))
+        .collect();
+    if let Some(valid) = valid {
+        for (lanes, &word) in out.chunks_mut(64).zip(valid) {
+            for (j, x) in lanes.iter_mut().enumerate() {
+                let keep = ((word >> j) & 1).wrapping_neg();
+                *x = T::from_u64(x.to_u64() & keep);
+            }
+        }
+    }
+    out
+}
+
 fn narrowest(max: u64, values: impl Iterator<Item = u64>) -> Lanes {
     match Width::of(max) {
         Width::W8 => Lanes::U8(values.map(|x| x as u8).collect()),
@@ -131,6 +151,18 @@ impl Lanes {
     #[cfg_attr(not(feature = "native"), allow(dead_code))]
     pub(crate) fn from_codes(codes: Vec<u32>, max: u64) -> Lanes {
         convert(codes, max, |c| c)
+    }
+
+    /// The lanes `table[key]` for each of `keys`, at `table`'s width: 0 for a key outside the
+    /// table, and for a row whose bit is clear in `valid`.
+    #[cfg_attr(not(feature = "native"), allow(dead_code))]
+    pub(crate) fn gather(table: &Lanes, keys: &[i32], valid: Option<&[u64]>) -> Lanes {
+        match table {
+            Lanes::U8(t) => Lanes::U8(gather(t, keys, valid)),
+            Lanes::U16(t) => Lanes::U16(gather(t, keys, valid)),
+            Lanes::U32(t) => Lanes::U32(gather(t, keys, valid)),
+            Lanes::U64(t) => Lanes::U64(gather(t, keys, valid)),
+        }
     }
 
     /// The lanes at positions `rows`, at the same width.

@@ -589,9 +589,10 @@ impl ParquetTable {
                 self.groups_read.fetch_add(1, Ordering::Relaxed);
                 let mut total = zero();
                 let mut found: Vec<Bounds> = vec![Bounds::AllMissing; set.len()];
+                let mut ranked: Vec<Option<Ranked>> = set.iter().map(|_| None).collect();
                 for batch in self.read_group(part, g, &set)? {
                     let batch = batch.map_err(|_| not_parquet(&part.path))?;
-                    let chunk = self.chunk(&batch, &set)?;
+                    let chunk = self.chunk(&batch, &set, &mut ranked)?;
                     self.rows_read
                         .fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
                     if self.skipping {
@@ -636,8 +637,14 @@ impl ParquetTable {
     }
 
     /// A batch of rows as a one-segment table: the columns in `needed` hold the batch's
-    /// values (the batch has them in schema order), the others nothing.
-    fn chunk(&self, batch: &RecordBatch, needed: &[usize]) -> Result<Table, DataError> {
+    /// values (the batch has them in schema order), the others nothing. `ranked` holds, per
+    /// column of the batch, the sorted dictionary of the row group's text read so far.
+    fn chunk(
+        &self,
+        batch: &RecordBatch,
+        needed: &[usize],
+        ranked: &mut [Option<Ranked>],
+    ) -> Result<Table, DataError> {
         let len = batch.num_rows();
         let n = self.shell.names.len();
         let mut dictionaries = vec![Dictionary::default(); n];
@@ -652,8 +659,12 @@ impl ParquetTable {
         sorted.dedup();
         for (position, &c) in sorted.iter().enumerate() {
             let array = batch.column(position);
-            let (column, dictionary) =
-                convert(array, self.shell.types[c]).map_err(|why| self.value_error(c, why))?;
+            let slot = ranked.get_mut(position);
+            let (column, dictionary) = match (self.shell.types[c], slot) {
+                (ColumnType::Text, Some(slot)) => keyed_by_group(array, slot),
+                (t, _) => convert(array, t),
+            }
+            .map_err(|why| self.value_error(c, why))?;
             columns[c] = column;
             dictionaries[c] = dictionary;
         }
@@ -853,6 +864,67 @@ fn text_column(array: &ArrayRef) -> Result<(SegmentColumn, Dictionary), &'static
     sorted_codes(&distinct, codes, nulls(values))
 }
 
+/// The sorted dictionary of a row group's text column, as Arrow hands it over with every
+/// batch of the group: one array of values, shared by the batches.
+pub(super) struct Ranked {
+    /// The dictionary's values as Arrow holds them: kept, so that the next batch's are known
+    /// to be these very values when they are the same array.
+    values: ArrayRef,
+    /// Each entry's code: its value's rank among the distinct values, at the width of the
+    /// dictionary's codes.
+    rank: Lanes,
+    dictionary: Dictionary,
+}
+
+/// A text column, by the sorted dictionary of its row group: Arrow reads a column chunk's
+/// dictionary page once and hands the same values with each batch, so they are sorted once
+/// a group (in `slot`), not once a batch, and each row's code is its key's rank. The
+/// dictionary holds every value of the page, used by a row of the batch or not: codes only
+/// name values, and a count or a cell reads every row's code whatever they are. Any other
+/// column (plain strings, dates) is read as [`text_column`] reads it.
+fn keyed_by_group(
+    array: &ArrayRef,
+    slot: &mut Option<Ranked>,
+) -> Result<(SegmentColumn, Dictionary), &'static str> {
+    let Some(keyed) = array.as_dictionary_opt::<Int32Type>() else {
+        return text_column(array);
+    };
+    let values = keyed.values();
+    let same = slot
+        .as_ref()
+        .is_some_and(|r| Arc::ptr_eq(&r.values, values));
+    if !same {
+        match values.as_string_opt::<i32>() {
+            Some(strings) if strings.null_count() == 0 => {
+                let (rank, dictionary) = rank_entries(strings)?;
+                let max_code = dictionary.len().saturating_sub(1) as u64;
+                let rank = Lanes::from_codes(rank, max_code);
+                *slot = Some(Ranked {
+                    values: values.clone(),
+                    rank,
+                    dictionary,
+                });
+            }
+            _ => return text_column(array),
+        }
+    }
+    let ranked = slot.as_ref().ok_or("the dictionary is not read")?;
+    let keys = keyed.keys();
+    let valid = nulls(keys);
+    // A missing row's code is 0, as the column store's is; a key is within the dictionary
+    // (Arrow checks it), and one that were not would read as 0 too.
+    let data = ColumnData::Text(Lanes::gather(&ranked.rank, keys.values(), valid.as_deref()));
+    Ok((SegmentColumn { data, valid }, ranked.dictionary.clone()))
+}
+
+/// Every entry's rank among the distinct values of a dictionary's `values` (which may repeat
+/// a value), and the sorted dictionary of those values.
+fn rank_entries(values: &arrow_array::StringArray) -> Result<(Vec<u32>, Dictionary), &'static str> {
+    u32::try_from(values.len()).map_err(|_| "too many distinct values")?;
+    let entries: Vec<&str> = (0..values.len()).map(|i| values.value(i)).collect();
+    rank(&entries)
+}
+
 /// A text column read as a dictionary (Parquet's dictionary pages, decoded by Arrow into a
 /// key a row): the batch's dictionary is sorted once, and each row's code is its key's rank,
 /// with no string hashed or compared per row. Every key a row holds (a missing row's too)
@@ -886,26 +958,11 @@ fn sorted_codes(
     mut codes: Vec<u32>,
     valid: Option<Vec<u64>>,
 ) -> Result<(SegmentColumn, Dictionary), &'static str> {
-    let mut by_value: Vec<u32> = (0..distinct.len() as u32).collect();
-    by_value.sort_unstable_by(|&a, &b| distinct[a as usize].cmp(distinct[b as usize]));
-    let mut rank = vec![0u32; distinct.len()];
-    let mut bytes = Vec::new();
-    let mut ends: Vec<usize> = Vec::with_capacity(distinct.len());
-    let mut last: Option<&str> = None;
-    for &c in &by_value {
-        let v = distinct[c as usize];
-        if last != Some(v) {
-            bytes.extend_from_slice(v.as_bytes());
-            ends.push(bytes.len());
-            last = Some(v);
-        }
-        rank[c as usize] = (ends.len() - 1) as u32;
-    }
+    let (rank, dictionary) = rank(distinct)?;
     for (i, c) in codes.iter_mut().enumerate() {
         let present = valid.as_ref().is_none_or(|v| super::bitmap::get(v, i));
         *c = if present { rank[*c as usize] } else { 0 };
     }
-    let dictionary = Dictionary::from_parts(bytes, ends).ok_or("a value is not UTF-8")?;
     let max_code = dictionary.len().saturating_sub(1) as u64;
     Ok((
         SegmentColumn {
@@ -914,4 +971,26 @@ fn sorted_codes(
         },
         dictionary,
     ))
+}
+
+/// Each of `values`' rank among their distinct values (a value may come twice), and the
+/// sorted dictionary of the distinct values.
+fn rank(values: &[&str]) -> Result<(Vec<u32>, Dictionary), &'static str> {
+    let mut by_value: Vec<u32> = (0..values.len() as u32).collect();
+    by_value.sort_unstable_by(|&a, &b| values[a as usize].cmp(values[b as usize]));
+    let mut rank = vec![0u32; values.len()];
+    let mut bytes = Vec::new();
+    let mut ends: Vec<usize> = Vec::with_capacity(values.len());
+    let mut last: Option<&str> = None;
+    for &c in &by_value {
+        let v = values[c as usize];
+        if last != Some(v) {
+            bytes.extend_from_slice(v.as_bytes());
+            ends.push(bytes.len());
+            last = Some(v);
+        }
+        rank[c as usize] = (ends.len() - 1) as u32;
+    }
+    let dictionary = Dictionary::from_parts(bytes, ends).ok_or("a value is not UTF-8")?;
+    Ok((rank, dictionary))
 }

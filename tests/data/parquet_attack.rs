@@ -581,6 +581,82 @@ fn integer_columns_of_every_width_count_exactly() {
     }
 }
 
+/// A row group of many batches shares one dictionary page, sorted once for the group: counts
+/// and cells equal the column store's when the group's batches reuse it, when the writer
+/// falls back to plain pages partway through a group (a new dictionary from then on), and
+/// across groups, with missing values at batch edges.
+#[test]
+fn a_row_groups_dictionary_serves_all_its_batches() {
+    use dpq::data::{from_batches, Buckets};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rows = 200_000usize;
+    let texts: Vec<Option<String>> = (0..rows)
+        .map(|i| {
+            let h = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
+            if i % 65_536 == 0 || h.is_multiple_of(23) {
+                None
+            } else if i > 150_000 {
+                Some(format!("late{}", h % 300))
+            } else {
+                Some(["b", "a", "c", "b", ""][(h % 5) as usize].to_string())
+            }
+        })
+        .collect();
+    let batch = RecordBatch::try_from_iter([("s", Arc::new(StringArray::from(texts)) as ArrayRef)])
+        .expect("a batch");
+    let (table, _) =
+        from_batches(&batch.schema(), std::slice::from_ref(&batch), "rows").expect("rows read");
+    let memory = Source::Memory(table);
+    let writers = [
+        WriterProperties::builder()
+            .set_max_row_group_row_count(Some(rows))
+            .build(),
+        WriterProperties::builder()
+            .set_max_row_group_row_count(Some(rows))
+            .set_dictionary_page_size_limit(64)
+            .build(),
+        WriterProperties::builder()
+            .set_max_row_group_row_count(Some(90_000))
+            .build(),
+    ];
+    let preds = [
+        compare(0, CmpOp::Eq, text("b")),
+        compare(0, CmpOp::Lt, text("b")),
+        compare(0, CmpOp::Ge, text("late1")),
+        compare(0, CmpOp::Ne, text("absent")),
+        Predicate::In {
+            column: 0,
+            values: vec![text("a"), text("late7"), text("nowhere")],
+        },
+    ];
+    let dims = vec![(
+        0,
+        Buckets::Values(vec![text("c"), text("late5"), text(""), text("b")]),
+    )];
+    for (i, props) in writers.into_iter().enumerate() {
+        let file = dir.path().join(format!("groups{i}.parquet"));
+        let f = std::fs::File::create(&file).expect("a file");
+        let mut w = ArrowWriter::try_new(f, batch.schema(), Some(props)).expect("a writer");
+        w.write(&batch).expect("written");
+        w.close().expect("closed");
+        let mut parquet = open_parquet(&file).expect("the file opens");
+        parquet.constant_work();
+        let streamed = Source::Parquet(parquet);
+        for pred in &preds {
+            assert_eq!(
+                memory.count(pred).ok(),
+                streamed.count(pred).ok(),
+                "writer {i}: {pred:?}"
+            );
+        }
+        assert_eq!(
+            memory.count_cells(&dims).ok(),
+            streamed.count_cells(&dims).ok(),
+            "writer {i}"
+        );
+    }
+}
+
 /// A file of exactly `size` bytes: one row of a text column whose length is adjusted until
 /// the file (footer included) is that long.
 fn parquet_of_size(path: &Path, size: u64) {
