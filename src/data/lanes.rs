@@ -236,19 +236,38 @@ impl Ints {
     /// cells whose bit is set in `valid` (every cell when `None`); the others are stored as
     /// some lane within them.
     #[cfg_attr(not(feature = "native"), allow(dead_code))]
-    pub(crate) fn from_values<T: Copy + Into<i64>>(values: &[T], valid: Option<&[u64]>) -> Ints {
+    pub(crate) fn from_values<T: Copy + Ord + Into<i64>>(
+        values: &[T],
+        valid: Option<&[u64]>,
+    ) -> Ints {
         let (mut min, mut max) = (i64::MAX, i64::MIN);
         let mut fold = |x: T| {
             let x: i64 = x.into();
             min = min.min(x);
             max = max.max(x);
         };
+        // The least and greatest of a run of present cells, found at the values' own width
+        // (where the compares run in vector registers), then widened.
+        let run_bounds = |run: &[T]| {
+            run.first().map(|&first| {
+                run.iter()
+                    .fold((first, first), |(lo, hi), &x| (lo.min(x), hi.max(x)))
+            })
+        };
         match valid {
-            None => values.iter().copied().for_each(&mut fold),
+            None => {
+                if let Some((lo, hi)) = run_bounds(values) {
+                    fold(lo);
+                    fold(hi);
+                }
+            }
             Some(bits) => {
                 for (chunk, &word) in values.chunks(64).zip(bits) {
                     if word == u64::MAX {
-                        chunk.iter().copied().for_each(&mut fold);
+                        if let Some((lo, hi)) = run_bounds(chunk) {
+                            fold(lo);
+                            fold(hi);
+                        }
                     } else {
                         let mut rest = word;
                         while rest != 0 {
@@ -273,10 +292,20 @@ impl Ints {
                 0
             }
         };
+        // With every cell present, every offset is within `max_off`: no check a cell.
+        let lanes = match valid {
+            None => narrowest(
+                max_off,
+                values
+                    .iter()
+                    .map(move |&x| x.into().wrapping_sub(min) as u64),
+            ),
+            Some(_) => narrowest(max_off, values.iter().map(offset)),
+        };
         Ints {
             min,
             max_off,
-            lanes: narrowest(max_off, values.iter().map(offset)),
+            lanes,
         }
     }
 
