@@ -262,14 +262,26 @@ fn text_coords<T: Lane>(
         }
     }
     // A word of the validity bitmap a 64 rows (`base` is a multiple of 64), each row's
-    // coordinate or `missing` chosen by arithmetic.
-    let words = index.chunks_mut(64).zip(coord.chunks(64)).enumerate();
-    for (w, (index, coord)) in words {
-        let word = valid.map_or(u64::MAX, |v| v[base / 64 + w]);
-        for (j, (i, &c)) in index.iter_mut().zip(coord).enumerate() {
-            let present = ((word >> j) & 1) as usize;
-            *i += (c as usize * present + missing * (1 - present)) * stride;
+    // coordinate or `missing` chosen by a mask.
+    let missing = missing as u32;
+    if let Some(valid) = valid {
+        for (cs, &word) in coord.chunks_mut(64).zip(&valid[base / 64..]) {
+            for (j, c) in cs.iter_mut().enumerate() {
+                let keep = (((word >> j) & 1) as u32).wrapping_neg();
+                *c = (*c & keep) | (missing & !keep);
+            }
         }
+    }
+    if stride == 1 {
+        index
+            .iter_mut()
+            .zip(&coord)
+            .for_each(|(i, &c)| *i += c as usize);
+    } else {
+        index
+            .iter_mut()
+            .zip(&coord)
+            .for_each(|(i, &c)| *i += c as usize * stride);
     }
 }
 
