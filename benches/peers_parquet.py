@@ -6,7 +6,8 @@ Writes `$BENCH_DIR/people-ROWS.parquet` once with DuckDB (1M-row groups: `COPY .
 1048576)`), columns id, age, sex, income, zip and region (a text of 12 values), then times,
 interleaved round by round, each tool's whole process: dpq `LOAD` + `COUNT WHERE age <= 30`
 (a fresh state directory each round) against Polars' `scan_parquet(...).filter(...)` and
-DuckDB's `count(*)`, and dpq's `HISTOGRAM BY region` against `group_by` / `GROUP BY`. Two
+DuckDB's `count(*)`, dpq's `HISTOGRAM BY region` against `group_by` / `GROUP BY`, and
+`SUM income CLAMP (0, 200000) WHERE age <= 30` against `clip(...).sum()` / `sum(least(...))`. Two
 threads each. A second dpq binary (`OLD_DPQ`, e.g. main's) is timed in the same rounds.
 Prints the median, least and greatest wall time, the median peak memory (`/usr/bin/time`), the
 ratio peer / dpq per round (median, least, greatest) and the machine's load.
@@ -45,6 +46,11 @@ duck_count = ("import duckdb, sys; c = duckdb.connect(); c.execute('SET threads=
               "print(c.execute(\"SELECT count(*) FROM read_parquet('\" + sys.argv[1] + \"') WHERE age <= 30\").fetchone()[0])")
 duck_hist = ("import duckdb, sys; c = duckdb.connect(); c.execute('SET threads=2'); "
              "print(len(c.execute(\"SELECT region, count(*) FROM read_parquet('\" + sys.argv[1] + \"') GROUP BY region\").fetchall()))")
+polars_sum = ("import polars as pl, sys; print(pl.scan_parquet(sys.argv[1]).filter(pl.col('age') <= 30)"
+              ".select(pl.col('income').clip(0, 200000).sum()).collect().item())")
+duck_sum = ("import duckdb, sys; c = duckdb.connect(); c.execute('SET threads=2'); "
+            "print(c.execute(\"SELECT sum(least(greatest(income, 0), 200000)) FROM read_parquet('\" + sys.argv[1] + \"') WHERE age <= 30\").fetchone()[0])")
+sum_q = "SUM income CLAMP (0, 200000) WHERE age <= 30 WITH EPS 1;"
 cube = "CUBE BY region (" + ", ".join(f"'{r}'" for r in REGIONS) + ");"
 
 
@@ -60,10 +66,14 @@ tools = {
     "dpq HISTOGRAM": dpq_cmd(dpq, f"{cube} HISTOGRAM WITH EPS 1;"),
     "polars group_by": lambda st: ["env", "POLARS_MAX_THREADS=2", py, "-c", polars_hist, path],
     "duckdb GROUP BY": lambda st: [py, "-c", duck_hist, path],
+    "dpq SUM": dpq_cmd(dpq, sum_q),
+    "polars sum": lambda st: ["env", "POLARS_MAX_THREADS=2", py, "-c", polars_sum, path],
+    "duckdb sum": lambda st: [py, "-c", duck_sum, path],
 }
 if old:
     tools["old dpq COUNT"] = dpq_cmd(old, f"COUNT WHERE {count_q} WITH EPS 1;")
     tools["old dpq HISTOGRAM"] = dpq_cmd(old, f"{cube} HISTOGRAM WITH EPS 1;")
+    tools["old dpq SUM"] = dpq_cmd(old, sum_q)
 
 wall = {k: [] for k in tools}
 rss = {k: [] for k in tools}
@@ -93,9 +103,11 @@ for k in tools:
     w = wall[k]
     print(f"| {k} | {statistics.median(w):.3f} | {min(w):.3f}-{max(w):.3f} | {statistics.median(rss[k]):.0f} |")
 pairs = [("polars count", "dpq COUNT"), ("duckdb count", "dpq COUNT"),
-         ("polars group_by", "dpq HISTOGRAM"), ("duckdb GROUP BY", "dpq HISTOGRAM")]
+         ("polars group_by", "dpq HISTOGRAM"), ("duckdb GROUP BY", "dpq HISTOGRAM"),
+         ("polars sum", "dpq SUM"), ("duckdb sum", "dpq SUM")]
 if old:
-    pairs += [("old dpq COUNT", "dpq COUNT"), ("old dpq HISTOGRAM", "dpq HISTOGRAM")]
+    pairs += [("old dpq COUNT", "dpq COUNT"), ("old dpq HISTOGRAM", "dpq HISTOGRAM"),
+              ("old dpq SUM", "dpq SUM")]
 for peer, ours in pairs:
     ratios = [a / b for a, b in zip(wall[peer], wall[ours])]
     print(f"{peer} / {ours}: {statistics.median(ratios):.2f} [{min(ratios):.2f}, {max(ratios):.2f}]")
