@@ -480,64 +480,92 @@ impl ColumnBuilder {
     }
 
     /// Adds one cell, widening the type when it allows; `NeedsText` when only text fits.
-    #[inline]
+    ///
+    /// The common cases (a value of the column's type, or a missing cell) stay here, small
+    /// enough to be inlined into the record loop; a first value and a widening go to
+    /// [`ColumnBuilder::push_rare`].
+    #[inline(always)]
     fn push<D: Dialect>(&mut self, d: &D, bytes: &[u8], quoted: bool) -> Result<(), PushError> {
         let t = bytes.trim_ascii();
-        match &mut self.values {
-            Values::Integer(v) => {
-                if let Some(x) = d.int(t) {
+        let valid = match &mut self.values {
+            Values::Integer(v) => match d.int(t) {
+                Some(x) => {
                     v.push(x);
-                    self.valid.push(true);
-                } else if is_missing(t) {
+                    true
+                }
+                None if is_missing(t) => {
                     v.push_missing();
-                    self.valid.push(false);
-                } else if let Some(x) = d.float(t) {
-                    // Every i64 that parses also parses as the f64 nearest to it, which is
-                    // what `as` gives.
-                    let mut f: Vec<f64> = std::mem::take(v).into_f64();
-                    f.push(x);
-                    self.valid.push(true);
-                    self.values = Values::Float(f);
-                } else {
-                    return Err(PushError::NeedsText);
+                    false
                 }
-            }
-            Values::Float(v) => {
-                if let Some(x) = d.float(t) {
+                None => return self.push_rare(d, bytes, quoted),
+            },
+            Values::Float(v) => match d.float(t) {
+                Some(x) => {
                     v.push(x);
-                    self.valid.push(true);
-                } else if is_missing(t) {
+                    true
+                }
+                None if is_missing(t) => {
                     v.push(0.0);
-                    self.valid.push(false);
-                } else {
-                    return Err(PushError::NeedsText);
+                    false
                 }
-            }
-            Values::Boolean(bits) => {
-                if let Some(b) = parse_bool(t) {
+                None => return Err(PushError::NeedsText),
+            },
+            Values::Boolean(bits) => match parse_bool(t) {
+                Some(b) => {
                     bits.push(b);
-                    self.valid.push(true);
-                } else if is_missing(t) {
-                    bits.push(false);
-                    self.valid.push(false);
-                } else {
-                    return Err(PushError::NeedsText);
+                    true
                 }
-            }
+                None if is_missing(t) => {
+                    bits.push(false);
+                    false
+                }
+                None => return Err(PushError::NeedsText),
+            },
             Values::Text(codes, dict) => {
                 if is_missing(t) {
                     codes.push(0);
-                    self.valid.push(false);
+                    false
                 } else {
                     codes.push(dict.intern(if quoted { bytes } else { t })?);
-                    self.valid.push(true);
+                    true
                 }
             }
+            Values::Missing => return self.push_rare(d, bytes, quoted),
+        };
+        self.valid.push(valid);
+        Ok(())
+    }
+
+    /// [`ColumnBuilder::push`] for a cell that changes the column's type: the first value
+    /// of a column that held only missing cells, or a float in an integer column. Missing
+    /// cells of a column with no type yet are counted here too.
+    #[cold]
+    #[inline(never)]
+    fn push_rare<D: Dialect>(
+        &mut self,
+        d: &D,
+        bytes: &[u8],
+        quoted: bool,
+    ) -> Result<(), PushError> {
+        let t = bytes.trim_ascii();
+        match &mut self.values {
+            Values::Integer(v) => {
+                let Some(x) = d.float(t) else {
+                    return Err(PushError::NeedsText);
+                };
+                // Every i64 that parses also parses as the f64 nearest to it, which is
+                // what `as` gives.
+                let mut f: Vec<f64> = std::mem::take(v).into_f64();
+                f.push(x);
+                self.valid.push(true);
+                self.values = Values::Float(f);
+                Ok(())
+            }
+            Values::Missing if is_missing(t) => {
+                self.valid.push(false);
+                Ok(())
+            }
             Values::Missing => {
-                if is_missing(t) {
-                    self.valid.push(false);
-                    return Ok(());
-                }
                 let n = self.valid.len();
                 self.values = if d.int(t).is_some() {
                     Values::Integer(IntBuilder::missing(n))
@@ -548,10 +576,10 @@ impl ColumnBuilder {
                 } else {
                     Values::Text(CodeBuilder::missing(n, n), Interner::default())
                 };
-                return self.push(d, bytes, quoted);
+                self.push(d, bytes, quoted)
             }
+            _ => self.push(d, bytes, quoted),
         }
-        Ok(())
     }
 
     /// Adds one cell to a text column.

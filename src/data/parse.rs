@@ -252,9 +252,7 @@ pub(crate) fn split_record<D: Dialect>(
             }
         } else {
             let start = pos;
-            while pos < len && !d.ends_field(buf[pos]) {
-                pos += 1;
-            }
+            pos = field_end(d, buf, pos);
             fields.push(FieldRef {
                 start,
                 end: pos,
@@ -272,6 +270,47 @@ pub(crate) fn split_record<D: Dialect>(
             return Split::Terminated(pos);
         }
     }
+}
+
+/// Every byte of a word set to `b`.
+const fn broadcast(b: u8) -> u64 {
+    b as u64 * 0x0101_0101_0101_0101
+}
+
+/// The low seven bits of every byte of a word.
+const LOW7: u64 = broadcast(0x7f);
+
+/// The high bit set in each byte of `w` equal to one of the bytes broadcast in `a`, `b` or
+/// `c`, and in no other. Exact: `(x & 0x7f) + 0x7f` carries into a byte's high bit, never
+/// beyond it, so no byte's result depends on its neighbours'.
+#[inline(always)]
+fn bytes_equal(w: u64, a: u64, b: u64, c: u64) -> u64 {
+    let nonzero = |x: u64| ((x & LOW7) + LOW7) | x;
+    !(nonzero(w ^ a) & nonzero(w ^ b) & nonzero(w ^ c)) & !LOW7
+}
+
+/// The position of the first byte at or after `pos` that ends an unquoted field (the
+/// delimiter, `\n` or `\r`), or the end of `buf`. Eight bytes are tested at a time: fields
+/// of numbers and codes are short, and a byte-at-a-time loop spends a branch on each byte.
+#[inline(always)]
+fn field_end<D: Dialect>(d: &D, buf: &[u8], mut pos: usize) -> usize {
+    let delimiter = broadcast(d.delimiter());
+    while let Some(word) = buf.get(pos..).and_then(<[u8]>::first_chunk::<8>) {
+        let hits = bytes_equal(
+            u64::from_le_bytes(*word),
+            delimiter,
+            broadcast(b'\n'),
+            broadcast(b'\r'),
+        );
+        if hits != 0 {
+            return pos + (hits.trailing_zeros() / 8) as usize;
+        }
+        pos += 8;
+    }
+    while pos < buf.len() && !d.ends_field(buf[pos]) {
+        pos += 1;
+    }
+    pos
 }
 
 /// Reads the quoted field whose opening quote is at `open`; returns it and the position of
@@ -344,13 +383,22 @@ pub(crate) fn is_missing(trimmed: &[u8]) -> bool {
 }
 
 /// Parses a trimmed cell as `i64` exactly as `str::parse::<i64>` does.
-#[inline]
+#[inline(always)]
 pub(crate) fn parse_i64(s: &[u8]) -> Option<i64> {
     let (neg, digits) = match s.first() {
         Some(b'-') => (true, &s[1..]),
         Some(b'+') => (false, &s[1..]),
         _ => (false, s),
     };
+    if (1..=8).contains(&digits.len()) {
+        return eight_digits(digits).map(|v| if neg { -v } else { v });
+    }
+    long_i64(neg, digits)
+}
+
+/// [`parse_i64`] for no digits or more than eight.
+#[inline(never)]
+fn long_i64(neg: bool, digits: &[u8]) -> Option<i64> {
     if digits.is_empty() {
         return None;
     }
@@ -380,6 +428,31 @@ pub(crate) fn parse_i64(s: &[u8]) -> Option<i64> {
         };
     }
     Some(v)
+}
+
+/// The value of one to eight ASCII digits, or `None` when another byte is among them. The
+/// digits are right-aligned in a word padded with `0`s and combined in three multiplications
+/// (pairs, then fours, then the eight), as simdjson's `parse_eight_digits_unrolled` does.
+#[inline(always)]
+fn eight_digits(digits: &[u8]) -> Option<i64> {
+    // Shifted in from the top, in registers: a copy through memory would stall the load
+    // that reads it back as a word.
+    let w = digits
+        .iter()
+        .fold(broadcast(b'0'), |w, &b| (w >> 8) | (u64::from(b) << 56));
+    // Every byte is 0x30..=0x39: its high half is 3, and stays 3 when 6 is added (no byte
+    // can carry into the next once the first test holds).
+    let high = broadcast(0xf0);
+    if w & high != broadcast(b'0') || w.wrapping_add(broadcast(6)) & high != broadcast(b'0') {
+        return None;
+    }
+    let v = w - broadcast(b'0');
+    let v = v.wrapping_mul(10).wrapping_add(v >> 8);
+    const PAIRS: u64 = 0x0000_00ff_0000_00ff;
+    let v = ((v & PAIRS).wrapping_mul(100 + (1_000_000 << 32)))
+        .wrapping_add(((v >> 16) & PAIRS).wrapping_mul(1 + (10_000 << 32)))
+        >> 32;
+    Some(v as i64)
 }
 
 /// Exact powers of ten as `f64` (all up to 10^22 are representable).
@@ -819,6 +892,58 @@ mod tests {
                 "input {s:?}"
             );
         }
+    }
+
+    #[test]
+    fn integers_of_every_length_and_stray_byte_parse_like_std() {
+        let mut cases: Vec<String> = Vec::new();
+        for n in 1..=20 {
+            let digits: String = "9876543210123456789012".chars().take(n).collect();
+            cases.push(digits.clone());
+            cases.push(format!("-{digits}"));
+            cases.push("0".repeat(n));
+            for i in 0..n {
+                for stray in ['/', ':', ' ', '.', 'a', '\u{e9}', '\u{0}'] {
+                    let mut s: Vec<char> = digits.chars().collect();
+                    s[i] = stray;
+                    cases.push(s.into_iter().collect());
+                }
+            }
+        }
+        for v in (0..100_000i64)
+            .step_by(7)
+            .chain([99_999_999, 100_000_000, 12_345_678])
+        {
+            cases.push(v.to_string());
+        }
+        for s in cases {
+            assert_eq!(
+                parse_i64(s.as_bytes()),
+                s.parse::<i64>().ok(),
+                "input {s:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn fields_are_found_across_words_of_eight_bytes() {
+        // Fields of every length up to 20 bytes, with bytes above 0x7f and quotes inside,
+        // so that delimiters fall at every position of a word and none is mistaken.
+        let mut rows = Vec::new();
+        for n in 0..=20 {
+            let field: String = "\u{e9}x\u{ff}a\"b\u{7f}c".chars().cycle().take(n).collect();
+            rows.push(format!("{field},{field}\r\n{field};{field}\n"));
+        }
+        let text = rows.concat();
+        assert_eq!(fields(&text), Ok(with_csv_crate(&text)));
+        let semicolon = Other::new(CsvFormat {
+            delimiter: b';',
+            decimal_comma: false,
+        });
+        assert_eq!(
+            fields_with(&semicolon, &text),
+            Ok(with_csv_crate_by(b';', &text))
+        );
     }
 
     #[test]
