@@ -15,6 +15,9 @@ pub(crate) struct Interner {
     /// Slots hold `code + 1`, 0 when empty; the length is a power of two.
     slots: Vec<u32>,
     shift: u32,
+    /// `code + 1` of each one-byte value seen, 0 for the others (256 entries once one is
+    /// seen): one-letter codes (`F`, `M`, `Y`, `N`) are common, and skip the hash table.
+    single: Vec<u32>,
 }
 
 /// What a slot probe compares before looking at the bytes.
@@ -103,6 +106,31 @@ impl Interner {
     /// The code of `bytes`, adding it when new.
     #[inline]
     pub(crate) fn intern(&mut self, bytes: &[u8]) -> Result<u32, InternError> {
+        if let [b] = bytes {
+            if let Some(&s) = self.single.get(usize::from(*b)) {
+                if s != 0 {
+                    return Ok(s - 1);
+                }
+            }
+            return self.intern_single(*b);
+        }
+        self.intern_table(bytes)
+    }
+
+    /// The code of the one-byte value `b`, from the hash table, remembered for the next time.
+    #[cold]
+    fn intern_single(&mut self, b: u8) -> Result<u32, InternError> {
+        let code = self.intern_table(&[b])?;
+        if self.single.is_empty() {
+            self.single = vec![0; 256];
+        }
+        self.single[usize::from(b)] = code + 1;
+        Ok(code)
+    }
+
+    /// [`Interner::intern`] through the hash table.
+    #[inline]
+    fn intern_table(&mut self, bytes: &[u8]) -> Result<u32, InternError> {
         if self.slots.is_empty() {
             self.grow();
         }
@@ -195,6 +223,28 @@ mod tests {
         }
         assert_eq!(t.intern(b""), Ok(137));
         assert_eq!(t.get(137), b"");
+    }
+
+    #[test]
+    fn one_byte_values_keep_the_order_of_first_sight() {
+        let mut t = Interner::default();
+        let cells: [&[u8]; 9] = [b"M", b"ab", b"F", b"M", b"", b"F", b"\xff", b"a", b"ab"];
+        let codes: Vec<Result<u32, InternError>> = cells.iter().map(|c| t.intern(c)).collect();
+        let want = [
+            Ok(0),
+            Ok(1),
+            Ok(2),
+            Ok(0),
+            Ok(3),
+            Ok(2),
+            Err(InternError::InvalidUtf8),
+            Ok(4),
+            Ok(1),
+        ];
+        assert_eq!(codes, want);
+        assert_eq!(t.intern(b"\xff"), Err(InternError::InvalidUtf8));
+        assert_eq!(t.get(2), b"F");
+        assert_eq!(t.len(), 5);
     }
 
     #[test]
