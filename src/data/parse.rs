@@ -435,11 +435,7 @@ fn long_i64(neg: bool, digits: &[u8]) -> Option<i64> {
 /// (pairs, then fours, then the eight), as simdjson's `parse_eight_digits_unrolled` does.
 #[inline(always)]
 fn eight_digits(digits: &[u8]) -> Option<i64> {
-    // Shifted in from the top, in registers: a copy through memory would stall the load
-    // that reads it back as a word.
-    let w = digits
-        .iter()
-        .fold(broadcast(b'0'), |w, &b| (w >> 8) | (u64::from(b) << 56));
+    let w = right_aligned(digits);
     // Every byte is 0x30..=0x39: its high half is 3, and stays 3 when 6 is added (no byte
     // can carry into the next once the first test holds).
     let high = broadcast(0xf0);
@@ -453,6 +449,32 @@ fn eight_digits(digits: &[u8]) -> Option<i64> {
         .wrapping_add(((v >> 16) & PAIRS).wrapping_mul(1 + (10_000 << 32)))
         >> 32;
     Some(v as i64)
+}
+
+/// One to eight bytes as the high bytes of a little-endian word (digit `i` of `n` at byte
+/// `8 - n + i`), the low bytes `0`. Built from two overlapping loads of four bytes, or three
+/// single bytes under four, with no loop: a copy through memory would stall the load that
+/// reads it back, and a byte-at-a-time loop mispredicts its exit. Overlapping bytes land at
+/// the same place with the same value, so or-ing them is harmless.
+#[inline(always)]
+fn right_aligned(b: &[u8]) -> u64 {
+    let n = b.len();
+    let low = 8 * (8 - n) as u32;
+    let fill = broadcast(b'0')
+        .checked_shl(64 - low)
+        .map_or(0, |w| w >> (64 - low));
+    let placed = match (b.first_chunk::<4>(), b.last_chunk::<4>()) {
+        (Some(first), Some(last)) => {
+            u64::from(u32::from_le_bytes(*first)) << low
+                | u64::from(u32::from_le_bytes(*last)) << 32
+        }
+        _ => {
+            u64::from(b[0]) << low
+                | u64::from(b[n / 2]) << (low + 8 * (n / 2) as u32)
+                | u64::from(b[n - 1]) << 56
+        }
+    };
+    fill | placed
 }
 
 /// Exact powers of ten as `f64` (all up to 10^22 are representable).
