@@ -819,4 +819,81 @@ mod tests {
             prop_assert_eq!((from.min, from.max_off), (ints.min, ints.max_off));
         }
     }
+
+    /// `from_values` at every narrow width (the bounds folded at the values' own width, the
+    /// offsets unchecked when no cell is missing): segments of lengths around a validity
+    /// word, of one value, all missing, fully present words next to partial ones, and the
+    /// types' extremes, each read back as the loader's cell-by-cell segment reads it.
+    #[test]
+    fn narrow_values_build_the_loaders_segment_at_every_width() {
+        fn case<T: Copy + Ord + Into<i64>>(values: &[T], valid: Option<&[u64]>) {
+            let cells: Vec<Option<i64>> = values
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| {
+                    valid
+                        .is_none_or(|v| (v[i / 64] >> (i % 64)) & 1 == 1)
+                        .then(|| x.into())
+                })
+                .collect();
+            let from = Ints::from_values(values, valid);
+            check(&from, &cells);
+            let loaded = built(&cells);
+            assert_eq!(
+                (from.min, from.max_off),
+                (loaded.min, loaded.max_off),
+                "{cells:?}"
+            );
+        }
+        fn all<T: Copy + Ord + Into<i64>>(lo: T, hi: T, mid: T) {
+            for len in [0usize, 1, 63, 64, 65, 127, 128, 129, 200] {
+                let pattern = |i: usize| match (i * 7 + len) % 5 {
+                    0 => lo,
+                    1 => hi,
+                    _ => mid,
+                };
+                let values: Vec<T> = (0..len).map(pattern).collect();
+                let words = len.div_ceil(64).max(1);
+                let ones: Vec<u64> = (0..words)
+                    .map(|w| {
+                        let rest = len.saturating_sub(w * 64);
+                        if rest >= 64 {
+                            u64::MAX
+                        } else {
+                            (1u64 << rest) - 1
+                        }
+                    })
+                    .collect();
+                let none = vec![0u64; words];
+                // Whole words present, then one missing cell in the last word.
+                let mut holed = ones.clone();
+                if len > 0 {
+                    holed[(len - 1) / 64] &= !(1 << ((len - 1) % 64));
+                }
+                // Only the extremes missing: the bounds come from `mid` alone.
+                let inner: Vec<u64> = (0..words)
+                    .map(|w| {
+                        (0..64)
+                            .filter(|&j| w * 64 + j < len && (w * 64 + j + len) * 7 % 5 >= 2)
+                            .fold(0u64, |a, j| a | 1 << j)
+                    })
+                    .collect();
+                case(&values, None);
+                for valid in [&ones, &none, &holed, &inner] {
+                    case(&values, Some(valid));
+                }
+                // A segment of one value, and one of an extreme alone.
+                case(&vec![mid; len], None);
+                case(&vec![hi; len], Some(&holed));
+            }
+        }
+        all(i8::MIN, i8::MAX, -1i8);
+        all(i16::MIN, i16::MAX, 0i16);
+        all(i32::MIN, i32::MAX, 7i32);
+        all(0u8, u8::MAX, 128u8);
+        all(0u16, u16::MAX, 1u16);
+        all(0u32, u32::MAX, u32::MAX / 2);
+        all(i64::MIN, i64::MAX, 0i64);
+        all(i64::MIN, i64::MIN + 255, i64::MIN + 1);
+    }
 }
