@@ -994,3 +994,94 @@ fn rank(values: &[&str]) -> Result<(Vec<u32>, Dictionary), &'static str> {
     let dictionary = Dictionary::from_parts(bytes, ends).ok_or("a value is not UTF-8")?;
     Ok((rank, dictionary))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::builder::NullBufferBuilder;
+    use arrow_array::{DictionaryArray, Int32Array, StringArray};
+
+    /// Each row's text as the column reads it: `None` for a missing row, whose code is 0.
+    fn read(column: &SegmentColumn, dictionary: &Dictionary, len: usize) -> Vec<Option<String>> {
+        let ColumnData::Text(lanes) = &column.data else {
+            panic!("not text");
+        };
+        (0..len)
+            .map(|i| {
+                let code = lanes.get(i) as usize;
+                let present = column.valid.as_ref().is_none_or(|v| bitmap_get(v, i));
+                if present {
+                    Some(dictionary.get(code).to_string())
+                } else {
+                    assert_eq!(code, 0, "a missing row's code");
+                    None
+                }
+            })
+            .collect()
+    }
+
+    fn bitmap_get(v: &[u64], i: usize) -> bool {
+        (v[i / 64] >> (i % 64)) & 1 == 1
+    }
+
+    fn keyed(keys: Vec<i32>, valid: Option<Vec<bool>>, values: &ArrayRef) -> ArrayRef {
+        let nulls = valid.and_then(|v| {
+            let mut b = NullBufferBuilder::new(v.len());
+            v.iter().for_each(|&x| b.append(x));
+            b.finish()
+        });
+        let keys = Int32Array::new(keys.into(), nulls);
+        Arc::new(DictionaryArray::<Int32Type>::try_new(keys, values.clone()).expect("keys"))
+    }
+
+    fn expected(array: &ArrayRef) -> Vec<Option<String>> {
+        let text = as_text(array).expect("text");
+        let text = text.as_string::<i32>();
+        (0..text.len())
+            .map(|i| text.is_valid(i).then(|| text.value(i).to_string()))
+            .collect()
+    }
+
+    /// A row group's dictionary, ranked once and kept while batches hand the very same
+    /// values: a dictionary that repeats a value and holds one no key uses, missing rows whose
+    /// keys point anywhere (past the dictionary too), the same values handed again, then a
+    /// different dictionary (which must be ranked anew, never read with the old ranks), plain
+    /// strings in between, and the first dictionary again after another was kept.
+    #[test]
+    fn a_kept_dictionary_is_only_used_for_its_own_values() {
+        let first: ArrayRef = Arc::new(StringArray::from(vec!["b", "a", "b", "zz", "a", ""]));
+        let second: ArrayRef = Arc::new(StringArray::from(vec!["a", "zz", "b", "c"]));
+        let batches: Vec<ArrayRef> = vec![
+            keyed(
+                (0..130).map(|i| [0, 1, 2, 4, 5, 99][i % 6]).collect(),
+                Some((0..130).map(|i| i % 6 != 5).collect()),
+                &first,
+            ),
+            keyed(vec![5, 4, 2, 2, 0], None, &first),
+            keyed(
+                vec![3, 2, 1, 0, -7],
+                Some(vec![true, true, true, true, false]),
+                &second,
+            ),
+            Arc::new(StringArray::from(vec![Some("q"), None, Some("a")])),
+            keyed(vec![0, 1, 2, 3, 0], None, &second),
+            keyed(
+                vec![1, 3, 0, 1000],
+                Some(vec![true, true, true, false]),
+                &first,
+            ),
+        ];
+        let mut slot = None;
+        for (b, array) in batches.iter().enumerate() {
+            let (column, dictionary) = keyed_by_group(array, &mut slot).expect("read");
+            assert_eq!(
+                read(&column, &dictionary, array.len()),
+                expected(array),
+                "batch {b}"
+            );
+            // Codes are ranks in a sorted dictionary of distinct values.
+            let all: Vec<&str> = (0..dictionary.len()).map(|c| dictionary.get(c)).collect();
+            assert!(all.windows(2).all(|w| w[0] < w[1]), "batch {b}: {all:?}");
+        }
+    }
+}
