@@ -813,3 +813,228 @@ fn all_missing_text_groups_read_as_dictionaries() {
         }
     }
 }
+
+/// Histogram cells over a text dimension (listed codes compared a block at a time, missing
+/// rows masked a validity word at a time, four tallies when the cube has at most 256 cells)
+/// equal a brute-force count of the rows, streamed from Parquet (served, every group read)
+/// and from the column store: batches whose lengths are not multiples of 64, text with and
+/// without missing values in a batch, the text dimension first, last and alone, integer cuts
+/// of a narrow and a 64-bit column, and cubes of fewer and more than 256 cells.
+#[test]
+fn histogram_cells_equal_a_brute_force_count() {
+    use arrow_array::Int32Array;
+    use dpq::data::{from_batches, Buckets};
+    use rand::{Rng, SeedableRng};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(56);
+    let words: Vec<String> = (0..40).map(|i| format!("v{i:02}")).collect();
+    type Row = (Option<String>, Option<i32>, Option<i64>);
+    let mut rows: Vec<Row> = Vec::new();
+    let batches: Vec<RecordBatch> = [1usize, 63, 65, 4097, 8191, 70_001, 64]
+        .iter()
+        .enumerate()
+        .map(|(b, &len)| {
+            let part: Vec<Row> = (0..len)
+                .map(|_| {
+                    // Batches 1 and 3 have no missing text.
+                    let s = if b % 2 == 1 || rng.random_range(0..9) != 0 {
+                        Some(match rng.random_range(0..10) {
+                            0 => String::new(),
+                            _ => words[rng.random_range(0..words.len())].clone(),
+                        })
+                    } else {
+                        None
+                    };
+                    let x = match rng.random_range(0..12) {
+                        0 => None,
+                        1 => Some(i32::MIN),
+                        2 => Some(i32::MAX),
+                        _ => Some(rng.random_range(-1000..1000)),
+                    };
+                    let y = match rng.random_range(0..12) {
+                        0 => None,
+                        1 => Some(i64::MIN),
+                        2 => Some(i64::MAX),
+                        _ => Some(rng.random_range(-(1 << 40)..(1 << 40))),
+                    };
+                    (s, x, y)
+                })
+                .collect();
+            let batch = RecordBatch::try_from_iter_with_nullable([
+                (
+                    "s",
+                    Arc::new(StringArray::from(
+                        part.iter().map(|r| r.0.clone()).collect::<Vec<_>>(),
+                    )) as ArrayRef,
+                    true,
+                ),
+                (
+                    "x",
+                    Arc::new(Int32Array::from(
+                        part.iter().map(|r| r.1).collect::<Vec<_>>(),
+                    )) as ArrayRef,
+                    true,
+                ),
+                (
+                    "y",
+                    Arc::new(Int64Array::from(
+                        part.iter().map(|r| r.2).collect::<Vec<_>>(),
+                    )) as ArrayRef,
+                    true,
+                ),
+            ])
+            .expect("a batch");
+            rows.extend(part);
+            batch
+        })
+        .collect();
+    let (table, _) = from_batches(&batches[0].schema(), &batches, "rows").expect("rows read");
+    let memory = Source::Memory(table);
+    let file = dir.path().join("cells.parquet");
+    write_batches(&file, &batches, Some(30_001));
+    let mut parquet = open_parquet(&file).expect("the file opens");
+    parquet.constant_work();
+    let streamed = Source::Parquet(parquet);
+    // The coordinate of a row along a dimension, as the cube numbers them.
+    let text_coord = |listed: &[&str], v: &Option<String>| match v {
+        None => listed.len() + 1,
+        Some(v) => listed.iter().position(|l| l == v).unwrap_or(listed.len()),
+    };
+    let cut_coord = |cuts: &[f64], v: Option<i128>| match v {
+        None => cuts.len() + 1,
+        Some(v) => cuts.iter().filter(|&&c| !exact(v, c).is_lt()).count(),
+    };
+    let few: Vec<&str> = vec!["v03", "", "absent", "v17"];
+    let many: Vec<&str> = words.iter().step_by(2).map(String::as_str).collect();
+    let x_cuts = vec![-2.0e9, -500.0, 0.0, 0.5, 999.0, 2.2e9];
+    let y_cuts = vec![-9.2e18, -1.0, (1u64 << 40) as f64];
+    enum Dim<'a> {
+        S(&'a [&'a str]),
+        X(&'a [f64]),
+        Y(&'a [f64]),
+    }
+    let cubes: Vec<Vec<Dim>> = vec![
+        vec![Dim::S(&few)],
+        vec![Dim::S(&many)],
+        vec![Dim::S(&few), Dim::X(&x_cuts)],
+        vec![Dim::X(&x_cuts), Dim::S(&few)],
+        vec![Dim::Y(&y_cuts), Dim::S(&many), Dim::X(&x_cuts)],
+        vec![Dim::S(&many), Dim::Y(&y_cuts), Dim::S(&few)],
+    ];
+    for (k, cube) in cubes.iter().enumerate() {
+        let dims: Vec<(usize, Buckets)> = cube
+            .iter()
+            .map(|d| match d {
+                Dim::S(l) => (0, Buckets::Values(l.iter().map(|s| text(s)).collect())),
+                Dim::X(c) => (1, Buckets::Cuts(c.to_vec())),
+                Dim::Y(c) => (2, Buckets::Cuts(c.to_vec())),
+            })
+            .collect();
+        let sizes: Vec<usize> = dims
+            .iter()
+            .map(|(_, b)| match b {
+                Buckets::Cuts(c) => c.len() + 2,
+                Buckets::Values(v) => v.len() + 2,
+            })
+            .collect();
+        let mut want = vec![0u64; sizes.iter().product()];
+        for r in &rows {
+            let mut i = 0;
+            for (d, size) in cube.iter().zip(&sizes) {
+                let c = match d {
+                    Dim::S(l) => text_coord(l, &r.0),
+                    Dim::X(c) => cut_coord(c, r.1.map(i128::from)),
+                    Dim::Y(c) => cut_coord(c, r.2.map(i128::from)),
+                };
+                i = i * size + c;
+            }
+            want[i] += 1;
+        }
+        assert_eq!(
+            memory.count_cells(&dims).ok().as_ref(),
+            Some(&want),
+            "cube {k} memory"
+        );
+        assert_eq!(
+            streamed.count_cells(&dims).ok().as_ref(),
+            Some(&want),
+            "cube {k} parquet"
+        );
+    }
+}
+
+/// The file's identity at sizes the boundary test does not reach: a read piece (256 KB) one
+/// byte short and past, a subtree whose right half is one BLAKE3 chunk or one byte, and
+/// files split three and four levels deep (a right subtree itself larger than 8 MB).
+#[test]
+fn the_file_hash_is_blake3_of_every_byte_at_piece_and_deep_tree_sizes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    const KB: u64 = 1 << 10;
+    const MB: u64 = 1 << 20;
+    for size in [
+        256 * KB - 1,
+        256 * KB + 1,
+        MB + 1023,
+        8 * MB + KB,
+        8 * MB + KB + 1,
+        16 * MB - 1,
+        16 * MB + 1,
+        24 * MB + 1,
+        40 * MB + 3,
+    ] {
+        let path = dir.path().join(format!("s{size}.parquet"));
+        parquet_of_size(&path, size);
+        let table = open_parquet(&path).expect("the file opens");
+        let hashes = dpq::data::parquet_file_hashes(&table).expect("hashed");
+        let bytes = std::fs::read(&path).expect("read");
+        assert_eq!(bytes.len() as u64, size);
+        assert_eq!(
+            hashes,
+            vec![*blake3::hash(&bytes).as_bytes()],
+            "{size} bytes"
+        );
+        std::fs::remove_file(&path).expect("removed");
+    }
+}
+
+/// A file that grows, shrinks or is rewritten after LOAD opened it is not hashed into a
+/// silent identity: the hash, taken at the file's length when hashing starts, is refused by
+/// the check on the file's length, time and identity.
+#[test]
+fn a_file_changed_before_it_is_hashed_gives_no_identity() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().expect("tempdir");
+    const MB: u64 = 1 << 20;
+    for (k, change) in ["grow", "shrink", "rewrite"].iter().enumerate() {
+        let path = dir.path().join(format!("c{k}.parquet"));
+        parquet_of_size(&path, 9 * MB + 5);
+        let table = open_parquet(&path).expect("the file opens");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        match *change {
+            "grow" => {
+                let mut f = std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(&path)
+                    .expect("open");
+                f.write_all(&[7u8; 3000]).expect("appended");
+            }
+            "shrink" => {
+                let f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&path)
+                    .expect("open");
+                f.set_len(8 * MB).expect("truncated");
+            }
+            _ => {
+                let mut bytes = std::fs::read(&path).expect("read");
+                bytes[5 * MB as usize] ^= 1;
+                std::fs::write(&path, &bytes).expect("rewritten");
+            }
+        }
+        assert!(
+            dpq::data::parquet_file_hashes(&table).is_err(),
+            "{change}: a hash of a changed file"
+        );
+        assert!(dpq::data::parquet_content(&table).is_err(), "{change}");
+    }
+}
