@@ -1038,3 +1038,122 @@ fn a_file_changed_before_it_is_hashed_gives_no_identity() {
         assert!(dpq::data::parquet_content(&table).is_err(), "{change}");
     }
 }
+
+/// A table of several files, each of several row groups whose dictionaries hold different
+/// values in different orders (a group's dictionary kept for its batches must never serve
+/// another group's or file's), one file written without dictionaries, one group all missing:
+/// every comparison, a list and the cells equal a brute-force count over the rows, served
+/// (every group read) and local (groups skipped on the bounds a first read kept, asked
+/// twice).
+#[test]
+fn dictionaries_of_many_groups_and_files_count_as_brute_force() {
+    use dpq::data::Buckets;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let folder = dir.path().join("set");
+    std::fs::create_dir(&folder).expect("a folder");
+    let mut all: Vec<Option<String>> = Vec::new();
+    // File `f`, group `g`: a batch and a bit, of an alphabet of its own.
+    let group = 65_536 + 1_003;
+    for f in 0..3usize {
+        let mut rows: Vec<Option<String>> = Vec::new();
+        for g in 0..3usize {
+            let alphabet: Vec<String> = match (f + g) % 3 {
+                0 => ["m", "a", "z", "mm"]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect(),
+                1 => ["zz", "b", "", "a", "m"]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect(),
+                _ => (0..300).rev().map(|i| format!("k{i}")).collect(),
+            };
+            for i in 0..group {
+                let h = ((i * 7919 + g * 104_729 + f * 31) as u64)
+                    .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                    >> 33;
+                let all_missing = f == 1 && g == 2;
+                rows.push(
+                    (!all_missing && !h.is_multiple_of(11))
+                        .then(|| alphabet[(h as usize / 11) % alphabet.len()].clone()),
+                );
+            }
+        }
+        let batch = RecordBatch::try_from_iter_with_nullable([(
+            "s",
+            Arc::new(StringArray::from(rows.clone())) as ArrayRef,
+            true,
+        )])
+        .expect("a batch");
+        let props = WriterProperties::builder()
+            .set_max_row_group_row_count(Some(group))
+            .set_dictionary_enabled(f != 2)
+            .build();
+        let file = std::fs::File::create(folder.join(format!("p{f}.parquet"))).expect("a file");
+        let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).expect("a writer");
+        w.write(&batch).expect("written");
+        w.close().expect("closed");
+        all.extend(rows);
+    }
+    let literals = ["", "a", "k150", "k299", "mm", "n", "zz", "zzz"];
+    let wants: Vec<Vec<u64>> = literals
+        .iter()
+        .map(|lit| {
+            CmpOp::ALL
+                .iter()
+                .map(|op| {
+                    all.iter()
+                        .flatten()
+                        .filter(|v| op.holds(v.as_str().cmp(lit)))
+                        .count() as u64
+                })
+                .collect()
+        })
+        .collect();
+    let listed = ["mm", "k7", "nowhere", "", "b"];
+    let dims = vec![(0, Buckets::Values(listed.iter().map(|s| text(s)).collect()))];
+    let mut cells = vec![0u64; listed.len() + 2];
+    for v in &all {
+        cells[match v {
+            None => listed.len() + 1,
+            Some(v) => listed.iter().position(|l| l == v).unwrap_or(listed.len()),
+        }] += 1;
+    }
+    for served in [true, false] {
+        let mut parquet = open_parquet(&folder).expect("the folder opens");
+        assert_eq!(parquet.files(), 3);
+        if served {
+            parquet.constant_work();
+        }
+        let streamed = Source::Parquet(parquet);
+        for round in 0..2 - usize::from(served) {
+            for (lit, want) in literals.iter().zip(&wants) {
+                for (op, &want) in CmpOp::ALL.into_iter().zip(want) {
+                    let got = streamed.count(&compare(0, op, text(lit))).ok();
+                    assert_eq!(
+                        got,
+                        Some(want),
+                        "served {served} round {round}: {op:?} {lit:?}"
+                    );
+                }
+            }
+            let want = all
+                .iter()
+                .flatten()
+                .filter(|v| listed.contains(&v.as_str()))
+                .count() as u64;
+            let got = streamed
+                .count(&Predicate::In {
+                    column: 0,
+                    values: listed.iter().map(|s| text(s)).collect(),
+                })
+                .ok();
+            assert_eq!(got, Some(want), "served {served} round {round}: IN");
+            assert_eq!(
+                streamed.count_cells(&dims).ok().as_ref(),
+                Some(&cells),
+                "served {served} round {round}: cells"
+            );
+        }
+    }
+}
