@@ -1157,3 +1157,123 @@ fn dictionaries_of_many_groups_and_files_count_as_brute_force() {
         }
     }
 }
+
+/// Narrow integer row groups of one value, all missing, or an extreme and missing cells only:
+/// the bounds a local table keeps from the lanes (found at the values' own width) never
+/// skip a group that holds a row, and every comparison and list counts as a brute force,
+/// served and local, asked twice.
+#[test]
+fn narrow_integer_groups_of_one_value_or_none_count_exactly() {
+    use arrow_array::{Int16Array, Int8Array, UInt32Array};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let group = 1000usize;
+    // Group `g`, row `i`: an i128 in the column's range, or missing.
+    let cell = |g: usize, i: usize, lo: i128, hi: i128| -> Option<i128> {
+        match g {
+            0 => Some(hi),
+            1 => None,
+            2 => i.is_multiple_of(3).then_some(lo),
+            3 => Some(lo + (i as i128 * 7919) % (hi - lo + 1)),
+            _ => i
+                .is_multiple_of(2)
+                .then_some(if i.is_multiple_of(4) { lo } else { hi }),
+        }
+    };
+    let kinds: [(i128, i128); 3] = [
+        (i128::from(i8::MIN), i128::from(i8::MAX)),
+        (i128::from(i16::MIN), i128::from(i16::MAX)),
+        (0, i128::from(u32::MAX)),
+    ];
+    let values: Vec<Vec<Option<i128>>> = kinds
+        .iter()
+        .map(|&(lo, hi)| {
+            (0..5)
+                .flat_map(|g| (0..group).map(move |i| (g, i)))
+                .map(|(g, i)| cell(g, i, lo, hi))
+                .collect()
+        })
+        .collect();
+    let batch = RecordBatch::try_from_iter_with_nullable([
+        (
+            "a",
+            Arc::new(Int8Array::from(
+                values[0]
+                    .iter()
+                    .map(|v| v.map(|x| x as i8))
+                    .collect::<Vec<_>>(),
+            )) as ArrayRef,
+            true,
+        ),
+        (
+            "b",
+            Arc::new(Int16Array::from(
+                values[1]
+                    .iter()
+                    .map(|v| v.map(|x| x as i16))
+                    .collect::<Vec<_>>(),
+            )) as ArrayRef,
+            true,
+        ),
+        (
+            "c",
+            Arc::new(UInt32Array::from(
+                values[2]
+                    .iter()
+                    .map(|v| v.map(|x| x as u32))
+                    .collect::<Vec<_>>(),
+            )) as ArrayRef,
+            true,
+        ),
+    ])
+    .expect("a batch");
+    let file = dir.path().join("narrow.parquet");
+    write_batches(&file, &[batch], Some(group));
+    for served in [true, false] {
+        let mut parquet = open_parquet(&file).expect("the file opens");
+        if served {
+            parquet.constant_work();
+        }
+        let streamed = Source::Parquet(parquet);
+        for round in 0..2 {
+            for (c, &(lo, hi)) in kinds.iter().enumerate() {
+                let mut literals = vec![-1e30, 1e30, -0.5, 0.0, 0.5];
+                for e in [lo, hi] {
+                    literals.extend([e as f64 - 1.0, e as f64 - 0.5, e as f64, e as f64 + 0.5]);
+                    literals.push(e as f64 + 1.0);
+                }
+                for &x in &literals {
+                    for op in CmpOp::ALL {
+                        let want = values[c]
+                            .iter()
+                            .flatten()
+                            .filter(|&&v| op.holds(exact(v, x)))
+                            .count() as u64;
+                        let got = streamed.count(&compare(c, op, Value::Number(x))).ok();
+                        assert_eq!(
+                            got,
+                            Some(want),
+                            "served {served} round {round} column {c} {op:?} {x}"
+                        );
+                    }
+                }
+                let listed = [lo as f64, hi as f64, 0.5];
+                let want = values[c]
+                    .iter()
+                    .flatten()
+                    .filter(|&&v| listed.iter().any(|&x| exact(v, x).is_eq()))
+                    .count() as u64;
+                let got = streamed
+                    .count(&Predicate::In {
+                        column: c,
+                        values: listed.iter().map(|&x| Value::Number(x)).collect(),
+                    })
+                    .ok();
+                assert_eq!(
+                    got,
+                    Some(want),
+                    "served {served} round {round} column {c} IN"
+                );
+            }
+        }
+    }
+}
