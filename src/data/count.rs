@@ -27,7 +27,7 @@
 use rayon::prelude::*;
 
 use super::bitmap::low_mask;
-use super::lanes::{code_span, on_lanes, Lane, Lanes, Span};
+use super::lanes::{code_span, on_lanes, Ints, Lane, Lanes, Span};
 use super::predicate::{CmpOp, Predicate, Value};
 use super::table::{ColumnData, ColumnType, Dictionary, Segment, Table};
 
@@ -789,7 +789,9 @@ fn sum_block(seg: &Segment, column: usize, base: usize, rows: &[u64], clamp: Cla
     let block = (base, rows, seg.len);
     match (&col.data, clamp) {
         (ColumnData::Integer(v), Clamp::Int { lo, hi, k }) => {
-            masked_sum(block, valid, |r| i128::from(v.get(r).clamp(lo, hi)) << k)
+            small_sum(block, valid, v, (lo, hi, k)).unwrap_or_else(|| {
+                masked_sum(block, valid, |r| i128::from(v.get(r).clamp(lo, hi)) << k)
+            })
         }
         // A power of two scales exactly; the rounded value stays in the bounds. A missing
         // float cell may hold anything: a NaN rounds to 0 here, and its row is masked out.
@@ -842,6 +844,44 @@ fn block_values(
         }
         _ => {}
     }
+}
+
+/// [`sum_block`]'s integer sum when a block's clamped values add up in an `i64`: bounds whose
+/// size times the block's rows stays below `2^63`, and a grid exponent of at most 63. Then
+/// the sum of the values shifted by `k` is the shifted sum, exactly, and no partial sum comes
+/// near `i128`'s range, so the answer is [`masked_sum`]'s to the last unit; the lanes are
+/// read at their width with no conversion to 128 bits a row. Every row is visited, a row left
+/// out adding its value masked to zero. `None` when the bounds are too wide.
+fn small_sum(
+    (base, rows, len): (usize, &[u64], usize),
+    valid: Option<&[u64]>,
+    v: &Ints,
+    (lo, hi, k): (i64, i64, u32),
+) -> Option<(i128, u64)> {
+    let size = lo.unsigned_abs().max(hi.unsigned_abs());
+    let fits = size
+        .checked_mul(rows.len() as u64 * 64)
+        .is_some_and(|m| m < 1 << 63);
+    if !fits || k > 63 {
+        return None;
+    }
+    let end = len.min(base + rows.len() * 64);
+    let mut sum = 0i64;
+    let mut n = 0u64;
+    on_lanes!(&v.lanes, lanes => {
+        for (w, &word) in rows.iter().enumerate() {
+            let bits = word & valid.map_or(u64::MAX, |v| v[base / 64 + w]);
+            let start = base + w * 64;
+            let stop = end.min(start + 64);
+            for (i, lane) in lanes[start..stop].iter().enumerate() {
+                let take = (bits >> i) & 1;
+                let x = v.min.wrapping_add(lane.to_u64() as i64).clamp(lo, hi);
+                sum += x & (take as i64).wrapping_neg();
+                n += take;
+            }
+        }
+    });
+    Some((i128::from(sum) << k, n))
 }
 
 /// The sum of `steps(r)` over the rows `r` of a block (`base`, its words `rows`, and the
@@ -946,6 +986,80 @@ mod tests {
             }
         }
         out
+    }
+
+    /// The block sum at the lanes' width equals the 128-bit one to the last unit, wherever it
+    /// is taken: segments of each width (one spanning all of `i64`), with and without missing
+    /// cells, rows kept in patterns, bounds up to the largest it takes and grid exponents up
+    /// to 63; and it declines bounds whose block sum could leave an `i64`.
+    #[test]
+    fn the_narrow_block_sum_is_the_wide_one() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let spans: [(i64, u64); 5] = [
+            (-100, 200),
+            (-40_000, 60_000),
+            (7, 1 << 31),
+            (i64::MIN, u64::MAX),
+            (-5, 0),
+        ];
+        for (min, span) in spans {
+            for missing in [false, true] {
+                let cells: Vec<Option<i64>> = (0..BLOCK + 300)
+                    .map(|i| {
+                        let x = min.wrapping_add((next() % span.max(1)) as i64);
+                        let x = if i == 3 {
+                            min.wrapping_add(span as i64)
+                        } else {
+                            x
+                        };
+                        (!(missing && next() % 5 == 0)).then_some(x)
+                    })
+                    .collect();
+                let t = table(&[cells]);
+                let seg = &t.segments[0];
+                let ColumnData::Integer(v) = &seg.columns[0].data else {
+                    unreachable!()
+                };
+                let valid = seg.columns[0].valid.as_deref();
+                let edge = (1i64 << (63 - 14)) - 1;
+                for (lo, hi) in [
+                    (0, 100),
+                    (-50, 50),
+                    (-edge, edge),
+                    (i64::MIN / 4, i64::MAX / 4),
+                    (3, 3),
+                ] {
+                    for k in [0, 1, 20, 63] {
+                        for b in 0..seg.len.div_ceil(BLOCK) {
+                            let base = b * BLOCK;
+                            let rows: Vec<u64> = (0..BLOCK.min(seg.len - base).div_ceil(64))
+                                .map(|w| match w % 3 {
+                                    0 => u64::MAX,
+                                    1 => next(),
+                                    _ => 0,
+                                })
+                                .collect();
+                            let block = (base, &rows[..], seg.len);
+                            let wide = masked_sum(block, valid, |r| {
+                                i128::from(v.get(r).clamp(lo, hi)) << k
+                            });
+                            match small_sum(block, valid, v, (lo, hi, k)) {
+                                Some(narrow) => {
+                                    assert_eq!(narrow, wide, "{min} {span} {lo} {hi} {k}")
+                                }
+                                None => assert_eq!((lo, hi), (i64::MIN / 4, i64::MAX / 4)),
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Every comparison, `NOT` of it, `BETWEEN` and `IN` with literals around each segment's
