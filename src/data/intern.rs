@@ -247,6 +247,91 @@ mod tests {
         assert_eq!(t.len(), 5);
     }
 
+    /// The interner before 5a956c3, by its definition: codes in order of first sight, a
+    /// value refused when not UTF-8, and nothing remembered of a refused value.
+    #[derive(Default)]
+    struct Reference {
+        codes: std::collections::HashMap<Vec<u8>, u32>,
+        values: Vec<Vec<u8>>,
+    }
+
+    impl Reference {
+        fn intern(&mut self, bytes: &[u8]) -> Result<u32, InternError> {
+            if let Some(&c) = self.codes.get(bytes) {
+                return Ok(c);
+            }
+            std::str::from_utf8(bytes).map_err(|_| InternError::InvalidUtf8)?;
+            let c = self.values.len() as u32;
+            self.codes.insert(bytes.to_vec(), c);
+            self.values.push(bytes.to_vec());
+            Ok(c)
+        }
+    }
+
+    #[test]
+    fn one_byte_values_among_longer_ones_are_coded_as_by_first_sight() {
+        // Every byte alone (the 128 above 0x7f refused), as a prefix, a suffix and inside
+        // longer values, in an order that mixes them; many times over, so that the table
+        // grows while one-byte codes are remembered.
+        let mut state = 0x853c_49e6_748f_ea9bu64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for round in 0..20 {
+            let mut t = Interner::default();
+            let mut r = Reference::default();
+            for i in 0..20_000 {
+                let x = next();
+                let b = (x >> 8) as u8;
+                let value: Vec<u8> = match x % 6 {
+                    0 | 1 => vec![b],
+                    2 => vec![b, b'a'],
+                    3 => vec![b'a', b],
+                    4 => vec![b, b],
+                    _ => format!("v{}", (x >> 16) % 5000).into_bytes(),
+                };
+                let want = r.intern(&value);
+                assert_eq!(t.intern(&value), want, "round {round}, cell {i}: {value:?}");
+                assert_eq!(t.len(), r.values.len());
+            }
+            for (c, v) in r.values.iter().enumerate() {
+                assert_eq!(t.get(c), v.as_slice());
+            }
+            // Every byte once more, after all that: the same code, or the same refusal.
+            for b in 0..=255u8 {
+                assert_eq!(t.intern(&[b]), r.intern(&[b]), "byte {b:#x}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_refused_byte_leaves_no_code_and_is_refused_again() {
+        let mut t = Interner::default();
+        for b in 0x80..=0xffu8 {
+            assert_eq!(t.intern(&[b]), Err(InternError::InvalidUtf8));
+            assert_eq!(t.intern(&[b]), Err(InternError::InvalidUtf8));
+        }
+        assert_eq!(t.len(), 0);
+        assert_eq!(t.intern(b"\xc3\xa9"), Ok(0));
+        assert_eq!(t.intern(b"\xc3"), Err(InternError::InvalidUtf8));
+        assert_eq!(t.intern(b"\xa9"), Err(InternError::InvalidUtf8));
+        assert_eq!(t.intern(b"\x00"), Ok(1));
+        assert_eq!(t.intern(b"\x7f"), Ok(2));
+        assert_eq!(t.intern(b""), Ok(3));
+        assert_eq!(t.intern(b"\x00"), Ok(1));
+        assert_eq!(t.len(), 4);
+        // A clone answers as the original, and what one learns the other does not.
+        let mut u = t.clone();
+        assert_eq!(u.intern(b"z"), Ok(4));
+        assert_eq!(t.intern(b"y"), Ok(4));
+        assert_eq!(u.intern(b"\x7f"), Ok(2));
+        assert_eq!(u.get(4), b"z");
+        assert_eq!(t.get(4), b"y");
+    }
+
     #[test]
     fn rejects_invalid_utf8_once_seen() {
         let mut t = Interner::default();

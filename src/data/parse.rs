@@ -968,6 +968,236 @@ mod tests {
         );
     }
 
+    /// The byte loop `field_end` replaced (826bc6f), the reference it must agree with.
+    fn field_end_by_byte<D: Dialect>(d: &D, buf: &[u8], mut pos: usize) -> usize {
+        while pos < buf.len() && !d.ends_field(buf[pos]) {
+            pos += 1;
+        }
+        pos
+    }
+
+    /// `field_end` and the byte loop over one buffer from one position, in one dialect.
+    type Check = Box<dyn Fn(&[u8], usize) -> (usize, usize)>;
+
+    /// The dialects whose delimiters the words are tested for: the default, and others
+    /// `CsvFormat::check` accepts (NUL and DEL among them, at the ends of the ASCII range).
+    fn dialects() -> Vec<Check> {
+        let mut out: Vec<Check> = vec![Box::new(|buf: &[u8], pos: usize| {
+            (
+                field_end(&Comma, buf, pos),
+                field_end_by_byte(&Comma, buf, pos),
+            )
+        })];
+        for delimiter in [b';', b'\t', b'|', b' ', 0u8, 0x7f] {
+            let format = CsvFormat {
+                delimiter,
+                decimal_comma: false,
+            };
+            assert_eq!(format.check(), Ok(()), "{delimiter:#x}");
+            let d = Other::new(format);
+            out.push(Box::new(move |buf: &[u8], pos: usize| {
+                (field_end(&d, buf, pos), field_end_by_byte(&d, buf, pos))
+            }));
+        }
+        out
+    }
+
+    #[test]
+    fn field_end_agrees_with_a_byte_loop_for_every_byte_at_every_position() {
+        // Fillers that end no field but sit next to the enders in value, or are them with
+        // the high bit set (0x80|',', 0x80|'\n', 0x80|'\r', 0x80|';'): where a "has a zero
+        // byte" word trick gives false positives.
+        let near: Vec<u8> = vec![
+            0xac, 0x8a, 0x8d, 0xbb, 0x89, 0xfc, 0x80, 0xff, 0x2b, 0x2d, 0x0b, 0x0c, 0x0e, 0x09,
+            0x01, 0xfe, 0x7e, 0x3b, 0x7c, 0x20, 0x00, 0x7f, b'7', b'"',
+        ];
+        for (k, check) in dialects().iter().enumerate() {
+            for len in 0..=40usize {
+                let filler: Vec<u8> = near
+                    .iter()
+                    .copied()
+                    .cycle()
+                    .skip(k + len)
+                    .take(len)
+                    .collect();
+                for p in 0..len {
+                    for b in 0..=255u8 {
+                        let mut buf = filler.clone();
+                        buf[p] = b;
+                        for start in [0, p.min(3), p, len] {
+                            let (ours, want) = check(&buf, start);
+                            assert_eq!(ours, want, "dialect {k}, {buf:?} from {start}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn field_end_agrees_with_a_byte_loop_on_random_words() {
+        let alphabet: &[u8] = b",;\t| \n\r\0\x7f\xac\x8a\x8d\xbb\x89\xfc\x80\xffa1\"";
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let checks = dialects();
+        for _ in 0..4000 {
+            let len = (next() % 70) as usize;
+            // Mostly bytes that end nothing, so that fields run across words.
+            let sparse = next() % 4 != 0;
+            let buf: Vec<u8> = (0..len)
+                .map(|_| {
+                    let r = next();
+                    let i = (r >> 8) as usize % alphabet.len();
+                    if sparse && r % 8 != 0 {
+                        alphabet[(i % 9) + 8]
+                    } else {
+                        alphabet[i]
+                    }
+                })
+                .collect();
+            for check in &checks {
+                for start in 0..=len {
+                    let (ours, want) = check(&buf, start);
+                    assert_eq!(ours, want, "{buf:?} from {start}");
+                }
+            }
+        }
+    }
+
+    /// The loop that placed digits in a word before ef15e67, the reference for
+    /// `right_aligned`.
+    fn right_aligned_by_fold(digits: &[u8]) -> u64 {
+        digits
+            .iter()
+            .fold(broadcast(b'0'), |w, &b| (w >> 8) | (u64::from(b) << 56))
+    }
+
+    fn std_i64(s: &[u8]) -> Option<i64> {
+        std::str::from_utf8(s).ok()?.parse().ok()
+    }
+
+    #[test]
+    fn right_aligned_agrees_with_the_fold_for_any_bytes() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..200_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let n = 1 + (state % 8) as usize;
+            let bytes = state.rotate_left(11).to_le_bytes();
+            let b = &bytes[..n];
+            assert_eq!(right_aligned(b), right_aligned_by_fold(b), "{b:?}");
+        }
+        for n in 1..=8usize {
+            for p in 0..n {
+                for x in 0..=255u8 {
+                    let mut b = vec![b'5'; n];
+                    b[p] = x;
+                    assert_eq!(right_aligned(&b), right_aligned_by_fold(&b), "{b:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn integers_of_up_to_eight_digits_with_any_byte_anywhere_parse_like_std() {
+        for sign in ["", "-", "+"] {
+            for n in 1..=9usize {
+                let digits: Vec<u8> = b"987654321".iter().copied().take(n).collect();
+                for p in 0..n {
+                    for x in 0..=255u8 {
+                        let mut s = sign.as_bytes().to_vec();
+                        let mut d = digits.clone();
+                        d[p] = x;
+                        s.extend_from_slice(&d);
+                        assert_eq!(parse_i64(&s), std_i64(&s), "input {s:?}");
+                    }
+                }
+                // Two bytes at the edges of the digits' range, and with the high half 3 but
+                // not a digit, at every pair of positions.
+                let edges = [
+                    0x2f, 0x30, 0x39, 0x3a, 0x3f, 0x40, 0x00, 0x06, 0xb0, 0xb9, 0xf9,
+                ];
+                for p in 0..n {
+                    for q in p + 1..n {
+                        for &x in &edges {
+                            for &y in &edges {
+                                let mut s = sign.as_bytes().to_vec();
+                                let mut d = digits.clone();
+                                d[p] = x;
+                                d[q] = y;
+                                s.extend_from_slice(&d);
+                                assert_eq!(parse_i64(&s), std_i64(&s), "input {s:?}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn integers_of_every_value_and_padding_parse_like_std() {
+        let mut v = 0i64;
+        while v < 100_000_000 {
+            for s in [
+                v.to_string(),
+                format!("{v:08}"),
+                format!("-{v:07}"),
+                format!("+{v}"),
+            ] {
+                assert_eq!(
+                    parse_i64(s.as_bytes()),
+                    s.parse::<i64>().ok(),
+                    "input {s:?}"
+                );
+            }
+            v += 997;
+        }
+        for s in [
+            "00000000",
+            "-00000000",
+            "99999999",
+            "-99999999",
+            "000000001",
+            "00000000000000000000000000001",
+            "+-1",
+            "-+1",
+            "--1",
+            "++1",
+            "1-",
+            "1+",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "9223372036854775807",
+            "9223372036854775808",
+            "-0009223372036854775808",
+            "\u{ff11}",
+            "\u{ff11}\u{ff12}",
+            "1\u{ff12}",
+            "\u{663}\u{664}",
+            "\u{967}",
+            "1\u{300}",
+            "1 2",
+            "0x10",
+            "1_000",
+            "1e3",
+            "\u{0}",
+            "12345678\u{0}",
+        ] {
+            assert_eq!(
+                parse_i64(s.as_bytes()),
+                s.parse::<i64>().ok(),
+                "input {s:?}"
+            );
+        }
+    }
+
     #[test]
     fn floats_parse_like_std() {
         for s in [
