@@ -660,3 +660,32 @@ fn a_declared_schema_is_the_schema_whatever_the_cells() {
         other => panic!("expected a missing declared column, got {other:?}"),
     }
 }
+
+/// Integer and one-byte text cells of every length up to 40 digits, at the end of a file
+/// with each ending (none, `\n`, `\r`, `\r\n`): types, counts and values as `str::parse`
+/// and first sight read them.
+#[test]
+fn cells_of_every_length_at_the_end_of_the_file_load_as_std_reads_them() {
+    for n in 1..=40usize {
+        let digits: String = "1234567890".chars().cycle().take(n).collect();
+        for ending in ["", "\n", "\r", "\r\n"] {
+            let body = format!("a,b\n7,M\n{digits},\u{e9}\n-{digits},M{ending}");
+            let t = load_bytes(body.as_bytes()).expect("loads");
+            assert_eq!(t.n_rows(), 3, "{body:?}");
+            let fits = digits.parse::<i64>().is_ok();
+            let want = if fits {
+                ColumnType::Integer
+            } else {
+                ColumnType::Float
+            };
+            assert_eq!(types(&t), [want, ColumnType::Text], "{body:?}");
+            assert_eq!(count(&t, &cmp(&t, "b", CmpOp::Eq, text("M"))), 2);
+            assert_eq!(count(&t, &cmp(&t, "b", CmpOp::Eq, text("\u{e9}"))), 1);
+            if n <= 15 {
+                let v: f64 = digits.parse().expect("digits");
+                assert_eq!(count(&t, &cmp(&t, "a", CmpOp::Eq, num(v))), 1, "{body:?}");
+                assert_eq!(count(&t, &cmp(&t, "a", CmpOp::Eq, num(-v))), 1, "{body:?}");
+            }
+        }
+    }
+}
