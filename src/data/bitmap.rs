@@ -6,7 +6,6 @@ pub(crate) struct BitBuilder {
     words: Vec<u64>,
     current: u64,
     len: usize,
-    ones: usize,
 }
 
 impl BitBuilder {
@@ -24,7 +23,6 @@ impl BitBuilder {
         let word = if bit { u64::MAX } else { 0 };
         b.words.resize(n / 64, word);
         b.len = n / 64 * 64;
-        b.ones = if bit { b.len } else { 0 };
         for _ in b.len..n {
             b.push(bit);
         }
@@ -35,7 +33,6 @@ impl BitBuilder {
     #[inline]
     pub(crate) fn push(&mut self, bit: bool) {
         self.current |= (bit as u64) << (self.len & 63);
-        self.ones += bit as usize;
         self.len += 1;
         if self.len & 63 == 0 {
             self.words.push(self.current);
@@ -48,17 +45,51 @@ impl BitBuilder {
         self.len
     }
 
-    /// Number of bits set.
-    pub(crate) fn ones(&self) -> usize {
-        self.ones
-    }
-
     /// The words, the last one padded with zeros.
     pub(crate) fn finish(mut self) -> Vec<u64> {
         if self.len & 63 != 0 {
             self.words.push(self.current);
         }
         self.words
+    }
+}
+
+/// A validity bitmap being built: only a count while every bit is set, as in most columns,
+/// and a bitmap from the first clear bit on.
+#[derive(Default)]
+pub(crate) struct Validity {
+    /// The number of bits while there is no bitmap.
+    len: usize,
+    bits: Option<BitBuilder>,
+}
+
+impl Validity {
+    /// Appends one bit.
+    #[inline(always)]
+    pub(crate) fn push(&mut self, bit: bool) {
+        match &mut self.bits {
+            None if bit => self.len += 1,
+            None => self.first_clear(),
+            Some(b) => b.push(bit),
+        }
+    }
+
+    /// Starts the bitmap at the first clear bit.
+    #[cold]
+    fn first_clear(&mut self) {
+        let mut b = BitBuilder::filled(self.len, true);
+        b.push(false);
+        self.bits = Some(b);
+    }
+
+    /// Number of bits.
+    pub(crate) fn len(&self) -> usize {
+        self.bits.as_ref().map_or(self.len, BitBuilder::len)
+    }
+
+    /// The words of the bitmap (the last padded with zeros), or `None` when every bit is set.
+    pub(crate) fn finish(self) -> Option<Vec<u64>> {
+        self.bits.map(BitBuilder::finish)
     }
 }
 
@@ -92,7 +123,6 @@ mod tests {
                 }
                 let filled = BitBuilder::filled(n, bit);
                 assert_eq!(pushed.len(), filled.len());
-                assert_eq!(pushed.ones(), filled.ones());
                 assert_eq!(pushed.finish(), filled.finish());
             }
         }

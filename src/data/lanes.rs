@@ -133,6 +133,20 @@ impl Lanes {
         Lanes::U8(vec![0; n])
     }
 
+    /// The lanes cut into runs of `rows` (the last may be shorter), each at this width.
+    pub(crate) fn cut(&self, rows: usize) -> Vec<Lanes> {
+        let max = self.max();
+        on_lanes!(self, v => v
+            .chunks(rows.max(1))
+            .map(|c| narrowest(max, c.iter().map(|x| x.to_u64())))
+            .collect())
+    }
+
+    /// The number of lanes.
+    pub(crate) fn len(&self) -> usize {
+        on_lanes!(self, v => v.len())
+    }
+
     /// Lane `i`.
     #[inline]
     pub(crate) fn get(&self, i: usize) -> u64 {
@@ -468,13 +482,54 @@ impl IntBuilder {
     }
 
     /// The finished segment: offsets from the least value, at the narrowest unsigned width.
+    #[cfg(test)]
     pub(crate) fn finish(self) -> Ints {
         match self.lanes {
-            Signed::I8(v) => rebase(v, self.base),
-            Signed::I16(v) => rebase(v, self.base),
-            Signed::I32(v) => rebase(v, self.base),
-            Signed::I64(v) => rebase(v, 0),
+            Signed::I8(v) => rebase(&v, self.base),
+            Signed::I16(v) => rebase(&v, self.base),
+            Signed::I32(v) => rebase(&v, self.base),
+            Signed::I64(v) => rebase(&v, 0),
         }
+    }
+
+    /// The finished cells cut into segments of `rows` cells (the last may be shorter; none
+    /// when there are no cells), each from its own least value at its own narrowest width:
+    /// a column that drifts, as keys and times do, takes fewer bytes a row in short segments.
+    pub(crate) fn finish_cut(mut self, rows: usize) -> Vec<Ints> {
+        self.take_cut(rows)
+    }
+
+    /// [`IntBuilder::finish_cut`], leaving the builder empty with its buffer: the next
+    /// cells are stored from a base of their own, at no less than the present width.
+    pub(crate) fn take_cut(&mut self, rows: usize) -> Vec<Ints> {
+        fn cut<S: Copy + Ord + Into<i64>>(v: &mut Vec<S>, base: i64, rows: usize) -> Vec<Ints> {
+            let out = v.chunks(rows.max(1)).map(|c| rebase(c, base)).collect();
+            v.clear();
+            out
+        }
+        let out = match &mut self.lanes {
+            Signed::I8(v) => cut(v, self.base, rows),
+            Signed::I16(v) => cut(v, self.base, rows),
+            Signed::I32(v) => cut(v, self.base, rows),
+            Signed::I64(v) => cut(v, 0, rows),
+        };
+        self.base = 0;
+        self.seen = false;
+        out
+    }
+}
+
+/// The segment whose cell `i` is `base + v[i]` (exactly: each is a value of the column, or
+/// a missing cell stored as the base, itself a value or 0 when there is none).
+fn rebase<S: Copy + Ord + Into<i64>>(v: &[S], base: i64) -> Ints {
+    let lo: i64 = v.iter().copied().min().map_or(0, Into::into);
+    let hi: i64 = v.iter().copied().max().map_or(0, Into::into);
+    // `hi - lo` is the distance between two values of the column: it fits in a `u64`.
+    let max_off = hi.wrapping_sub(lo) as u64;
+    Ints {
+        min: base.wrapping_add(lo),
+        max_off,
+        lanes: narrowest(max_off, v.iter().map(|&d| d.into().wrapping_sub(lo) as u64)),
     }
 }
 
@@ -483,21 +538,6 @@ fn grow<S: Copy, T>(v: Vec<S>, f: impl Fn(S) -> T) -> Vec<T> {
     let mut out = Vec::with_capacity(v.capacity());
     out.extend(v.iter().map(|&d| f(d)));
     out
-}
-
-/// The segment whose cell `i` is `base + v[i]` (exactly: each is a value of the column, or
-/// a missing cell stored as the base, itself a value or 0 when there is none).
-fn rebase<S: Copy + Ord + Into<i64>>(v: Vec<S>, base: i64) -> Ints {
-    let lo: i64 = v.iter().copied().min().map_or(0, Into::into);
-    let hi: i64 = v.iter().copied().max().map_or(0, Into::into);
-    // `hi - lo` is the distance between two values of the column: it fits in a `u64`.
-    let max_off = hi.wrapping_sub(lo) as u64;
-    let off = move |d: S| d.into().wrapping_sub(lo) as u64;
-    Ints {
-        min: base.wrapping_add(lo),
-        max_off,
-        lanes: narrowest(max_off, v.into_iter().map(off)),
-    }
 }
 
 /// Text codes being parsed, at the width the codes so far need (codes are handed out in
@@ -545,15 +585,27 @@ impl CodeBuilder {
         self.push(code);
     }
 
+    /// The codes so far cut into runs of `rows` (the last may be shorter), leaving the
+    /// builder empty with its buffer, at its width.
+    pub(crate) fn take_cut(&mut self, rows: usize) -> Vec<Lanes> {
+        let cut = self.lanes.cut(rows);
+        on_lanes!(&mut self.lanes, v => v.clear());
+        cut
+    }
+
     /// The finished segment: each code mapped through `remap` (a code it lacks becomes 0),
     /// at the width that holds `max`, the largest code of the column's dictionary.
     pub(crate) fn finish(self, remap: Option<&[u32]>, max: u64) -> Lanes {
-        match remap {
-            Some(map) => self
-                .lanes
-                .map(max, |c| map.get(c as usize).copied().map_or(0, u64::from)),
-            None => self.lanes.map(max, |c| c),
-        }
+        remap_codes(self.lanes, remap, max)
+    }
+}
+
+/// `codes` mapped through `remap` (a code it lacks becomes 0; none: unchanged), at the width
+/// that holds `max`, the largest code of the column's dictionary.
+pub(crate) fn remap_codes(codes: Lanes, remap: Option<&[u32]>, max: u64) -> Lanes {
+    match remap {
+        Some(map) => codes.map(max, |c| map.get(c as usize).copied().map_or(0, u64::from)),
+        None => codes.map(max, |c| c),
     }
 }
 

@@ -17,16 +17,16 @@ use std::time::Duration;
 
 use rayon::prelude::*;
 
-use super::bitmap::BitBuilder;
+use super::bitmap::{BitBuilder, Validity};
 use super::content::ContentHash;
 use super::error::DataError;
 use super::format::CsvFormat;
 use super::intern::{InternError, Interner};
-use super::lanes::{CodeBuilder, IntBuilder, Ints, Lanes};
+use super::lanes::{remap_codes, CodeBuilder, IntBuilder, Ints, Lanes};
 use super::open::{open, Opened};
 use super::parse::{is_missing, looks_like_value, parse_bool, parse_i64, Comma, Dialect, Other};
 use super::schema::{self, Declared};
-use super::source::{line_of, next_line_start, record_io, ByteSource, RecordError, Records};
+use super::source::{line_of, next_line_start, record_io, Batch, ByteSource, RecordError, Records};
 use super::table::{ColumnData, ColumnType, Dictionary, Segment, SegmentColumn, Table};
 
 /// How a file is read: its header setting, its delimiter and decimal mark, and limits that
@@ -426,6 +426,12 @@ enum Values {
     Text(CodeBuilder, Interner),
 }
 
+/// Rows a segment holds at most. Each segment of an integer column is stored from its own
+/// least value at its own width, so a column that drifts (keys, times, row numbers) takes two
+/// bytes a row where one span over a whole chunk would take four. A multiple of 64, so the
+/// segments' validity bitmaps are whole words of the chunk's.
+const SEGMENT_ROWS: usize = 1 << 16;
+
 /// Why a cell could not be added to a column builder.
 enum PushError {
     /// The cell does not fit the column's type: the column must become text.
@@ -447,15 +453,21 @@ impl From<InternError> for PushError {
 
 /// One column of one chunk, being built.
 struct ColumnBuilder {
-    valid: BitBuilder,
+    valid: Validity,
     values: Values,
+    /// An integer column's finished segments, before the cells in `values`.
+    settled: Vec<Ints>,
+    /// A text column's codes of finished segments, before the cells in `values`.
+    settled_codes: Vec<Lanes>,
 }
 
 impl ColumnBuilder {
     fn new() -> Self {
         ColumnBuilder {
-            valid: BitBuilder::default(),
+            valid: Validity::default(),
             values: Values::Missing,
+            settled: Vec::new(),
+            settled_codes: Vec::new(),
         }
     }
 
@@ -472,11 +484,44 @@ impl ColumnBuilder {
     /// Makes room for `additional` more rows.
     fn reserve(&mut self, additional: usize) {
         match &mut self.values {
-            Values::Integer(v) => v.reserve(additional),
+            Values::Integer(v) => v.reserve(additional.min(SEGMENT_ROWS)),
             Values::Float(v) => v.reserve(additional),
             Values::Text(v, _) => v.reserve(additional),
             Values::Missing | Values::Boolean(_) => {}
         }
+    }
+
+    /// Moves an integer column's cells so far into finished segments of [`SEGMENT_ROWS`]
+    /// (the last may be shorter, and then must be the chunk's last): the parse holds the
+    /// builder's wider distances for one segment at a time. With `more`, the builder keeps
+    /// its buffer for the next segment's cells.
+    fn settle(&mut self, more: bool) {
+        match &mut self.values {
+            Values::Integer(b) => {
+                self.settled.extend(b.take_cut(SEGMENT_ROWS));
+                if !more {
+                    *b = IntBuilder::default();
+                }
+            }
+            // Codes are cut as they are, to be mapped into the file's dictionary at the end.
+            Values::Text(codes, _) => {
+                self.settled_codes.extend(codes.take_cut(SEGMENT_ROWS));
+                if !more {
+                    *codes = CodeBuilder::missing(0, 0);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The settled segments of an integer column as floats, and then the cells after them.
+    fn floats_of(settled: Vec<Ints>, rest: IntBuilder) -> Vec<f64> {
+        let mut f: Vec<f64> = settled
+            .iter()
+            .flat_map(|ints| (0..ints.lanes.len()).map(|i| ints.get(i) as f64))
+            .collect();
+        f.extend(rest.into_f64());
+        f
     }
 
     /// Adds one cell, widening the type when it allows; `NeedsText` when only text fits.
@@ -487,6 +532,15 @@ impl ColumnBuilder {
     #[inline(always)]
     fn push<D: Dialect>(&mut self, d: &D, bytes: &[u8], quoted: bool) -> Result<(), PushError> {
         let t = bytes.trim_ascii();
+        // An integer first, by a test of its own: a jump through a table on the column's
+        // type, taken at every cell, was mispredicted often enough to cost a tenth of the parse.
+        if let Values::Integer(v) = &mut self.values {
+            if let Some(x) = d.int(t) {
+                v.push(x);
+                self.valid.push(true);
+                return Ok(());
+            }
+        }
         let valid = match &mut self.values {
             Values::Integer(v) => match d.int(t) {
                 Some(x) => {
@@ -555,7 +609,8 @@ impl ColumnBuilder {
                 };
                 // Every i64 that parses also parses as the f64 nearest to it, which is
                 // what `as` gives.
-                let mut f: Vec<f64> = std::mem::take(v).into_f64();
+                let settled = std::mem::take(&mut self.settled);
+                let mut f = Self::floats_of(settled, std::mem::take(v));
                 f.push(x);
                 self.valid.push(true);
                 self.values = Values::Float(f);
@@ -595,7 +650,7 @@ impl ColumnBuilder {
     /// An empty column of a declared kind (`Kind::Missing`: a column that is not kept).
     fn declared(kind: Kind) -> Self {
         ColumnBuilder {
-            valid: BitBuilder::default(),
+            valid: Validity::default(),
             values: match kind {
                 Kind::Integer => Values::Integer(IntBuilder::default()),
                 Kind::Float => Values::Float(Vec::new()),
@@ -603,6 +658,8 @@ impl ColumnBuilder {
                 Kind::Text => Values::Text(CodeBuilder::missing(0, 0), Interner::default()),
                 Kind::Missing => Values::Missing,
             },
+            settled: Vec::new(),
+            settled_codes: Vec::new(),
         }
     }
 
@@ -645,8 +702,10 @@ impl ColumnBuilder {
     /// An empty text column.
     fn text(capacity: usize) -> Self {
         ColumnBuilder {
-            valid: BitBuilder::with_capacity(capacity),
+            valid: Validity::default(),
             values: Values::Text(CodeBuilder::missing(0, capacity), Interner::default()),
+            settled: Vec::new(),
+            settled_codes: Vec::new(),
         }
     }
 }
@@ -694,6 +753,11 @@ fn extract_text<S: ByteSource + ?Sized, D: Dialect>(
     Ok(out)
 }
 
+/// Records parsed at a time, column by column: each column's cells of a batch go through
+/// one loop, so the choice of what its type makes of a cell is the same for the whole loop
+/// and predicted, where a record at a time changes it at every field.
+const BATCH_ROWS: usize = 512;
+
 /// Parses the records that start in `[from, until)` (the last may run past `until`).
 fn parse_chunk<S: ByteSource + ?Sized, D: Dialect>(
     src: &S,
@@ -711,62 +775,110 @@ fn parse_chunk<S: ByteSource + ?Sized, D: Dialect>(
     let mut columns: Vec<ColumnBuilder> = (0..ncols).map(|_| ColumnBuilder::new()).collect();
     let mut rows = 0usize;
     let mut start = None;
+    let mut reserved = false;
     let error = loop {
-        if rows == 1024 {
+        if rows >= 1024 && !reserved {
             // Guess the chunk's row count from the first rows and reserve once.
             let first = start.unwrap_or(from);
             let per_row = ((records.position() - first) / rows as u64).max(1);
             let guess = usize::try_from(until.saturating_sub(first) / per_row).unwrap_or(0);
             let extra = (guess + guess / 16).saturating_sub(rows);
             columns.iter_mut().for_each(|c| c.reserve(extra));
+            reserved = true;
         }
-        let rec = match records.next() {
-            Ok(Some(rec)) => rec,
-            Ok(None) => break None,
-            Err(e) => break Some(ChunkError::Record(e)),
+        // A batch never crosses a segment's end, where the integer columns are settled.
+        let room = SEGMENT_ROWS - rows % SEGMENT_ROWS;
+        let (batch, pending) = records.next_batch(BATCH_ROWS.min(room));
+        let Some(&offset) = batch.offsets.first() else {
+            break pending.map(ChunkError::Record);
         };
-        let first = *start.get_or_insert(rec.offset);
-        if rec.fields.len() != ncols {
-            break Some(ChunkError::Ragged { record: rec.offset });
-        }
-        let mut failed = None;
-        for (i, (f, column)) in rec.fields.iter().zip(columns.iter_mut()).enumerate() {
-            let bytes = rec.bytes(f);
-            match column.push(d, bytes, f.quoted) {
-                Ok(()) => {}
-                Err(PushError::NeedsText) => {
-                    let promoted =
-                        extract_text(src, d, first, rows, i, max_fields).and_then(|mut t| {
-                            t.push_text(bytes, f.quoted)
-                                .map_err(|why| cell_error(why, rec.offset, i))?;
-                            Ok(t)
-                        });
-                    match promoted {
-                        Ok(t) => *column = t,
-                        Err(e) => {
-                            failed = Some(e);
-                            break;
-                        }
-                    }
-                }
-                Err(why) => {
-                    failed = Some(cell_error(why, rec.offset, i));
-                    break;
+        let first = *start.get_or_insert(offset);
+        // Cells of the records before the first ragged one; the first error in the file's
+        // order is the one reported, as a record at a time would meet it.
+        let whole = (0..batch.len())
+            .position(|r| batch.n_fields(r) != ncols)
+            .unwrap_or(batch.len());
+        let mut failed: Option<(usize, usize, ChunkError)> = None;
+        for (c, column) in columns.iter_mut().enumerate() {
+            let at = Cells {
+                src,
+                d,
+                first,
+                rows,
+                max_fields,
+            };
+            if let Err((r, e)) = at.push_column(column, &batch, c, whole) {
+                if failed.as_ref().is_none_or(|(fr, _, _)| r < *fr) {
+                    failed = Some((r, c, e));
                 }
             }
         }
-        if failed.is_some() {
-            break failed;
+        if let Some((_, _, e)) = failed {
+            break Some(e);
         }
-        rows += 1;
+        if whole < batch.len() {
+            break Some(ChunkError::Ragged {
+                record: batch.offsets[whole],
+            });
+        }
+        rows += batch.len();
+        if rows.is_multiple_of(SEGMENT_ROWS) {
+            columns.iter_mut().for_each(|c| c.settle(true));
+        }
+        if let Some(e) = pending {
+            break Some(ChunkError::Record(e));
+        }
     };
     let end = records.position();
+    columns.iter_mut().for_each(|c| c.settle(false));
     ChunkOut {
         start: start.unwrap_or(end),
         end,
         rows,
         columns,
         error,
+    }
+}
+
+/// Where a batch's cells go: the chunk's source, and the rows parsed before the batch.
+struct Cells<'a, S: ?Sized, D> {
+    src: &'a S,
+    d: &'a D,
+    /// The offset of the chunk's first record.
+    first: u64,
+    /// Rows of the chunk before the batch.
+    rows: usize,
+    max_fields: usize,
+}
+
+impl<S: ByteSource + ?Sized, D: Dialect> Cells<'_, S, D> {
+    /// Adds field `c` of the batch's first `n` records to `column`, turning it to text when
+    /// a cell needs it; the first error, with its record's index in the batch.
+    fn push_column(
+        &self,
+        column: &mut ColumnBuilder,
+        batch: &Batch<'_>,
+        c: usize,
+        n: usize,
+    ) -> Result<(), (usize, ChunkError)> {
+        for r in 0..n {
+            let (bytes, quoted) = batch.cell(r, c);
+            match column.push(self.d, bytes, quoted) {
+                Ok(()) => {}
+                Err(PushError::NeedsText) => {
+                    let (src, d, rows) = (self.src, self.d, self.rows + r);
+                    let promoted = extract_text(src, d, self.first, rows, c, self.max_fields)
+                        .and_then(|mut t| {
+                            t.push_text(bytes, quoted)
+                                .map_err(|why| cell_error(why, batch.offsets[r], c))?;
+                            Ok(t)
+                        });
+                    *column = promoted.map_err(|e| (r, e))?;
+                }
+                Err(why) => return Err((r, cell_error(why, batch.offsets[r], c))),
+            }
+        }
+        Ok(())
     }
 }
 
@@ -811,6 +923,7 @@ fn parse_chunk_declared<S: ByteSource + ?Sized, D: Dialect>(
         rows += 1;
     };
     let end = records.position();
+    columns.iter_mut().for_each(|c| c.settle(false));
     ChunkOut {
         start: start.unwrap_or(end),
         end,
@@ -917,18 +1030,22 @@ fn assemble<S: ByteSource + ?Sized, D: Dialect>(
         .into_par_iter()
         .enumerate()
         .filter(|(_, out)| out.rows > 0)
-        .map(|(i, out)| {
+        .flat_map_iter(|(i, out)| {
             let rows = out.rows;
-            let columns = out
+            let mut columns: Vec<std::vec::IntoIter<SegmentColumn>> = out
                 .columns
                 .into_iter()
                 .enumerate()
                 .map(|(c, col)| {
                     let max_code = dictionaries[c].len().saturating_sub(1) as u64;
-                    finish_column(col, kinds[c], rows, remaps[c].get(i), max_code)
+                    finish_column(col, kinds[c], rows, remaps[c].get(i), max_code).into_iter()
                 })
                 .collect();
-            Segment { len: rows, columns }
+            segment_lens(rows).into_iter().map(move |len| Segment {
+                len,
+                // Every column was cut into the same lengths.
+                columns: columns.iter_mut().filter_map(Iterator::next).collect(),
+            })
         })
         .collect();
     let n_rows = segments.iter().map(|s| s.len as u64).sum();
@@ -1008,32 +1125,87 @@ fn merge_dictionaries(outs: &[ChunkOut], c: usize) -> (Dictionary, Vec<Vec<u32>>
     (dictionary, remaps)
 }
 
-/// Converts one chunk's column to the file's type for it; `max_code` is the largest code of
-/// a text column's dictionary.
+/// Converts one chunk's column to the file's type for it, cut into segments of
+/// [`SEGMENT_ROWS`]; `max_code` is the largest code of a text column's dictionary.
 fn finish_column(
     col: ColumnBuilder,
     kind: Kind,
     rows: usize,
     remap: Option<&Vec<u32>>,
     max_code: u64,
-) -> SegmentColumn {
-    let valid = (col.valid.ones() < rows).then(|| col.valid.finish());
-    let data = match (kind, col.values) {
-        (Kind::Integer, Values::Integer(v)) => ColumnData::Integer(v.finish()),
-        (Kind::Float, Values::Float(v)) => ColumnData::Float(v),
-        (Kind::Float, Values::Integer(v)) => ColumnData::Float(v.into_f64()),
-        (Kind::Boolean, Values::Boolean(b)) => ColumnData::Boolean(b.finish()),
+) -> Vec<SegmentColumn> {
+    let lens = segment_lens(rows);
+    let words = SEGMENT_ROWS / 64;
+    let valid: Vec<Option<Vec<u64>>> = if let Some(bits) = col.valid.finish() {
+        bits.chunks(words)
+            .zip(&lens)
+            .map(|(w, &n)| {
+                let ones: usize = w.iter().map(|x| x.count_ones() as usize).sum();
+                (ones < n).then(|| w.to_vec())
+            })
+            .collect()
+    } else {
+        vec![None; lens.len()]
+    };
+    let cut_f64 = |v: &[f64]| -> Vec<ColumnData> {
+        v.chunks(SEGMENT_ROWS)
+            .map(|c| ColumnData::Float(c.to_vec()))
+            .collect()
+    };
+    let data: Vec<ColumnData> = match (kind, col.values) {
+        (Kind::Integer, Values::Integer(v)) => col
+            .settled
+            .into_iter()
+            .chain(v.finish_cut(SEGMENT_ROWS))
+            .map(ColumnData::Integer)
+            .collect(),
+        (Kind::Float, Values::Float(v)) => cut_f64(&v),
+        (Kind::Float, Values::Integer(v)) => cut_f64(&ColumnBuilder::floats_of(col.settled, v)),
+        (Kind::Boolean, Values::Boolean(b)) => b
+            .finish()
+            .chunks(words)
+            .map(|w| ColumnData::Boolean(w.to_vec()))
+            .collect(),
         (Kind::Text | Kind::Missing, Values::Text(codes, _)) => {
             let remap = remap.filter(|m| !m.is_empty()).map(Vec::as_slice);
-            ColumnData::Text(codes.finish(remap, max_code))
+            let rest = codes.finish(remap, max_code).cut(SEGMENT_ROWS);
+            col.settled_codes
+                .into_iter()
+                .map(|c| remap_codes(c, remap, max_code))
+                .chain(rest)
+                .map(ColumnData::Text)
+                .collect()
         }
         // Only missing cells in this chunk (any other pairing was converted before).
-        (Kind::Integer, _) => ColumnData::Integer(Ints::zeros(rows)),
-        (Kind::Float, _) => ColumnData::Float(vec![0.0; rows]),
-        (Kind::Boolean, _) => ColumnData::Boolean(vec![0; rows.div_ceil(64)]),
-        (Kind::Text | Kind::Missing, _) => ColumnData::Text(Lanes::zeros(rows)),
+        (Kind::Integer, _) => lens
+            .iter()
+            .map(|&n| ColumnData::Integer(Ints::zeros(n)))
+            .collect(),
+        (Kind::Float, _) => lens
+            .iter()
+            .map(|&n| ColumnData::Float(vec![0.0; n]))
+            .collect(),
+        (Kind::Boolean, _) => lens
+            .iter()
+            .map(|&n| ColumnData::Boolean(vec![0; n.div_ceil(64)]))
+            .collect(),
+        (Kind::Text | Kind::Missing, _) => lens
+            .iter()
+            .map(|&n| ColumnData::Text(Lanes::zeros(n)))
+            .collect(),
     };
-    SegmentColumn { data, valid }
+    data.into_iter()
+        .zip(valid)
+        .map(|(data, valid)| SegmentColumn { data, valid })
+        .collect()
+}
+
+/// The lengths of the segments `rows` rows are cut into.
+fn segment_lens(rows: usize) -> Vec<usize> {
+    (0..rows)
+        .step_by(SEGMENT_ROWS)
+        .map(|start| SEGMENT_ROWS.min(rows - start))
+        .collect()
 }
 
 #[cfg(test)]
@@ -1470,6 +1642,107 @@ mod tests {
                 Some(DataError::RaggedRow {
                     line: 3002,
                     expected: 2,
+                })
+            );
+        }
+    }
+
+    /// Row `i` of a file whose columns change type, start to have values, take wider codes
+    /// or miss cells only after a chunk's first segments are settled, and its cells as they
+    /// must load.
+    fn long_row(i: usize) -> (String, Vec<Option<Cell>>) {
+        let int = |x: i64| Some(Cell::Integer(x));
+        let id = 1_000_000_000_000 + i as i64;
+        let late_float = if i == 100_000 { 2.5 } else { (i % 1000) as f64 };
+        let late_text = if i == 140_000 {
+            "x".to_string()
+        } else {
+            i.to_string()
+        };
+        let late_int = (i >= 70_000).then_some((i % 300) as i64);
+        let sparse = (!i.is_multiple_of(9973) && !(65_536..65_600).contains(&i))
+            .then_some((i % 50) as i64 - 25);
+        let word = format!("w{}", if i < 66_000 { i % 3 } else { i % 700 });
+        let flag = (i != 131_072).then_some(i.is_multiple_of(3));
+        let text = format!(
+            "{id},{},{late_text},{},{},{word},{}\n",
+            if i == 100_000 {
+                "2.5".to_string()
+            } else {
+                (i % 1000).to_string()
+            },
+            late_int.map_or(String::new(), |x| x.to_string()),
+            sparse.map_or("NA".to_string(), |x| x.to_string()),
+            flag.map_or(String::new(), |b| b.to_string()),
+        );
+        let cells = vec![
+            int(id),
+            Some(Cell::Float(late_float)),
+            Some(Cell::Text(late_text)),
+            late_int.and_then(int),
+            sparse.and_then(int),
+            Some(Cell::Text(word)),
+            flag.map(Cell::Boolean),
+        ];
+        (text, cells)
+    }
+
+    #[test]
+    fn chunks_of_many_segments_load_every_cell_as_written() {
+        const N: usize = 150_000;
+        let mut text = String::from("id,late_float,late_text,late_int,sparse,word,flag\n");
+        let mut expected = Vec::with_capacity(N);
+        for i in 0..N {
+            let (line, cells) = long_row(i);
+            text.push_str(&line);
+            expected.push(cells);
+        }
+        for chunks in [1, 2, 3] {
+            let table = load(text.as_bytes(), chunks).expect("valid");
+            let types: Vec<ColumnType> = table.schema().into_iter().map(|(_, t)| t).collect();
+            use ColumnType::*;
+            assert_eq!(
+                types,
+                [Integer, Float, Text, Integer, Integer, Text, Boolean]
+            );
+            assert!(table.segments.iter().all(|s| s.len <= SEGMENT_ROWS));
+            assert_eq!(table.segments.iter().map(|s| s.len).sum::<usize>(), N);
+            // Consecutive keys from a base of 10^12 take two bytes a row in every segment.
+            assert!(
+                table.lane_bits(0).iter().all(|&b| b <= 16),
+                "{:?}",
+                table.lane_bits(0)
+            );
+            let cells = table.cells();
+            for (i, (got, want)) in cells.iter().zip(&expected).enumerate() {
+                assert_eq!(got, want, "row {i}, {chunks} chunks");
+            }
+            assert_eq!(cells.len(), N);
+        }
+    }
+
+    #[test]
+    fn errors_after_settled_segments_are_the_same_for_any_chunking() {
+        let mut text = String::from("id,late_float,late_text,late_int,sparse,word,flag\n");
+        for i in 0..120_000 {
+            text.push_str(&long_row(i).0);
+        }
+        let mut bad = text.clone().into_bytes();
+        bad.extend_from_slice(b"1,2,3,4,5,\xff,true\n");
+        let ragged = format!("{text}1,2\n");
+        for chunks in [1, 2, 3] {
+            assert_eq!(
+                load(&bad, chunks).err(),
+                Some(DataError::InvalidUtf8 {
+                    line: 120_002,
+                    column: "word".to_string()
+                })
+            );
+            assert_eq!(
+                load(ragged.as_bytes(), chunks).err(),
+                Some(DataError::RaggedRow {
+                    line: 120_002,
+                    expected: 7,
                 })
             );
         }

@@ -8,7 +8,7 @@
 use std::io;
 
 use super::content::{is_changed, BLOCK};
-use super::parse::{is_terminator, split_record, Dialect, FieldRef, Split};
+use super::parse::{is_terminator, split_record, split_record_onto, Dialect, FieldRef, Split};
 
 /// Bytes that can be read at any offset, from several threads at once.
 pub(crate) trait ByteSource: Sync {
@@ -76,6 +76,37 @@ impl Record<'_> {
     }
 }
 
+/// Records read together by [`Records::next_batch`], all held in the reader's window.
+pub(crate) struct Batch<'r> {
+    /// Each record's offset in the source.
+    pub(crate) offsets: &'r [u64],
+    /// Where each record's fields start in `fields`.
+    starts: &'r [usize],
+    fields: &'r [FieldRef],
+    buf: &'r [u8],
+    scratch: &'r [u8],
+}
+
+impl Batch<'_> {
+    /// The number of records.
+    pub(crate) fn len(&self) -> usize {
+        self.offsets.len()
+    }
+
+    /// The number of fields of record `r`.
+    pub(crate) fn n_fields(&self, r: usize) -> usize {
+        self.starts.get(r + 1).copied().unwrap_or(self.fields.len()) - self.starts[r]
+    }
+
+    /// Field `c` of record `r` (which has more than `c` fields): its bytes, and whether it
+    /// began with a quote.
+    #[inline(always)]
+    pub(crate) fn cell(&self, r: usize, c: usize) -> (&[u8], bool) {
+        let f = &self.fields[self.starts[r] + c];
+        (f.bytes(self.buf, self.scratch), f.quoted)
+    }
+}
+
 /// Reads the records that start in `[from, until)` of a source, the last one possibly
 /// running past `until`, split as `dialect` says. Empty lines are skipped.
 pub(crate) struct Records<'s, S: ByteSource + ?Sized, D: Dialect> {
@@ -92,6 +123,9 @@ pub(crate) struct Records<'s, S: ByteSource + ?Sized, D: Dialect> {
     filled: usize,
     scratch: Vec<u8>,
     fields: Vec<FieldRef>,
+    /// The offsets and first fields of a batch's records.
+    offsets: Vec<u64>,
+    starts: Vec<usize>,
 }
 
 impl<'s, S: ByteSource + ?Sized, D: Dialect> Records<'s, S, D> {
@@ -114,6 +148,8 @@ impl<'s, S: ByteSource + ?Sized, D: Dialect> Records<'s, S, D> {
             filled: 0,
             scratch: Vec::new(),
             fields: Vec::new(),
+            offsets: Vec::new(),
+            starts: Vec::new(),
         }
     }
 
@@ -217,6 +253,85 @@ impl<'s, S: ByteSource + ?Sized, D: Dialect> Records<'s, S, D> {
                 scratch: &self.scratch,
             }));
         }
+    }
+}
+
+impl<'s, S: ByteSource + ?Sized, D: Dialect> Records<'s, S, D> {
+    /// Up to `max` more records, read as [`Records::next`] reads them one by one, and the
+    /// error that stopped them early, if one did: the records before it are whole. A batch
+    /// ends early, too, before a record that runs past the window (unless it would be empty):
+    /// every record of a batch is in the window at once. An empty batch with no error: no
+    /// more records start before `until`.
+    pub(crate) fn next_batch(&mut self, max: usize) -> (Batch<'_>, Option<RecordError>) {
+        self.offsets.clear();
+        self.starts.clear();
+        self.fields.clear();
+        self.scratch.clear();
+        let error = self.fill_batch(max).err();
+        let batch = Batch {
+            offsets: &self.offsets,
+            starts: &self.starts,
+            fields: &self.fields,
+            buf: &self.buf[..self.filled],
+            scratch: &self.scratch,
+        };
+        (batch, error)
+    }
+
+    /// Splits records onto the batch; see [`Records::next_batch`]. The window is refilled
+    /// only while the batch is empty: a refill moves the bytes its fields point into.
+    fn fill_batch(&mut self, max: usize) -> Result<(), RecordError> {
+        while self.offsets.len() < max {
+            while self.pos < self.filled && is_terminator(self.buf[self.pos]) {
+                self.pos += 1;
+            }
+            if self.pos >= self.filled {
+                if !self.offsets.is_empty() || !self.refill()? {
+                    return Ok(());
+                }
+                continue;
+            }
+            let offset = self.position();
+            if offset >= self.until {
+                return Ok(());
+            }
+            let (nf, ns) = (self.fields.len(), self.scratch.len());
+            let split = split_record_onto(
+                self.dialect,
+                &self.buf[..self.filled],
+                self.pos,
+                &mut self.scratch,
+                &mut self.fields,
+                self.max_fields,
+            );
+            let whole = match split {
+                Split::Terminated(next) => Some(next),
+                Split::AtEnd if self.at_eof() => Some(self.filled),
+                _ => None,
+            };
+            let Some(next) = whole else {
+                // The batch keeps whole records only.
+                self.fields.truncate(nf);
+                self.scratch.truncate(ns);
+                match split {
+                    Split::TooManyFields => return Err(RecordError::TooManyFields(offset)),
+                    Split::OpenQuote(q) if self.at_eof() => {
+                        return Err(RecordError::UnclosedQuote(self.base + q as u64))
+                    }
+                    // The record may go on past the window: leave it to a batch of its own,
+                    // or read more and split it again.
+                    _ if !self.offsets.is_empty() => return Ok(()),
+                    _ => {
+                        self.refill()?;
+                        continue;
+                    }
+                }
+            };
+            self.offsets.push(offset);
+            self.starts.push(nf);
+            self.pos = next;
+        }
+        Ok(())
     }
 }
 
