@@ -14,6 +14,7 @@
 use rayon::prelude::*;
 
 use super::bitmap;
+use super::count::range_word;
 use super::lanes::{on_lanes, Lane};
 use super::predicate::Value;
 use super::table::{ColumnData, Segment, Table};
@@ -43,34 +44,19 @@ impl Buckets {
 ///
 /// Internal: these numbers must only ever be used to add noise to.
 pub fn count_cells(table: &Table, dims: &[(usize, Buckets)]) -> Vec<u64> {
-    /// Rows whose cells are found together.
-    const BLOCK: usize = 4096;
     let cells: usize = dims.iter().map(|(_, b)| b.len()).product();
-    let mut strides = vec![1usize; dims.len()];
-    for d in (0..dims.len().saturating_sub(1)).rev() {
-        strides[d] = strides[d + 1] * dims[d + 1].1.len();
-    }
     let codes: Vec<Option<Vec<Option<u64>>>> =
         dims.iter().map(|(c, b)| text_codes(table, *c, b)).collect();
     table
         .segments
         .par_iter()
         .map(|seg| {
-            // A block of rows at a time: the cells of 8 bytes a row are never held for a whole
-            // segment (tens of MB at millions of rows), and stay in the cache between the
-            // dimensions' passes.
-            let mut counts = vec![0u64; cells];
-            let mut index = vec![0usize; BLOCK.min(seg.len)];
-            for base in (0..seg.len).step_by(BLOCK) {
-                let index = &mut index[..BLOCK.min(seg.len - base)];
-                index.fill(0);
-                for (d, (column, buckets)) in dims.iter().enumerate() {
-                    let codes = codes[d].as_deref();
-                    add_coords(seg, *column, buckets, codes, strides[d], base, index);
+            if let ([(column, _)], [Some(listed)]) = (dims, codes.as_slice()) {
+                if let Some(counts) = text_cells(seg, *column, listed) {
+                    return counts;
                 }
-                tally(&mut counts, index);
             }
-            counts
+            cells_by_rows(seg, dims, &codes)
         })
         .reduce(
             || vec![0u64; cells],
@@ -79,6 +65,87 @@ pub fn count_cells(table: &Table, dims: &[(usize, Buckets)]) -> Vec<u64> {
                 a
             },
         )
+}
+
+/// The cells of the cube over segment `seg`, each row's built dimension by dimension;
+/// `codes` holds each text dimension's listed codes.
+fn cells_by_rows(
+    seg: &Segment,
+    dims: &[(usize, Buckets)],
+    codes: &[Option<Vec<Option<u64>>>],
+) -> Vec<u64> {
+    /// Rows whose cells are found together.
+    const BLOCK: usize = 4096;
+    let cells: usize = dims.iter().map(|(_, b)| b.len()).product();
+    let mut strides = vec![1usize; dims.len()];
+    for d in (0..dims.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * dims[d + 1].1.len();
+    }
+    // A block of rows at a time: the cells of 8 bytes a row are never held for a whole
+    // segment (tens of MB at millions of rows), and stay in the cache between the
+    // dimensions' passes.
+    let mut counts = vec![0u64; cells];
+    let mut index = vec![0usize; BLOCK.min(seg.len)];
+    for base in (0..seg.len).step_by(BLOCK) {
+        let index = &mut index[..BLOCK.min(seg.len - base)];
+        index.fill(0);
+        for (d, (column, buckets)) in dims.iter().enumerate() {
+            let codes = codes[d].as_deref();
+            add_coords(seg, *column, buckets, codes, strides[d], base, index);
+        }
+        tally(&mut counts, index);
+    }
+    counts
+}
+
+/// The cells of a cube of one text dimension over segment `seg`, when its column is text:
+/// per listed code, the present rows holding it; then the other present rows, then the rows
+/// without a value. No row's cell is built: each listed code is compared with every row in a
+/// pass of its own, a listed value the dictionary does not hold (`None`) too with its matches
+/// masked out, so the work is that of the cells built row by row, whatever the values.
+fn text_cells(seg: &Segment, column: usize, listed: &[Option<u64>]) -> Option<Vec<u64>> {
+    let col = &seg.columns[column];
+    let ColumnData::Text(lanes) = &col.data else {
+        return None;
+    };
+    let valid = col.valid.as_deref();
+    let mut counts = vec![0u64; listed.len() + 2];
+    on_lanes!(lanes, v => count_codes(&v[..seg.len], listed, valid, &mut counts));
+    Some(counts)
+}
+
+/// [`text_cells`] over the codes of a segment.
+fn count_codes<T: Lane>(
+    codes: &[T],
+    listed: &[Option<u64>],
+    valid: Option<&[u64]>,
+    counts: &mut [u64],
+) {
+    let n = listed.len();
+    // Each 64 rows' validity word, with no bit past the segment's end.
+    let word = |j: usize| {
+        let rows = (codes.len() - 64 * j).min(64);
+        let w = valid.map_or(u64::MAX, |v| v.get(j).copied().unwrap_or(0));
+        w & (u64::MAX >> (64 - rows))
+    };
+    let present: u64 = (0..codes.len().div_ceil(64))
+        .map(|j| u64::from(word(j).count_ones()))
+        .sum();
+    let mut in_listed = 0;
+    for (i, code) in listed.iter().enumerate() {
+        let held = code.filter(|&c| c <= T::MAX);
+        let (x, mask) = (T::from_u64(held.unwrap_or(0)), held.map_or(0, |_| u64::MAX));
+        let zero = T::from_u64(0);
+        let k: u64 = codes
+            .chunks(64)
+            .enumerate()
+            .map(|(j, xs)| u64::from((range_word(xs, x, zero) & word(j) & mask).count_ones()))
+            .sum();
+        counts[i] = k;
+        in_listed += k;
+    }
+    counts[n] = present - in_listed;
+    counts[n + 1] = codes.len() as u64 - present;
 }
 
 /// Adds one to `counts` at each of `index`. Four rows at a time into four tallies of their
@@ -311,6 +378,47 @@ mod tests {
     use super::super::load::{parse_table, LoadOptions};
     use super::*;
     use std::cmp::Ordering;
+
+    /// A one-dimension text cube counted by passes over the codes gives the cells built row
+    /// by row: values listed or not, held or not, missing cells, segments of any length.
+    #[test]
+    fn one_text_dimension_counts_as_rows_placed_one_by_one() {
+        let mut next = super::super::rng::xorshift(0x9e37_79b9_7f4a_7c15u64);
+        let words = ["a", "b", "c", "d", "", "NA", "zz"];
+        for case in 0..60 {
+            let rows = [1, 63, 64, 65, 130, 1000, 4097, 9000][case % 8];
+            let kinds = 2 + case % 5;
+            // A second column, so that a row with an empty cell is not an empty line.
+            let mut text = String::from("w,i\n");
+            for i in 0..rows {
+                let w = words[(next() % kinds as u64) as usize];
+                text.push_str(&format!("{w},{i}\n"));
+            }
+            let table = parse_table(
+                text.as_bytes(),
+                "t.csv",
+                &LoadOptions::default(),
+                1 + case % 3,
+            )
+            .expect("valid");
+            let lists: [&[&str]; 4] = [&["a"], &["b", "a"], &["q", "c", "a", "zz"], &[]];
+            for list in lists {
+                let values = list.iter().map(|v| Value::Text(v.to_string())).collect();
+                let dims = [(0, Buckets::Values(values))];
+                let codes = vec![text_codes(&table, 0, &dims[0].1)];
+                let listed = codes[0].clone().expect("a text column");
+                for seg in &table.segments {
+                    assert_eq!(
+                        text_cells(seg, 0, &listed),
+                        Some(cells_by_rows(seg, &dims, &codes)),
+                        "{rows} rows, {list:?}"
+                    );
+                }
+                let total: u64 = count_cells(&table, &dims).iter().sum();
+                assert_eq!(total, rows as u64);
+            }
+        }
+    }
 
     /// Integer cuts at and beyond the edges of segments of every width (the extremes of
     /// `i64` included) put each row where an exact comparison puts it.

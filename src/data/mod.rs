@@ -32,6 +32,8 @@ mod postgres;
 mod predicate;
 #[cfg(feature = "native")]
 mod prune;
+#[cfg(test)]
+mod rng;
 mod schema;
 mod source;
 mod sources;

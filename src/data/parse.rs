@@ -920,13 +920,7 @@ mod tests {
         // read from every position: the word-at-a-time reading of unquoted fields gives the
         // outcome and fields of the reading a field at a time, for any field limit.
         let alphabet = b"a1,;\"\r\n\t \xff";
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = super::super::rng::xorshift(0x2545_f491_4f6c_dd1du64);
         for case in 0..4000 {
             let n = (next() % 40) as usize;
             // Mostly plain bytes, so that long unquoted runs and many fields a word occur.
@@ -934,7 +928,7 @@ mod tests {
             let buf: Vec<u8> = (0..n)
                 .map(|_| {
                     let r = next();
-                    if plain && r % 4 != 0 {
+                    if plain && !r.is_multiple_of(4) {
                         b"a1,"[(r / 4 % 3) as usize]
                     } else {
                         alphabet[(r / 4 % alphabet.len() as u64) as usize]
