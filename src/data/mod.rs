@@ -6,7 +6,8 @@
 //! the true number of rows matching a [`Predicate`], which the evaluator only ever uses to add
 //! noise to. No error, `Debug` or `Display` output of this module contains a cell value.
 //!
-//! Storage is columnar and split into segments (one per parallel load chunk): integers as
+//! Storage is columnar and split into segments (of at most 65,536 rows of a CSV file, each
+//! parallel load chunk cut into them as it is parsed; a batch of a Parquet file): integers as
 //! offsets from the segment's least value in lanes of 8, 16, 32 or 64 bits (the narrowest
 //! that holds them), floats as `f64` vectors, booleans as bitmaps, text as codes into one
 //! sorted dictionary per column (lanes as narrow as the dictionary allows), and a validity
