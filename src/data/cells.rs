@@ -518,3 +518,210 @@ mod tests {
         assert_eq!(counts, want);
     }
 }
+
+/// Attacks on the one-text-dimension fast path, on segments built by hand: every lane width,
+/// lengths around 64-row words and zero, garbage in missing rows' codes and in a bitmap's
+/// bits past the segment's end (and in words past it), listed codes out of the lanes' range.
+#[cfg(test)]
+mod text_cells_attack {
+    use super::super::lanes::Lanes;
+    use super::super::table::{ColumnType, Dictionary, SegmentColumn};
+    use super::*;
+
+    /// A one-column text segment of `codes` (`None` missing, holding `junk`), its bitmap's
+    /// bits past the end (and `extra` words past it) set from `pad`.
+    fn segment(codes: &[Option<u64>], width: u32, junk: u64, pad: u64, extra: usize) -> Segment {
+        let len = codes.len();
+        let raw = codes.iter().map(|c| c.unwrap_or(junk));
+        let lanes = match width {
+            8 => Lanes::U8(raw.map(|x| x as u8).collect()),
+            16 => Lanes::U16(raw.map(|x| x as u16).collect()),
+            32 => Lanes::U32(raw.map(|x| x as u32).collect()),
+            _ => Lanes::U64(raw.collect()),
+        };
+        let mut valid = vec![0u64; len.div_ceil(64) + extra];
+        for (i, c) in codes.iter().enumerate() {
+            valid[i / 64] |= u64::from(c.is_some()) << (i % 64);
+        }
+        if !len.is_multiple_of(64) {
+            valid[len / 64] |= pad & !bitmap::low_mask(len % 64);
+        }
+        for w in &mut valid[len.div_ceil(64)..] {
+            *w = pad;
+        }
+        let all = codes.iter().all(Option::is_some) && pad == 0;
+        Segment {
+            len,
+            columns: vec![SegmentColumn {
+                data: ColumnData::Text(lanes),
+                valid: (!all).then_some(valid),
+            }],
+        }
+    }
+
+    /// The cells by brute force: per listed code the present rows holding it, other, missing.
+    fn brute(codes: &[Option<u64>], listed: &[Option<u64>]) -> Vec<u64> {
+        let mut cells = vec![0u64; listed.len() + 2];
+        for c in codes {
+            let i = match c {
+                None => listed.len() + 1,
+                Some(c) => listed
+                    .iter()
+                    .position(|l| *l == Some(*c))
+                    .unwrap_or(listed.len()),
+            };
+            cells[i] += 1;
+        }
+        cells
+    }
+
+    #[test]
+    fn fast_path_counts_as_brute_force_at_every_width_and_edge() {
+        let mut next = super::super::rng::xorshift(0x0123_4567_89ab_cdefu64);
+        let lens = [
+            0, 1, 2, 63, 64, 65, 127, 128, 129, 191, 192, 193, 4095, 4096, 4097,
+        ];
+        let widths: [(u32, u64); 4] = [(8, 256), (16, 65_536), (32, 1 << 32), (64, u64::MAX)];
+        for case in 0..400 {
+            let len = lens[case % lens.len()];
+            let (width, top) = widths[case / lens.len() % 4];
+            // A few codes, at the top of the lanes' range too.
+            let pool: Vec<u64> = (0..1 + case % 6)
+                .map(|k| {
+                    if k % 2 == 0 {
+                        next() % 5
+                    } else {
+                        top - 1 - next() % 3
+                    }
+                })
+                .collect();
+            let missing_every = [0u64, 1, 2, 5, 64][case % 5];
+            let codes: Vec<Option<u64>> = (0..len)
+                .map(|_| {
+                    let r = next();
+                    let gone = missing_every == 1
+                        || (missing_every > 1 && r.is_multiple_of(missing_every));
+                    (!gone).then(|| pool[(r >> 8) as usize % pool.len()])
+                })
+                .collect();
+            let junk = pool[case % pool.len()];
+            let pad = [0, u64::MAX, next()][case % 3];
+            let seg = segment(&codes, width, junk, pad, case % 2);
+            let mut distinct: Vec<u64> = pool.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            let mut listed: Vec<Option<u64>> = distinct.into_iter().map(Some).collect();
+            listed.push(None);
+            listed.push(Some(7));
+            if top != u64::MAX {
+                listed.push(Some(top));
+                listed.push(Some(top + 1));
+            }
+            listed.dedup();
+            for n in 0..=listed.len() {
+                let listed = &listed[..n];
+                let want = brute(&codes, listed);
+                let values = (0..n).map(|i| Value::Number(i as f64)).collect();
+                let dims = [(0, Buckets::Values(values))];
+                let rows = cells_by_rows(&seg, &dims, &[Some(listed.to_vec())]);
+                let shown = format!("case {case}: {len} rows, {width} bits, {listed:?}, {pad:#x}");
+                assert_eq!(rows, want, "by rows, {shown}");
+                assert_eq!(text_cells(&seg, 0, listed), Some(want), "{shown}");
+            }
+        }
+    }
+
+    /// Through `count_cells`: a table of segments of different widths and lengths (one of
+    /// none), a listed value absent from the dictionary, gives the brute-force cells.
+    #[test]
+    fn count_cells_of_mixed_segments_count_as_brute_force() {
+        let mut next = super::super::rng::xorshift(0xfeed_beef_dead_f00du64);
+        let words = ["a", "b", "c", "d"];
+        let mut segments = Vec::new();
+        let mut all: Vec<Option<u64>> = Vec::new();
+        for (k, &len) in [64usize, 0, 130, 1, 4096, 65].iter().enumerate() {
+            let codes: Vec<Option<u64>> = (0..len)
+                .map(|_| {
+                    let r = next();
+                    (!r.is_multiple_of(7)).then_some((r >> 8) % 4)
+                })
+                .collect();
+            let width = [8, 16, 32, 64][k % 4];
+            segments.push(segment(&codes, width, 3, [0, u64::MAX][k % 2], k % 2));
+            all.extend(codes);
+        }
+        let dictionary = Dictionary::from_parts(words.concat().into_bytes(), vec![1, 2, 3, 4])
+            .expect("a dictionary");
+        let table = Table {
+            names: vec!["w".into()],
+            types: vec![ColumnType::Text],
+            dictionaries: vec![dictionary],
+            n_rows: all.len() as u64,
+            segments,
+        };
+        for list in [&["b"][..], &["zz", "d", "a"], &[], &["d", "c", "b", "a"]] {
+            let values = list.iter().map(|v| Value::Text(v.to_string())).collect();
+            let dims = [(0, Buckets::Values(values))];
+            let listed: Vec<Option<u64>> = list
+                .iter()
+                .map(|v| words.iter().position(|w| w == v).map(|c| c as u64))
+                .collect();
+            assert_eq!(count_cells(&table, &dims), brute(&all, &listed), "{list:?}");
+        }
+    }
+
+    /// A CSV file of more than two segments, cut into one to three chunks (segments ending
+    /// at chunk ends too), missing cells (empty, `NA`) at every word and segment edge, more
+    /// than 65,536 distinct values (32-bit codes), as loaded and at a served dataset's
+    /// public widths: the cells equal a brute-force count.
+    #[test]
+    fn csv_segments_and_public_widths_count_as_brute_force() {
+        use super::super::load::{parse_table, LoadOptions};
+        let rows = 2 * 65_536 + 100;
+        let edge = |i: usize| matches!(i % 65_536, 0 | 1 | 63 | 64 | 65 | 65_535);
+        let mut text = String::from("w,i\n");
+        let mut all: Vec<Option<String>> = Vec::with_capacity(rows);
+        for i in 0..rows {
+            let h = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
+            let v = match h % 5 {
+                _ if edge(i) || edge(i + 1) => None,
+                0 => None,
+                1 => Some(format!("k{}", h % 300)),
+                _ => Some(format!("u{i}")),
+            };
+            let shown = v.clone().unwrap_or(["", "NA"][i % 2].to_string());
+            text.push_str(&format!("{shown},{i}\n"));
+            all.push(v);
+        }
+        let lists: [&[&str]; 4] = [&["k0", "u3", "k299", "u131171"], &["NA"], &[], &["k7"]];
+        for chunks in 1..=3 {
+            let table = parse_table(text.as_bytes(), "t.csv", &LoadOptions::default(), chunks)
+                .expect("valid");
+            let served = parse_table(text.as_bytes(), "t.csv", &LoadOptions::default(), chunks)
+                .expect("valid")
+                .with_public_widths(None);
+            assert!(table.lane_bits(0).contains(&32), "{:?}", table.lane_bits(0));
+            for list in lists {
+                let mut want = vec![0u64; list.len() + 2];
+                for v in &all {
+                    want[match v {
+                        None => list.len() + 1,
+                        Some(v) => list.iter().position(|l| l == v).unwrap_or(list.len()),
+                    }] += 1;
+                }
+                let values = list.iter().map(|v| Value::Text(v.to_string())).collect();
+                let dims = [(0, Buckets::Values(values))];
+                assert_eq!(
+                    count_cells(&table, &dims),
+                    want,
+                    "{chunks} chunks, {list:?}"
+                );
+                assert_eq!(
+                    count_cells(&served, &dims),
+                    want,
+                    "served, {chunks}, {list:?}"
+                );
+            }
+        }
+    }
+}

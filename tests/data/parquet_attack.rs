@@ -1277,3 +1277,85 @@ fn narrow_integer_groups_of_one_value_or_none_count_exactly() {
         }
     }
 }
+
+/// A one-text-dimension histogram (counted a pass per listed value over each batch's codes)
+/// equals a brute-force count over a folder of files that stress the lanes and bitmaps: a
+/// group of more than 65,536 distinct values (32-bit codes) read in a full batch of 65,536
+/// rows and a short one, groups of 300 values (16-bit codes) whose dictionary overflows its
+/// page so the writer falls back to plain pages mid-group, one group all missing, and plain
+/// strings in groups of 65,600 rows; missing rows at every word and batch edge.
+#[test]
+fn histogram_one_text_dimension_equals_brute_force_over_lane_widths_and_encodings() {
+    use dpq::data::Buckets;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let folder = dir.path().join("set");
+    std::fs::create_dir(&folder).expect("a folder");
+    let edge = |i: usize| matches!(i % 65_536, 0 | 1 | 62 | 63 | 64 | 65 | 127 | 128 | 65_535);
+    let mut all: Vec<Option<String>> = Vec::new();
+    let files: [(usize, usize, Option<usize>, bool); 3] = [
+        // Rows, rows a group, dictionary page limit, dictionary.
+        (70_001, 70_001, None, true),
+        (5_000, 1_000, Some(256), true),
+        (131_200, 65_600, None, false),
+    ];
+    for (f, &(rows, group, limit, dictionary)) in files.iter().enumerate() {
+        let part: Vec<Option<String>> = (0..rows)
+            .map(|i| {
+                let h = (i as u64 ^ f as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
+                let gone =
+                    edge(i) || edge(i + 1) || h.is_multiple_of(9) || (f == 1 && i / group == 3);
+                let v = match f {
+                    0 => format!("u{i}"),
+                    1 => format!("k{}", h % 300),
+                    _ => ["a", "", "NA", "b"][(h % 4) as usize].to_string(),
+                };
+                (!gone).then_some(v)
+            })
+            .collect();
+        let batch = RecordBatch::try_from_iter_with_nullable([(
+            "s",
+            Arc::new(StringArray::from(part.clone())) as ArrayRef,
+            true,
+        )])
+        .expect("a batch");
+        let mut props = WriterProperties::builder()
+            .set_max_row_group_row_count(Some(group))
+            .set_dictionary_enabled(dictionary);
+        if let Some(limit) = limit {
+            props = props.set_dictionary_page_size_limit(limit);
+        }
+        let file = std::fs::File::create(folder.join(format!("p{f}.parquet"))).expect("a file");
+        let mut w =
+            ArrowWriter::try_new(file, batch.schema(), Some(props.build())).expect("a writer");
+        w.write(&batch).expect("written");
+        w.close().expect("closed");
+        all.extend(part);
+    }
+    let lists: [&[&str]; 5] = [
+        &[
+            "u0", "u2", "u65536", "u65537", "u70000", "k0", "k299", "a", "", "NA",
+        ],
+        &["nowhere"],
+        &[],
+        &["b", "k150", "u64", "zz"],
+        &["NA"],
+    ];
+    let mut parquet = open_parquet(&folder).expect("the folder opens");
+    parquet.constant_work();
+    let streamed = Source::Parquet(parquet);
+    for listed in lists {
+        let mut want = vec![0u64; listed.len() + 2];
+        for v in &all {
+            want[match v {
+                None => listed.len() + 1,
+                Some(v) => listed.iter().position(|l| l == v).unwrap_or(listed.len()),
+            }] += 1;
+        }
+        let dims = vec![(0, Buckets::Values(listed.iter().map(|s| text(s)).collect()))];
+        assert_eq!(
+            streamed.count_cells(&dims).ok().as_ref(),
+            Some(&want),
+            "{listed:?}"
+        );
+    }
+}
