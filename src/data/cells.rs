@@ -144,7 +144,7 @@ fn count_codes<T: Lane>(
         counts[i] = k;
         in_listed += k;
     }
-    counts[n] = present - in_listed;
+    counts[n] = present.saturating_sub(in_listed);
     counts[n + 1] = codes.len() as u64 - present;
 }
 
