@@ -1765,3 +1765,37 @@ mod tests {
         assert_eq!(cells[0][0], Some(Cell::Integer(1)));
     }
 }
+
+#[cfg(test)]
+mod attack_tests {
+    use super::super::table::Cell;
+    use super::*;
+
+    fn load(bytes: &[u8], chunks: usize) -> Result<Table, DataError> {
+        parse_table(bytes, "mem.csv", &LoadOptions::default(), chunks)
+    }
+
+    #[test]
+    fn a_segment_after_a_wide_one_that_starts_missing_is_stored_from_its_least_value() {
+        // The first segment spans more than 32 bits; the second starts with a missing cell
+        // and then holds four values near 4 * 10^18: one byte a row, from 4 * 10^18.
+        let mut text = String::from("x\n");
+        for i in 0..SEGMENT_ROWS {
+            text.push_str(if i % 2 == 0 { "0\n" } else { "1000000000000\n" });
+        }
+        text.push_str("NA\n");
+        let big = 4_000_000_000_000_000_000i64;
+        for i in 0..1000 {
+            text.push_str(&format!("{}\n", big + i % 4));
+        }
+        let table = load(text.as_bytes(), 1).expect("valid");
+        let cells = table.cells();
+        assert_eq!(cells[SEGMENT_ROWS], vec![None]);
+        assert_eq!(cells[SEGMENT_ROWS + 1], vec![Some(Cell::Integer(big))]);
+        assert_eq!(table.lane_bits(0)[1], 8, "{:?}", table.lane_bits(0));
+        match &table.segments[1].columns[0].data {
+            ColumnData::Integer(ints) => assert_eq!(ints.min, big),
+            _ => panic!("not an integer column"),
+        }
+    }
+}
