@@ -449,6 +449,11 @@ impl IntBuilder {
             // value becomes the base, at distance 0.
             self.base = x;
             self.seen = true;
+            // After a cut the lanes may be 64-bit, where missing cells so far are stored
+            // as 0: they become the base, a value of the column.
+            if let Signed::I64(v) = &mut self.lanes {
+                v.fill(x);
+            }
             self.push_missing();
             return;
         }
