@@ -625,7 +625,7 @@ fn lanes_in_set<T: Lane>(xs: &[T], set: &[(u64, u64)], truth: &mut [u64], known:
 /// The compares fill a byte per cell, which the compiler vectorises at the lanes' width
 /// (16 one-byte lanes per SSE2 compare); the bytes are then packed into bits.
 #[inline]
-pub(super) fn range_word<T: Lane>(xs: &[T], lo: T, span: T) -> u64 {
+fn range_word<T: Lane>(xs: &[T], lo: T, span: T) -> u64 {
     let mut hits = [0u8; 64];
     for (h, &x) in hits.iter_mut().zip(xs) {
         *h = u8::from(x.wrapping_sub(lo) <= span);
