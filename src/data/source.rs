@@ -335,22 +335,43 @@ impl<'s, S: ByteSource + ?Sized, D: Dialect> Records<'s, S, D> {
     }
 }
 
-/// The 1-based line of byte `offset` of a source: one more than the line feeds before it.
+/// The 1-based line of byte `offset` of a source: one more than the line ends before it,
+/// where a line ends at a line feed, or at a carriage return not followed by one (`\r\n`
+/// ends one line; a file of lone `\r`, as some spreadsheets write, has a line per record).
 pub(crate) fn line_of<S: ByteSource + ?Sized>(src: &S, offset: u64) -> Result<u64, RecordError> {
     let mut buf = vec![0u8; WINDOW.min(usize::try_from(offset).unwrap_or(WINDOW).max(1))];
     let mut at = 0u64;
     let mut lines = 1u64;
+    // Whether the last byte read was a carriage return, whose line ends unless a line feed
+    // comes next (counted then as that line feed).
+    let mut after_cr = false;
     while at < offset {
         let want = usize::try_from(offset - at)
             .unwrap_or(usize::MAX)
             .min(WINDOW);
         let n = src.read_at(&mut buf[..want], at).map_err(record_io)?;
         if n == 0 {
-            // The offset is past the end: every line feed has been counted.
+            // The offset is past the end: every line end has been counted.
             break;
         }
-        lines += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
+        let bytes = &buf[..n];
+        if after_cr && bytes[0] != b'\n' {
+            lines += 1;
+        }
+        lines += memchr::memchr_iter(b'\n', bytes).count() as u64;
+        lines += memchr::memchr_iter(b'\r', &bytes[..n - 1])
+            .filter(|&i| bytes[i + 1] != b'\n')
+            .count() as u64;
+        after_cr = bytes[n - 1] == b'\r';
         at += n as u64;
+    }
+    // A carriage return just before `offset` ends its line unless a line feed is at `offset`.
+    if after_cr {
+        let mut next = [0u8; 1];
+        let n = src.read_at(&mut next, at).map_err(record_io)?;
+        if n == 0 || next[0] != b'\n' {
+            lines += 1;
+        }
     }
     Ok(lines)
 }
@@ -437,5 +458,43 @@ mod tests {
         assert_eq!(next_line_start(&text[..], 0).ok(), Some(Some(2)));
         assert_eq!(next_line_start(&text[..], 3).ok(), Some(Some(5)));
         assert_eq!(next_line_start(&text[..], 5).ok(), Some(None));
+    }
+
+    /// A line ends at `\n`, or at `\r` not followed by `\n`, wherever the windows of the
+    /// read fall: every offset near a window's edge, and others, against a count by hand.
+    #[test]
+    fn lines_end_at_line_feeds_and_lone_carriage_returns_across_windows() {
+        let len = 2 * WINDOW + 100;
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut text: Vec<u8> = (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                [b'a', b'\r', b'\n', b'\r'][(state % 4) as usize]
+            })
+            .collect();
+        // A `\r\n` and a lone `\r` astride each window's edge.
+        text[WINDOW - 1..WINDOW + 1].copy_from_slice(b"\r\n");
+        text[2 * WINDOW - 1..2 * WINDOW + 1].copy_from_slice(b"\ra");
+        let ends = |i: usize| match text[i] {
+            b'\n' => true,
+            b'\r' => text.get(i + 1) != Some(&b'\n'),
+            _ => false,
+        };
+        let mut before = vec![1u64; len + 1];
+        for i in 0..len {
+            before[i + 1] = before[i] + u64::from(ends(i));
+        }
+        let mut offsets: Vec<usize> = (0..5).collect();
+        for edge in [WINDOW, 2 * WINDOW] {
+            offsets.extend(edge - 3..edge + 3);
+        }
+        offsets.extend((0..len).step_by(9973));
+        offsets.push(len);
+        for at in offsets {
+            assert_eq!(line_of(&text[..], at as u64), Ok(before[at]), "offset {at}");
+        }
+        assert_eq!(line_of(&b"a\rb\r\nc\rd"[..], 7), Ok(4));
     }
 }
