@@ -1798,4 +1798,208 @@ mod attack_tests {
             _ => panic!("not an integer column"),
         }
     }
+    /// Checks what readers of a table's segments rely on: segments of 1 to [`SEGMENT_ROWS`]
+    /// rows adding up to `n`, every column as long as its segment, a validity bitmap of whole
+    /// words only where a cell is missing, integer lanes within `max_off` (missing cells too),
+    /// and text codes inside the column's dictionary.
+    fn check_storage(t: &Table) {
+        let total: usize = t.segments.iter().map(|s| s.len).sum();
+        assert_eq!(total as u64, t.n_rows);
+        for (k, seg) in t.segments.iter().enumerate() {
+            assert!(
+                (1..=SEGMENT_ROWS).contains(&seg.len),
+                "segment {k}: {}",
+                seg.len
+            );
+            for (c, col) in seg.columns.iter().enumerate() {
+                if let Some(v) = &col.valid {
+                    assert_eq!(v.len(), seg.len.div_ceil(64), "segment {k} column {c}");
+                }
+                match &col.data {
+                    ColumnData::Integer(ints) => {
+                        assert_eq!(ints.lanes.len(), seg.len, "segment {k} column {c}");
+                        assert!(ints.max_off <= ints.lanes.max());
+                        for i in 0..seg.len {
+                            assert!(
+                                ints.lanes.get(i) <= ints.max_off,
+                                "segment {k} column {c} row {i}"
+                            );
+                        }
+                    }
+                    ColumnData::Text(codes) => {
+                        assert_eq!(codes.len(), seg.len, "segment {k} column {c}");
+                        let n = t.dictionaries[c].len() as u64;
+                        for i in 0..seg.len {
+                            let code = codes.get(i);
+                            assert!(
+                                code < n.max(1),
+                                "segment {k} column {c} row {i}: code {code} of {n}"
+                            );
+                        }
+                    }
+                    ColumnData::Float(v) => assert_eq!(v.len(), seg.len),
+                    ColumnData::Boolean(w) => assert_eq!(w.len(), seg.len.div_ceil(64)),
+                }
+            }
+        }
+    }
+
+    /// A random text value that trimming leaves alone (a letter at each end) with multi-byte
+    /// characters, delimiters, quotes and line breaks of every kind between, and whether it
+    /// must be quoted.
+    fn random_value(next: &mut impl FnMut() -> u64, delimiter: char) -> String {
+        let inner = [
+            "a",
+            "b",
+            "\u{e9}",
+            "\u{20ac}",
+            "\u{1f600}",
+            " ",
+            "\"",
+            "\"\"",
+            "\n",
+            "\r\n",
+            "\r",
+            "xyzw",
+            "0",
+        ];
+        let ends = ["a", "\u{e9}", "\u{20ac}", "\u{1f600}", "Q"];
+        let mut v = String::from(ends[(next() % ends.len() as u64) as usize]);
+        for _ in 0..next() % 12 {
+            let r = next();
+            if r.is_multiple_of(5) {
+                v.push(delimiter);
+            } else {
+                v.push_str(inner[(r / 5 % inner.len() as u64) as usize]);
+            }
+        }
+        v.push_str(ends[(next() % ends.len() as u64) as usize]);
+        v
+    }
+
+    /// A random file of text columns, with every cell as it must load (`None` when missing).
+    fn random_text_file(
+        next: &mut impl FnMut() -> u64,
+        delimiter: char,
+    ) -> (String, Vec<Vec<Option<String>>>) {
+        let ncols = 1 + (next() % 4) as usize;
+        let nrows = (next() % 40) as usize;
+        let ends = ["\n", "\r\n", "\r"];
+        let header: Vec<String> = (0..ncols).map(|c| format!("c{c}")).collect();
+        let mut text = header.join(&delimiter.to_string());
+        text.push_str(ends[(next() % 3) as usize]);
+        let mut rows = Vec::new();
+        for r in 0..nrows {
+            let mut fields = Vec::new();
+            let mut cells = Vec::new();
+            for _ in 0..ncols {
+                let kind = next() % 8;
+                if kind == 0 && ncols > 1 {
+                    // An empty cell (a lone empty field would be an empty line).
+                    fields.push(String::new());
+                    cells.push(None);
+                } else if kind == 1 {
+                    fields.push("\"\"".to_string());
+                    cells.push(None);
+                } else {
+                    let v = random_value(next, delimiter);
+                    let must = v.contains([delimiter, '"', '\r', '\n']);
+                    if must || next().is_multiple_of(3) {
+                        fields.push(format!("\"{}\"", v.replace('"', "\"\"")));
+                    } else {
+                        fields.push(v.clone());
+                    }
+                    cells.push(Some(v));
+                }
+            }
+            text.push_str(&fields.join(&delimiter.to_string()));
+            if r + 1 < nrows || next().is_multiple_of(2) {
+                text.push_str(ends[(next() % 3) as usize]);
+            }
+            rows.push(cells);
+        }
+        (text, rows)
+    }
+
+    /// The records of `text` after its header as the `csv` crate reads them, an empty field
+    /// read as missing.
+    fn csv_crate_cells(text: &str, delimiter: u8) -> Vec<Vec<Option<String>>> {
+        let mut r = csv::ReaderBuilder::new()
+            .delimiter(delimiter)
+            .has_headers(true)
+            .from_reader(text.as_bytes());
+        r.records()
+            .map(|rec| {
+                rec.expect("the csv crate reads it")
+                    .iter()
+                    .map(|f| (!f.is_empty()).then(|| f.to_string()))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The loaded cells of a table whose columns are all text.
+    fn text_cells(t: &Table) -> Vec<Vec<Option<String>>> {
+        t.cells()
+            .into_iter()
+            .map(|row| {
+                row.into_iter()
+                    .map(|c| match c {
+                        None => None,
+                        Some(Cell::Text(s)) => Some(s),
+                        Some(other) => panic!("not text: {other:?}"),
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn quoted_multibyte_and_crlf_fields_at_every_word_offset_load_as_the_csv_crate_reads_them() {
+        // Quotes, `""`, delimiters, CR, LF and CRLF inside and between fields, characters of
+        // two to four bytes, empty last fields and a last record with or without a line end,
+        // every record shifted by 0 to 8 bytes so that each falls at every place in a word.
+        let mut next = super::super::rng::xorshift(0x51f1_5eed_c0ff_ee01);
+        for case in 0..120 {
+            for (delimiter, format) in [
+                (',', CsvFormat::default()),
+                (
+                    ';',
+                    CsvFormat {
+                        delimiter: b';',
+                        decimal_comma: false,
+                    },
+                ),
+            ] {
+                let (text, want) = random_text_file(&mut next, delimiter);
+                for shift in 0..=8 {
+                    // The same records behind `shift` more bytes of empty lines.
+                    let split = text.find(['\n', '\r']).expect("a header line end") + 1;
+                    let text =
+                        format!("{}{}{}", &text[..split], "\n".repeat(shift), &text[split..]);
+                    assert_eq!(
+                        csv_crate_cells(&text, delimiter as u8),
+                        want,
+                        "case {case}: the generator and the csv crate agree on {text:?}"
+                    );
+                    for chunks in [1, 2, 3, 7] {
+                        let opts = LoadOptions {
+                            format,
+                            ..LoadOptions::default()
+                        };
+                        let t = parse_table(text.as_bytes(), "mem.csv", &opts, chunks)
+                            .unwrap_or_else(|e| {
+                                panic!("case {case}, {chunks} chunks: {e} in {text:?}")
+                            });
+                        check_storage(&t);
+                        assert_eq!(
+                            text_cells(&t),
+                            want,
+                            "case {case}, shift {shift}, {chunks} chunks: {text:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
