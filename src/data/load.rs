@@ -2002,4 +2002,474 @@ mod attack_tests {
             }
         }
     }
+    /// The data rows (0-based) where `parse_body` starts chunks 2, 3, ... of a body of `rows`
+    /// records of `width` bytes each: a cut goes after the line feed at or after each
+    /// `body / chunks * k`.
+    fn cut_rows(rows: usize, width: usize, chunks: usize) -> Vec<usize> {
+        let body = rows * width;
+        (1..chunks)
+            .map(|k| (body / chunks * k) / width + 1)
+            .filter(|&r| r < rows)
+            .collect()
+    }
+
+    /// The first data row of each chunk `parse_body` makes of `text`, to check
+    /// [`cut_rows`] against.
+    fn chunk_first_rows(text: &[u8], chunks: usize) -> Vec<usize> {
+        let (names, body) =
+            parse_header(text, &Comma, 0, "mem.csv", &LoadOptions::default()).expect("a header");
+        let outs = parse_body(text, &Comma, body, names.len(), 4096, chunks, None)
+            .unwrap_or_else(|_| panic!("a valid body"));
+        let mut first = 0;
+        let mut starts = Vec::new();
+        for out in &outs {
+            starts.push(first);
+            first += out.rows;
+        }
+        starts
+    }
+
+    #[test]
+    fn records_longer_than_the_window_load_whole_wherever_they_fall() {
+        // Records of about 800 KB, more than the reader's 512 KiB window: the first and the
+        // last of the file (with no line end after it), inside a batch of 512 with short
+        // records around them, at a batch's edges, and wherever the chunks' cuts fall; quoted
+        // with line breaks, delimiters and quotes inside, or plain.
+        const N: usize = 2000;
+        let long_at = [0usize, 300, 511, 512, 513, 1024, 1500, N - 1];
+        let mut text = String::from("id,note,n\n");
+        let mut want: Vec<Vec<Option<Cell>>> = Vec::new();
+        for i in 0..N {
+            let (written, value) = if long_at.contains(&i) {
+                if i % 2 == 0 {
+                    let v = format!("q{i}\n{}", "a,b\r\n\"\u{e9}".repeat(100_000));
+                    (format!("\"{}\"", v.replace('"', "\"\"")), v)
+                } else {
+                    let v = format!("L{i}-{}", "x\u{e9}yz".repeat(160_000));
+                    (v.clone(), v)
+                }
+            } else {
+                (format!("s{i}"), format!("s{i}"))
+            };
+            let n = (i % 13 != 0).then_some((i % 100) as i64);
+            text.push_str(&format!(
+                "{i},{written},{}",
+                n.map_or(String::new(), |x| x.to_string())
+            ));
+            if i + 1 < N {
+                text.push_str(if i % 3 == 0 { "\r\n" } else { "\n" });
+            }
+            want.push(vec![
+                Some(Cell::Integer(i as i64)),
+                Some(Cell::Text(value)),
+                n.map(Cell::Integer),
+            ]);
+        }
+        for chunks in [1, 2, 3, 7] {
+            let t = load(text.as_bytes(), chunks).expect("valid");
+            check_storage(&t);
+            assert_eq!(t.n_rows, N as u64, "{chunks} chunks");
+            for (i, row) in want.iter().enumerate() {
+                for (c, cell) in row.iter().enumerate() {
+                    assert!(t.cell(i, c) == *cell, "row {i} column {c}, {chunks} chunks");
+                }
+            }
+        }
+    }
+
+    /// How a column of [`type_change_file`] changes at row `at`: its written cell at row
+    /// `i`, and what it must load as.
+    fn changing_cell(kind: usize, at: usize, i: usize) -> (String, Option<Cell>) {
+        let int = |x: i64| (x.to_string(), Some(Cell::Integer(x)));
+        let missing = || {
+            (
+                if i.is_multiple_of(2) { "" } else { "NA" }.to_string(),
+                None,
+            )
+        };
+        let flag = |i: usize| {
+            let b = i.is_multiple_of(2);
+            (if b { "true" } else { "False" }.to_string(), b)
+        };
+        match kind {
+            // integer, then a float at `at`: every cell a float
+            0 if i == at => ("2.5".to_string(), Some(Cell::Float(2.5))),
+            0 => {
+                let x = (i % 1000) as i64;
+                (x.to_string(), Some(Cell::Float(x as f64)))
+            }
+            // integer, then a word at `at`: every cell text as written
+            1 if i == at => ("x".to_string(), Some(Cell::Text("x".to_string()))),
+            1 => {
+                let x = (i % 1000).to_string();
+                (x.clone(), Some(Cell::Text(x)))
+            }
+            // missing until `at`, integers from it
+            2 if i < at => missing(),
+            2 => int((i % 300) as i64 - 150),
+            // small integers, the least i64 at `at`, small again
+            3 if i == at => int(i64::MIN),
+            3 => int((i % 7) as i64),
+            // values near 10^12, the greatest i64 at `at`, a missing cell every 1001 rows
+            4 if i == at => int(i64::MAX),
+            4 if i.is_multiple_of(1001) => missing(),
+            4 => int(1_000_000_000_000 + (i % 5) as i64),
+            // missing until `at`, booleans from it
+            5 if i < at => missing(),
+            5 => {
+                let (w, b) = flag(i);
+                (w, Some(Cell::Boolean(b)))
+            }
+            // booleans, then a word at `at`: every cell text as written
+            6 if i == at => ("maybe".to_string(), Some(Cell::Text("maybe".to_string()))),
+            6 => {
+                let (w, _) = flag(i);
+                (w.clone(), Some(Cell::Text(w)))
+            }
+            // integers with a first missing cell at `at`
+            7 if i == at => (String::new(), None),
+            7 => int((i % 100) as i64),
+            // missing until `at`, words from it
+            8 if i < at => missing(),
+            8 => {
+                let w = format!("w{}", i % 3);
+                (w.clone(), Some(Cell::Text(w)))
+            }
+            // missing until `at`, a float there and integers after: every value a float
+            9 if i < at => missing(),
+            9 if i == at => ("0.5".to_string(), Some(Cell::Float(0.5))),
+            _ => {
+                let x = (i % 50) as i64;
+                (x.to_string(), Some(Cell::Float(x as f64)))
+            }
+        }
+    }
+
+    /// The kinds of [`changing_cell`] and the types their columns load as.
+    const CHANGING: [ColumnType; 10] = [
+        ColumnType::Float,
+        ColumnType::Text,
+        ColumnType::Integer,
+        ColumnType::Integer,
+        ColumnType::Integer,
+        ColumnType::Boolean,
+        ColumnType::Text,
+        ColumnType::Integer,
+        ColumnType::Text,
+        ColumnType::Float,
+    ];
+
+    /// Bytes of every data row of [`type_change_file`], padding included.
+    const CHANGE_WIDTH: usize = 80;
+
+    /// A file of `rows` rows of [`CHANGE_WIDTH`] bytes whose columns change as
+    /// [`changing_cell`] says at row `at`, and its cells.
+    fn type_change_file(rows: usize, at: usize) -> (String, Vec<Vec<Option<Cell>>>) {
+        let mut text: String = (0..CHANGING.len()).map(|k| format!("k{k},")).collect();
+        text.push_str("pad\n");
+        let mut cells = Vec::with_capacity(rows);
+        for i in 0..rows {
+            let (written, row): (Vec<String>, Vec<Option<Cell>>) =
+                (0..CHANGING.len()).map(|k| changing_cell(k, at, i)).unzip();
+            let line = written.join(",");
+            let pad = CHANGE_WIDTH - line.len() - 2;
+            text.push_str(&line);
+            text.push(',');
+            text.push_str(&"z".repeat(pad));
+            text.push('\n');
+            cells.push(row);
+        }
+        (text, cells)
+    }
+
+    #[test]
+    fn types_that_change_at_segment_batch_and_chunk_edges_load_every_cell_as_written() {
+        // Integer to float, integer to text, missing to integer, boolean or text, widths
+        // that jump to 64 bits and back, a first missing cell: each at the last and first
+        // rows of a batch, of a segment (rows 65,535 to 65,537 and 131,071 to 131,073, 0-based)
+        // and of a chunk, and at a segment's edges counted from a chunk's first row.
+        const N: usize = 140_000;
+        let (probe, _) = type_change_file(N, 0);
+        let (two, three) = (cut_rows(N, CHANGE_WIDTH, 2), cut_rows(N, CHANGE_WIDTH, 3));
+        assert_eq!(chunk_first_rows(probe.as_bytes(), 2)[1..], two[..]);
+        assert_eq!(chunk_first_rows(probe.as_bytes(), 3)[1..], three[..]);
+        let mut ats = vec![
+            0,
+            511,
+            512,
+            65_535,
+            65_536,
+            65_537,
+            131_071,
+            131_072,
+            131_073,
+            two[0] - 1,
+            two[0],
+            two[0] + 65_535,
+            two[0] + 65_536,
+            two[0] + 65_537,
+            three[0] + 65_536,
+            three[1] - 1,
+            three[1],
+        ];
+        ats.sort_unstable();
+        ats.dedup();
+        for at in ats {
+            let (text, want) = type_change_file(N, at);
+            for chunks in [1, 2, 3] {
+                let t = load(text.as_bytes(), chunks).expect("valid");
+                check_storage(&t);
+                let types: Vec<ColumnType> = t.schema().into_iter().map(|(_, t)| t).collect();
+                assert_eq!(
+                    types[..CHANGING.len()],
+                    CHANGING,
+                    "at {at}, {chunks} chunks"
+                );
+                assert_eq!(t.n_rows, N as u64);
+                for (i, row) in want.iter().enumerate() {
+                    for (k, cell) in row.iter().enumerate() {
+                        let got = t.cell(i, k);
+                        assert!(
+                            got == *cell,
+                            "kind {k} changing at {at}, row {i}, {chunks} chunks: {got:?}, not {cell:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn text_columns_whose_codes_widen_across_segments_and_chunks_load_every_cell() {
+        // More than 256 and more than 65,536 distinct values, sets that differ between the
+        // halves of the file and between segments, values first seen in a late segment that
+        // sort before every earlier one, and values alike in their first eight bytes or
+        // told apart only by a trailing NUL: codes change width between segments, and the
+        // chunks' dictionaries are merged and the settled codes mapped into the merge.
+        const N: usize = 200_000;
+        let alike = [
+            "abcdefgh",
+            "abcdefghi",
+            "abcdefg",
+            "abcdefg\u{0}",
+            "ab",
+            "ab\u{0}",
+            "\u{e9}",
+            "\u{e9}\u{e9}",
+            "abcdefgh\u{0}",
+        ];
+        let value = |c: usize, i: usize| -> Option<String> {
+            match c {
+                0 if i < 65_536 => Some(format!("a{}", i % 3)),
+                0 if i < 131_072 => Some(format!("a{}", i % 300)),
+                0 => Some(format!("a{i}")),
+                1 if i.is_multiple_of(7) => None,
+                1 if i < 150_000 => Some(format!("m{}", i % 5)),
+                1 => Some(format!("!{i}")),
+                2 if i < 100_000 => Some(format!("x{}", i % 500)),
+                2 => Some(format!(" y{} ", i % 400)),
+                3 if i >= 131_072 && i.is_multiple_of(2) => Some(format!("abcdefgh{}", i % 50)),
+                3 => Some(alike[i % alike.len()].to_string()),
+                4 if i == 65_536 || i == N - 1 || i == 1 => Some(format!("e{i}")),
+                4 => None,
+                5 if i < 100_000 => Some(format!("f{}", i % 1000)),
+                _ => Some("g".to_string()),
+            }
+        };
+        const COLS: usize = 6;
+        let mut text = String::from("a,b,c,d,e,f\n");
+        let mut want = Vec::with_capacity(N);
+        for i in 0..N {
+            let row: Vec<Option<String>> = (0..COLS).map(|c| value(c, i)).collect();
+            let fields: Vec<String> = row
+                .iter()
+                .map(|v| match v {
+                    None if i % 2 == 0 => String::new(),
+                    None => "NA".to_string(),
+                    Some(v) if v.starts_with(' ') || i % 5 == 0 => format!("\"{v}\""),
+                    Some(v) => v.clone(),
+                })
+                .collect();
+            text.push_str(&fields.join(","));
+            text.push('\n');
+            want.push(row);
+        }
+        for chunks in [1, 2, 3, 7] {
+            let t = load(text.as_bytes(), chunks).expect("valid");
+            check_storage(&t);
+            assert!(t.schema().iter().all(|(_, ty)| *ty == ColumnType::Text));
+            for c in 0..COLS {
+                let d = &t.dictionaries[c];
+                let mut distinct: Vec<&str> = want.iter().filter_map(|r| r[c].as_deref()).collect();
+                distinct.sort_unstable();
+                distinct.dedup();
+                let got: Vec<&str> = (0..d.len()).map(|k| d.get(k)).collect();
+                assert!(got == distinct, "column {c}: dictionary, {chunks} chunks");
+            }
+            for (i, row) in want.iter().enumerate() {
+                for (c, v) in row.iter().enumerate() {
+                    let got = t.cell(i, c);
+                    let v = v.clone().map(Cell::Text);
+                    assert!(
+                        got == v,
+                        "row {i} column {c}, {chunks} chunks: {got:?}, not {v:?}"
+                    );
+                }
+            }
+        }
+    }
+    /// A byte of [`error_file`] replaced: its row, its place in the row, the new byte.
+    type Edit = (usize, usize, u8);
+
+    /// Bytes of every data row of [`error_file`].
+    const ERROR_WIDTH: usize = 13;
+
+    /// Rows `000000,t0,00` ... of [`ERROR_WIDTH`] bytes under the header `a,b,c`, with the
+    /// edits: each replaces the byte at a row and a place in it, so that no row's length
+    /// changes and the chunks' cuts stay where [`cut_rows`] says.
+    fn error_file(rows: usize, edits: &[Edit]) -> Vec<u8> {
+        let mut text = b"a,b,c\n".to_vec();
+        let body = text.len();
+        for i in 0..rows {
+            text.extend_from_slice(format!("{:06},t{},{:02}\n", i, i % 10, i % 100).as_bytes());
+        }
+        for &(row, at, byte) in edits {
+            text[body + row * ERROR_WIDTH + at] = byte;
+        }
+        text
+    }
+
+    #[test]
+    fn the_first_error_in_the_file_is_reported_for_any_chunking_at_segment_and_chunk_edges() {
+        // Places in a row: 0 the first byte of `a`, 7 of `b` (`t`), 10 of `c`, 6 and 9 the
+        // commas.
+        const N: usize = 140_000;
+        let line = |row: usize| row as u64 + 2;
+        let utf8 = |row: usize, column: &str| DataError::InvalidUtf8 {
+            line: line(row),
+            column: column.to_string(),
+        };
+        let ragged = |row: usize| DataError::RaggedRow {
+            line: line(row),
+            expected: 3,
+        };
+        let two = cut_rows(N, ERROR_WIDTH, 2);
+        let three = cut_rows(N, ERROR_WIDTH, 3);
+        let seven = cut_rows(N, ERROR_WIDTH, 7);
+        let base = error_file(N, &[]);
+        assert_eq!(chunk_first_rows(&base, 2)[1..], two[..]);
+        assert_eq!(chunk_first_rows(&base, 3)[1..], three[..]);
+        assert_eq!(chunk_first_rows(&base, 7)[1..], seven[..]);
+        let mut rows = vec![
+            511,
+            65_535,
+            65_536,
+            131_072,
+            two[0] - 1,
+            two[0],
+            two[0] + 65_536,
+            three[1],
+            seven[2],
+        ];
+        rows.sort_unstable();
+        rows.dedup();
+        for r in rows {
+            // The edits, and the error they must give.
+            let cases: Vec<(&str, Vec<Edit>, DataError)> = vec![
+                (
+                    "bad byte in a text column",
+                    vec![(r, 7, 0xff)],
+                    utf8(r, "b"),
+                ),
+                (
+                    "bad byte in an integer column",
+                    vec![(r, 10, 0xff)],
+                    utf8(r, "c"),
+                ),
+                ("too few fields", vec![(r, 9, b'x')], ragged(r)),
+                ("too many fields", vec![(r, 7, b',')], ragged(r)),
+                (
+                    "a bad byte before a ragged row",
+                    vec![(r, 10, 0xff), (r + 1, 6, b'x')],
+                    utf8(r, "c"),
+                ),
+                (
+                    "a ragged row before a bad byte",
+                    vec![(r, 6, b'x'), (r + 1, 0, 0xff)],
+                    ragged(r),
+                ),
+                (
+                    "two bad bytes in a row",
+                    vec![(r, 10, 0xff), (r, 8, 0xfe)],
+                    utf8(r, "b"),
+                ),
+                (
+                    "a bad byte in a later row's first column",
+                    vec![(r + 1, 0, 0xff), (r, 10, 0xff)],
+                    utf8(r, "c"),
+                ),
+                (
+                    "an integer column turned text just before a bad byte",
+                    vec![(r - 2, 10, b'x'), (r, 11, 0xff), (r + 1, 0, 0xff)],
+                    utf8(r, "c"),
+                ),
+                (
+                    "a quote never closed",
+                    vec![(r, 7, b'"')],
+                    DataError::UnclosedQuote { line: line(r) },
+                ),
+                (
+                    "a ragged row before a quote never closed",
+                    vec![(r, 9, b'x'), (r + 3, 7, b'"')],
+                    ragged(r),
+                ),
+                (
+                    "a bad byte inside a quoted field over two lines",
+                    vec![
+                        (r, 7, b'"'),
+                        (r, 8, b'\n'),
+                        (r + 1, 0, 0xff),
+                        (r + 1, 1, b'"'),
+                        (r + 1, 2, b','),
+                        (r + 1, 6, b'0'),
+                        (r + 1, 9, b'0'),
+                    ],
+                    // The record is `000r,"\n,rr\n\xff",nnn0tn0nn`: its field `b` is bad.
+                    utf8(r, "b"),
+                ),
+            ];
+            for (what, edits, want) in cases {
+                let text = error_file(N, &edits);
+                for chunks in [1, 2, 3, 7] {
+                    assert_eq!(
+                        load(&text, chunks).err(),
+                        Some(want.clone()),
+                        "{what} at row {r}, {chunks} chunks"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_bare_quote_inside_an_unquoted_field_is_part_of_it_as_the_csv_crate_reads_it() {
+        let mut text = String::from("a,b\n");
+        for i in 0..70_000 {
+            if matches!(i, 511 | 512 | 65_535 | 65_536) {
+                text.push_str(&format!("{i},t\"{i}\"x\"\n"));
+            } else {
+                text.push_str(&format!("{i},t{i}\n"));
+            }
+        }
+        let want = csv_crate_cells(&text, b',');
+        for chunks in [1, 2, 3, 7] {
+            let t = load(text.as_bytes(), chunks).expect("valid");
+            let got: Vec<Option<Cell>> = (0..want.len()).map(|i| t.cell(i, 1)).collect();
+            let want: Vec<Option<Cell>> = want
+                .iter()
+                .map(|row| row[1].clone().map(Cell::Text))
+                .collect();
+            assert!(got == want, "{chunks} chunks");
+        }
+    }
 }
