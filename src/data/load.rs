@@ -1768,6 +1768,7 @@ mod tests {
 
 #[cfg(test)]
 mod attack_tests {
+    use super::super::schema::Declared;
     use super::super::table::Cell;
     use super::*;
 
@@ -2470,6 +2471,94 @@ mod attack_tests {
                 .map(|row| row[1].clone().map(Cell::Text))
                 .collect();
             assert!(got == want, "{chunks} chunks");
+        }
+    }
+    #[test]
+    fn declared_columns_over_many_segments_load_every_cell_for_any_chunking() {
+        // A declared schema reads a record at a time and cuts segments only at the end of
+        // a chunk: integers at every width in one segment (the least and greatest i64
+        // together), cells that do not parse (missing), text with more than 65,536
+        // distinct values first seen late, and a file column that is not kept.
+        const N: usize = 150_000;
+        let int = |i: usize| -> (String, Option<Cell>) {
+            match i {
+                70_000 => (i64::MIN.to_string(), Some(Cell::Integer(i64::MIN))),
+                70_001 => (i64::MAX.to_string(), Some(Cell::Integer(i64::MAX))),
+                _ if i.is_multiple_of(997) => ("x".to_string(), None),
+                _ if i.is_multiple_of(1009) => ("2.5".to_string(), None),
+                _ => {
+                    let x = (i % 300) as i64 - 100;
+                    (x.to_string(), Some(Cell::Integer(x)))
+                }
+            }
+        };
+        let float = |i: usize| -> (String, Option<Cell>) {
+            if i.is_multiple_of(991) {
+                ("true".to_string(), None)
+            } else {
+                let x = (i % 1000) as f64 / 8.0;
+                (x.to_string(), Some(Cell::Float(x)))
+            }
+        };
+        let flag = |i: usize| -> (String, Option<Cell>) {
+            match i % 5 {
+                0 => ("TRUE".to_string(), Some(Cell::Boolean(true))),
+                1 => ("false".to_string(), Some(Cell::Boolean(false))),
+                2 => ("1".to_string(), None),
+                _ => (String::new(), None),
+            }
+        };
+        let word = |i: usize| -> (String, Option<Cell>) {
+            let w = if i < 65_536 {
+                format!("w{}", i % 10)
+            } else {
+                format!("v{i}")
+            };
+            (w.clone(), Some(Cell::Text(w)))
+        };
+        let mut text = String::from("junk,i,f,b,t\n");
+        let mut want = Vec::with_capacity(N);
+        for i in 0..N {
+            let cells = [int(i), float(i), flag(i), word(i)];
+            let junk = if i % 2 == 0 { "1" } else { "\u{e9}x" };
+            text.push_str(junk);
+            for (written, _) in &cells {
+                text.push(',');
+                text.push_str(written);
+            }
+            text.push('\n');
+            // Declared backwards: t, b, f, i.
+            want.push(
+                cells
+                    .iter()
+                    .rev()
+                    .map(|(_, c)| c.clone())
+                    .collect::<Vec<_>>(),
+            );
+        }
+        let declared = vec![
+            Declared::new("t", ColumnType::Text),
+            Declared::new("b", ColumnType::Boolean),
+            Declared::new("f", ColumnType::Float),
+            Declared::new("i", ColumnType::Integer),
+        ];
+        let opts = LoadOptions {
+            columns: Some(declared),
+            ..LoadOptions::default()
+        };
+        for chunks in [1, 2, 3, 7] {
+            let t = parse_table(text.as_bytes(), "mem.csv", &opts, chunks).expect("valid");
+            check_storage(&t);
+            assert_eq!(t.n_rows, N as u64);
+            for (i, row) in want.iter().enumerate() {
+                for (c, cell) in row.iter().enumerate() {
+                    let got = t.cell(i, c);
+                    assert!(
+                        got == *cell,
+                        "row {i} column {c}, {chunks} chunks: {got:?}, not {cell:?}"
+                    );
+                }
+            }
         }
     }
 }

@@ -957,6 +957,32 @@ mod tests {
     }
 
     #[test]
+    fn random_bytes_with_stray_quotes_split_as_the_csv_crate_reads_them() {
+        // Quotes anywhere (opening, closing, doubled, after a closing quote, inside unquoted
+        // fields), CR, LF and delimiters, with multi-byte characters at every offset of a
+        // word: every input whose quotes all close splits as the csv crate reads it.
+        let pieces = [
+            "a", "b", ",", "\"", "\"\"", "\n", "\r", "\r\n", "\u{e9}", "\u{20ac}", "xyzwv",
+        ];
+        let mut next = super::super::rng::xorshift(0x0ddc_0ffe_e5ee_d123u64);
+        let mut compared = 0;
+        for case in 0..10_000 {
+            let n = (next() % 30) as usize;
+            let input: String = (0..n)
+                .map(|_| pieces[(next() % pieces.len() as u64) as usize])
+                .collect();
+            for shift in [0, case % 8] {
+                let input = format!("{}{input}", "\n".repeat(shift));
+                if let Ok(ours) = fields(&input) {
+                    compared += 1;
+                    assert_eq!(ours, with_csv_crate(&input), "input {input:?}");
+                }
+            }
+        }
+        assert!(compared > 5_000, "{compared}");
+    }
+
+    #[test]
     fn splits_like_the_csv_crate() {
         let cases = [
             "a,b\n1,2\n",
