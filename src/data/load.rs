@@ -2561,4 +2561,31 @@ mod attack_tests {
             }
         }
     }
+    #[test]
+    fn errors_in_a_file_of_carriage_return_line_ends_name_the_line_of_the_record() {
+        // Lone CR line ends (as "CSV (Macintosh)" exports write them) are read as record
+        // ends, so an error must name the line where its record starts, as it does for the
+        // same file with LF or CRLF line ends: not line 1 for every record.
+        let rows = ["a,b", "1,x", "2,y", "3", "4,w"];
+        for end in ["\n", "\r\n", "\r"] {
+            let text = rows.join(end) + end;
+            assert_eq!(
+                load(text.as_bytes(), 1).err(),
+                Some(DataError::RaggedRow {
+                    line: 4,
+                    expected: 2
+                }),
+                "line ends {end:?}"
+            );
+        }
+        let mut bad = b"a,b\r1,x\r2,".to_vec();
+        bad.extend_from_slice(b"\xff\r");
+        assert_eq!(
+            load(&bad, 1).err(),
+            Some(DataError::InvalidUtf8 {
+                line: 3,
+                column: "b".to_string()
+            })
+        );
+    }
 }
