@@ -2588,4 +2588,51 @@ mod attack_tests {
             })
         );
     }
+    #[cfg(unix)]
+    #[test]
+    fn a_file_read_by_verified_blocks_loads_as_its_bytes_do_for_any_chunking() {
+        // The same content from a file (read by 64 KiB blocks, each hashed and checked on
+        // every later read) and from memory: records over the window, quoted line breaks
+        // where cuts fall, columns that turn text late (their earlier cells read again from
+        // the chunk's start) and an error near the end (its line found by reading again).
+        let mut text = String::from("id,note,late\n");
+        for i in 0..60_000 {
+            let note = if i % 9_000 == 4_500 {
+                format!("\"{}\"", "line\n,\"\"".repeat(80_000))
+            } else if i % 7 == 0 {
+                format!("\"q\n{i}\"")
+            } else {
+                format!("n{}", i % 40)
+            };
+            let late = if i == 59_990 {
+                "x".to_string()
+            } else {
+                (i % 1000).to_string()
+            };
+            text.push_str(&format!("{i},{note},{late}\n"));
+        }
+        let mut bad = text.clone().into_bytes();
+        bad.extend_from_slice(b"1,\xff,2\n");
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        for (name, bytes) in [("good.csv", text.as_bytes()), ("bad.csv", &bad[..])] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).expect("written");
+            let want = parse_table(bytes, "mem.csv", &LoadOptions::default(), 1)
+                .map(|t| (t.schema(), t.cells()));
+            for chunks in [1, 2, 3, 7, 16] {
+                let opened = super::super::open::open(&path, "f.csv", &LoadOptions::default())
+                    .expect("opened");
+                let Opened::File(src) = opened else {
+                    panic!("a regular file is read by blocks")
+                };
+                let got = parse_table(&src, "mem.csv", &LoadOptions::default(), chunks)
+                    .map(|t| (t.schema(), t.cells()));
+                assert!(got == want, "{name}, {chunks} chunks: {:?}", got.err());
+                if want.is_ok() {
+                    let hash = src.finish().expect("unchanged");
+                    assert_eq!(hash, ContentHash::of_bytes(bytes));
+                }
+            }
+        }
+    }
 }
