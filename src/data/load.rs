@@ -2635,4 +2635,58 @@ mod attack_tests {
             }
         }
     }
+    #[test]
+    fn a_record_over_the_field_limit_is_ordered_with_the_other_errors_for_any_chunking() {
+        // With a limit of three fields, a record of four is an error found while splitting
+        // (before its cells are read, after the earlier records' cells are): it must come
+        // after an earlier record's bad byte or ragged row and before a later one's.
+        const N: usize = 140_000;
+        let opts = LoadOptions {
+            max_fields: 3,
+            ..LoadOptions::default()
+        };
+        let line = |row: usize| row as u64 + 2;
+        let two = cut_rows(N, ERROR_WIDTH, 2);
+        let seven = cut_rows(N, ERROR_WIDTH, 7);
+        for r in [511, 512, 65_536, 131_072, two[0], seven[3]] {
+            let over = |row: usize| DataError::TooManyFields {
+                line: line(row),
+                limit: 3,
+            };
+            let cases: Vec<(&str, Vec<Edit>, DataError)> = vec![
+                ("a record of four fields", vec![(r, 7, b',')], over(r)),
+                (
+                    "a bad byte just before",
+                    vec![(r - 1, 10, 0xff), (r, 7, b',')],
+                    DataError::InvalidUtf8 {
+                        line: line(r - 1),
+                        column: "c".to_string(),
+                    },
+                ),
+                (
+                    "a ragged row just before",
+                    vec![(r - 1, 9, b'x'), (r, 7, b',')],
+                    DataError::RaggedRow {
+                        line: line(r - 1),
+                        expected: 3,
+                    },
+                ),
+                (
+                    "a bad byte and a ragged row just after",
+                    vec![(r, 7, b','), (r + 1, 10, 0xff), (r + 2, 9, b'x')],
+                    over(r),
+                ),
+            ];
+            for (what, edits, want) in cases {
+                let text = error_file(N, &edits);
+                for chunks in [1, 2, 3, 7] {
+                    assert_eq!(
+                        parse_table(&text[..], "mem.csv", &opts, chunks).err(),
+                        Some(want.clone()),
+                        "{what} at row {r}, {chunks} chunks"
+                    );
+                }
+            }
+        }
+    }
 }
