@@ -2689,4 +2689,51 @@ mod attack_tests {
             }
         }
     }
+    #[test]
+    fn a_byte_order_mark_is_ignored_before_a_header_or_a_first_record_for_any_chunking() {
+        let bom = "\u{feff}";
+        let mut body = String::new();
+        for i in 0..30_000 {
+            body.push_str(&format!("{i},\"v\r\n{}\"\r\n", i % 9));
+        }
+        for header in ["a,b\r\n", "\"a\",b\r\n", "\r\n\r\na,b\r\n"] {
+            let text = format!("{bom}{header}{body}");
+            let plain = format!("{header}{body}");
+            for chunks in [1, 2, 3, 7] {
+                let got = load(text.as_bytes(), chunks).map(|t| (t.schema(), t.cells()));
+                let want = load(plain.as_bytes(), 1).map(|t| (t.schema(), t.cells()));
+                assert!(got.is_ok() && got == want, "{header:?}, {chunks} chunks");
+            }
+        }
+        // Without a header the first record is data: its first cell is the number 0.
+        let opts = LoadOptions {
+            header: false,
+            ..LoadOptions::default()
+        };
+        let text = format!("{bom}{body}");
+        for chunks in [1, 2, 3] {
+            let t = parse_table(text.as_bytes(), "mem.csv", &opts, chunks).expect("valid");
+            assert_eq!(t.column_type(0), ColumnType::Integer);
+            assert_eq!(t.cell(0, 0), Some(Cell::Integer(0)));
+            assert_eq!(t.n_rows, 30_000);
+        }
+        // A bad byte's line counts from the file's start, the mark included.
+        let mut bad = format!("{bom}a,b\n1,x\n").into_bytes();
+        bad.extend_from_slice(b"2,\xff\n");
+        assert_eq!(
+            load(&bad, 1).err(),
+            Some(DataError::InvalidUtf8 {
+                line: 3,
+                column: "b".to_string()
+            })
+        );
+        assert!(matches!(
+            load(bom.as_bytes(), 1),
+            Err(DataError::Empty { .. })
+        ));
+        assert!(matches!(
+            load(format!("{bom}\r\n").as_bytes(), 1),
+            Err(DataError::NoHeader { .. })
+        ));
+    }
 }
