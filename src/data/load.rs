@@ -2736,4 +2736,40 @@ mod attack_tests {
             Err(DataError::NoHeader { .. })
         ));
     }
+    #[test]
+    fn fields_split_by_other_delimiters_at_every_word_offset_load_as_the_csv_crate_reads_them() {
+        // Tab, bar, space, NUL and DEL between fields (the last two at the ends of the ASCII
+        // range, where word-at-a-time byte tests go wrong first), with the same quoted,
+        // multi-byte and CRLF fields as for `,`.
+        let mut next = super::super::rng::xorshift(0x7ab1_e5ee_d0dd_ba11);
+        for case in 0..40 {
+            for delimiter in ['\t', '|', ' ', '\0', '\u{7f}'] {
+                let format = CsvFormat {
+                    delimiter: delimiter as u8,
+                    decimal_comma: false,
+                };
+                let opts = LoadOptions {
+                    format,
+                    ..LoadOptions::default()
+                };
+                let (text, want) = random_text_file(&mut next, delimiter);
+                let split = text.find(['\n', '\r']).expect("a header line end") + 1;
+                for shift in 0..=8 {
+                    let text =
+                        format!("{}{}{}", &text[..split], "\n".repeat(shift), &text[split..]);
+                    assert_eq!(csv_crate_cells(&text, delimiter as u8), want, "{text:?}");
+                    for chunks in [1, 3] {
+                        let t = parse_table(text.as_bytes(), "mem.csv", &opts, chunks)
+                            .unwrap_or_else(|e| panic!("case {case}: {e} in {text:?}"));
+                        check_storage(&t);
+                        assert_eq!(
+                            text_cells(&t),
+                            want,
+                            "case {case}, {delimiter:?}, shift {shift}, {chunks} chunks: {text:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
