@@ -2772,4 +2772,61 @@ mod attack_tests {
             }
         }
     }
+
+    #[test]
+    fn types_joined_across_chunks_read_every_chunk_again_as_text_where_they_differ() {
+        // Each third of the file gives a column another type (integer, boolean, float, or
+        // only missing cells) over several segments: the joined type is text or float, and
+        // every cell reads as written in it, whichever chunk it was parsed in.
+        const N: usize = 210_000;
+        let thirds = [
+            ["int", "bool", "float"],
+            ["bool", "missing", "int"],
+            ["float", "int", "missing"],
+            ["missing", "float", "int"],
+        ];
+        let written = |kind: &str, i: usize| -> String {
+            match kind {
+                "int" => (i % 500).to_string(),
+                "bool" => if i.is_multiple_of(2) { "TRUE" } else { "false" }.to_string(),
+                "float" => format!("{}.5", i % 400),
+                _ if i.is_multiple_of(2) => String::new(),
+                _ => "NA".to_string(),
+            }
+        };
+        let mut text = String::from("a,b,c,d\n");
+        for i in 0..N {
+            let third = i * 3 / N;
+            let row: Vec<String> = thirds.iter().map(|k| written(k[third], i)).collect();
+            text.push_str(&row.join(","));
+            text.push('\n');
+        }
+        let want_type = [
+            ColumnType::Text,
+            ColumnType::Text,
+            ColumnType::Float,
+            ColumnType::Float,
+        ];
+        for chunks in [1, 2, 3, 4, 7] {
+            let t = load(text.as_bytes(), chunks).expect("valid");
+            check_storage(&t);
+            let types: Vec<ColumnType> = t.schema().into_iter().map(|(_, t)| t).collect();
+            assert_eq!(types, want_type, "{chunks} chunks");
+            for i in 0..N {
+                let third = i * 3 / N;
+                for (c, kinds) in thirds.iter().enumerate() {
+                    let w = written(kinds[third], i);
+                    let want = if w.is_empty() || w == "NA" {
+                        None
+                    } else if want_type[c] == ColumnType::Text {
+                        Some(Cell::Text(w))
+                    } else {
+                        Some(Cell::Float(w.parse().expect("a number")))
+                    };
+                    let got = t.cell(i, c);
+                    assert!(got == want, "row {i} column {c}, {chunks} chunks: {got:?}");
+                }
+            }
+        }
+    }
 }
