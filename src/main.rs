@@ -5,6 +5,10 @@ mod cli;
 
 use std::process::ExitCode;
 
+#[cfg(all(unix, feature = "jemalloc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     match cli::parse() {
         Ok(args) => cli::main(args),
