@@ -99,9 +99,9 @@ fn cells_by_rows(
 
 /// The cells of a cube of one text dimension over segment `seg`, when its column is text:
 /// per listed code, the present rows holding it; then the other present rows, then the rows
-/// without a value. No row's cell is built: each listed code is compared with every row in a
-/// pass of its own, a listed value the dictionary does not hold (`None`) too with its matches
-/// masked out, so the work is that of the cells built row by row, whatever the values.
+/// without a value. No row's cell is built: each listed code is compared with every row (a
+/// block of rows at a time, [`count_codes`]), a listed value the dictionary does not hold
+/// (`None`) too with its matches masked out, so the work is the same whatever the values.
 fn text_cells(seg: &Segment, column: usize, listed: &[Option<u64>]) -> Option<Vec<u64>> {
     let col = &seg.columns[column];
     let ColumnData::Text(lanes) = &col.data else {
