@@ -87,31 +87,34 @@ impl Width {
     }
 }
 
+/// `table[key]` for each of `keys` (0 outside the table, and where `valid` is clear): a loop
+/// of its own at each width, with no wider copy.
+#[cfg_attr(not(feature = "native"), allow(dead_code))]
+fn gather<T: Lane>(table: &[T], keys: &[i32], valid: Option<&[u64]>) -> Vec<T> {
+    let zero = T::from_u64(0);
+    let get = |k: i32| *table.get(k as u32 as usize).unwrap_or(&zero);
+    let Some(valid) = valid else {
+        return keys.iter().map(|&k| get(k)).collect();
+    };
+    // Each row's validity bit masks its lane in the same loop as the lookup: a second loop
+    // over the lanes, shifting each row's bit out of its word, took as long as the lookups.
+    let mut out: Vec<T> = Vec::with_capacity(keys.len());
+    for (keys, &word) in keys.chunks(64).zip(valid) {
+        out.extend(keys.iter().enumerate().map(|(j, &k)| {
+            let keep = ((word >> j) & 1).wrapping_neg();
+            T::from_u64(get(k).to_u64() & keep)
+        }));
+    }
+    // Keys past the bitmap's words (none, for a bitmap of the batch's rows) are missing.
+    out.resize(keys.len(), zero);
+    out
+}
+
 /// The lanes of `values` (each at most `max`) at the width that holds `max`.
 ///
 /// Collected from a mapped `Vec::into_iter` into a vector of a type of the same size, the
 /// lanes reuse its allocation (std's in-place collection): a conversion at the same width
 /// takes no second buffer.
-/// `table[key]` for each of `keys` (0 outside the table), then 0 where `valid` is clear: a
-/// loop of its own at each width, with no wider copy.
-#[cfg_attr(not(feature = "native"), allow(dead_code))]
-fn gather<T: Lane>(table: &[T], keys: &[i32], valid: Option<&[u64]>) -> Vec<T> {
-    let zero = T::from_u64(0);
-    let mut out: Vec<T> = keys
-        .iter()
-        .map(|&k| *table.get(k as u32 as usize).unwrap_or(&zero))
-        .collect();
-    if let Some(valid) = valid {
-        for (lanes, &word) in out.chunks_mut(64).zip(valid) {
-            for (j, x) in lanes.iter_mut().enumerate() {
-                let keep = ((word >> j) & 1).wrapping_neg();
-                *x = T::from_u64(x.to_u64() & keep);
-            }
-        }
-    }
-    out
-}
-
 fn narrowest(max: u64, values: impl Iterator<Item = u64>) -> Lanes {
     match Width::of(max) {
         Width::W8 => Lanes::U8(values.map(|x| x as u8).collect()),
@@ -643,6 +646,44 @@ mod tests {
             Lanes::U16(_) => 16,
             Lanes::U32(_) => 32,
             Lanes::U64(_) => 64,
+        }
+    }
+
+    proptest! {
+        /// Each key's lane is the table's entry, 0 for a key outside the table (negative
+        /// too) and for a row whose validity bit is clear, at every width and any length.
+        #[test]
+        fn gathered_lanes_are_the_entries_of_present_keys(
+            table in prop::collection::vec(any::<u64>(), 0..300),
+            keys in prop::collection::vec(-3i32..320, 0..300),
+            bits_seed in any::<u64>(),
+            top in 0u32..64,
+            with_validity in any::<bool>(),
+        ) {
+            let top = if top == 0 { u64::MAX } else { (1u64 << top) - 1 };
+            let entries: Vec<u64> = table.iter().map(|&x| x & top).collect();
+            let table = narrowest(top, entries.iter().copied());
+            let mut state = bits_seed | 1;
+            let valid: Vec<u64> = (0..keys.len().div_ceil(64))
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    state
+                })
+                .collect();
+            let valid = with_validity.then_some(valid);
+            let got = Lanes::gather(&table, &keys, valid.as_deref());
+            prop_assert_eq!(bits(&got), bits(&table));
+            for (i, &k) in keys.iter().enumerate() {
+                let present = valid.as_ref().is_none_or(|v| v[i / 64] >> (i % 64) & 1 == 1);
+                let want = match usize::try_from(k).ok().and_then(|k| entries.get(k)) {
+                    Some(&x) if present => x,
+                    _ => 0,
+                };
+                prop_assert_eq!(got.get(i), want, "row {}", i);
+            }
+            prop_assert_eq!(got.len(), keys.len());
         }
     }
 
