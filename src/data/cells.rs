@@ -688,6 +688,46 @@ mod text_cells_attack {
         }
     }
 
+    /// Segments up to past 65,536 rows all holding one listed code at the top of the lanes'
+    /// range (every tally byte at its most, 64 a block), all present or with garbage bits
+    /// past the end, and a list of thousands of values (most not held): the brute-force cells.
+    #[test]
+    fn long_segments_of_one_code_count_as_brute_force() {
+        let lens = [
+            0, 1, 63, 64, 65, 4095, 4096, 4097, 8191, 8192, 65_535, 65_536, 65_537,
+        ];
+        let widths: [(u32, u64); 4] = [
+            (8, 255),
+            (16, 65_535),
+            (32, u32::MAX as u64),
+            (64, u64::MAX),
+        ];
+        let mut many: Vec<Option<u64>> = (0..2_000).map(|i| Some(i * 7 + 1)).collect();
+        many.push(None);
+        for (width, top) in widths {
+            for &len in &lens {
+                for (pad, every) in [(0u64, 0usize), (u64::MAX, 0), (u64::MAX, 4097), (0, 3)] {
+                    let codes: Vec<Option<u64>> = (0..len)
+                        .map(|i| (every == 0 || i % every != 0).then_some(top))
+                        .collect();
+                    let seg = segment(&codes, width, top, pad, 1);
+                    let mut long = many.clone();
+                    long.push(Some(top));
+                    let mut lists = vec![vec![Some(top)], vec![None, Some(0), Some(top)]];
+                    if len <= 4097 && pad != 0 {
+                        lists.push(long);
+                    }
+                    for listed in lists {
+                        let want = brute(&codes, &listed);
+                        let shown =
+                            format!("{len} rows, {width} bits, pad {pad:#x}, every {every}");
+                        assert_eq!(text_cells(&seg, 0, &listed), Some(want), "{shown}");
+                    }
+                }
+            }
+        }
+    }
+
     /// Through `count_cells`: a table of segments of different widths and lengths (one of
     /// none), a listed value absent from the dictionary, gives the brute-force cells.
     #[test]
