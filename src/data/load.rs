@@ -2829,4 +2829,78 @@ mod attack_tests {
             }
         }
     }
+
+    /// The line a text editor shows for byte `at`: one more than the line ends before it,
+    /// `\n`, `\r\n` (one) and a lone `\r` each ending one, in quoted fields too.
+    fn editor_line(bytes: &[u8], at: usize) -> u64 {
+        let mut line = 1;
+        for i in 0..at {
+            let ends = bytes[i] == b'\n' || (bytes[i] == b'\r' && bytes.get(i + 1) != Some(&b'\n'));
+            line += u64::from(ends);
+        }
+        line
+    }
+
+    /// Mixed `\n`, `\r\n` and lone `\r` line ends in one file, quoted fields holding each of
+    /// them before the error, a file that starts with `\r`, a header ended by `\r\n`: a ragged
+    /// row, bad UTF-8, an unclosed quote and too many fields, on the first record, in the
+    /// middle and on the last line, name the editor's line of the record's first byte.
+    #[test]
+    fn errors_in_files_of_mixed_line_ends_name_the_editors_line() {
+        let ends = ["\n", "\r\n", "\r"];
+        let cells = [
+            "1,x",
+            "\"q\ry\",2",
+            "\"q\r\nz\",3",
+            "\"a\nb\",4",
+            "5,\"\r\r\n\n\"",
+        ];
+        let bads: [(&[u8], &str); 4] = [
+            (b"7", "ragged"),
+            (b"8,\xff", "utf8"),
+            (b"\"open,9", "quote"),
+            (b"1,2,3,4,5,6,7,8,9", "fields"),
+        ];
+        let opts = LoadOptions {
+            max_fields: 4,
+            ..LoadOptions::default()
+        };
+        for case in 0..90 {
+            let lead = ["", "\r", "\r\n", "\n\r"][case % 4];
+            let mut text: Vec<u8> = lead.as_bytes().to_vec();
+            text.extend_from_slice(b"a,b");
+            text.extend_from_slice(ends[case % 3].as_bytes());
+            let before = case % 6;
+            for r in 0..before {
+                text.extend_from_slice(cells[(r + case) % cells.len()].as_bytes());
+                text.extend_from_slice(ends[(r + case / 3) % 3].as_bytes());
+            }
+            let (bad, kind) = bads[case / 6 % 4];
+            let at = text.len();
+            text.extend_from_slice(bad);
+            if case % 2 == 0 {
+                text.extend_from_slice(ends[case / 2 % 3].as_bytes());
+                text.extend_from_slice(b"6,u\r\n");
+            }
+            let line = editor_line(&text, at);
+            let want = match kind {
+                "ragged" => DataError::RaggedRow { line, expected: 2 },
+                "utf8" => DataError::InvalidUtf8 {
+                    line,
+                    column: "b".to_string(),
+                },
+                "quote" => DataError::UnclosedQuote { line },
+                _ => DataError::TooManyFields { line, limit: 4 },
+            };
+            for chunks in 1..=3 {
+                let got = parse_table(&text[..], "mem.csv", &opts, chunks).err();
+                assert_eq!(
+                    got,
+                    Some(want.clone()),
+                    "case {case} {kind}, {chunks} chunks: {:?}",
+                    String::from_utf8_lossy(&text)
+                );
+            }
+        }
+    }
 }
