@@ -2830,6 +2830,48 @@ mod attack_tests {
         }
     }
 
+    /// A `\r\n` or a lone `\r` whose `\r` is the last byte of a 512 KiB window of the error's
+    /// line count (and of the reader's), in files of lone `\r`, of `\r\n` and of both: the
+    /// error after it names the editor's line of its record.
+    #[test]
+    fn a_carriage_return_at_a_windows_end_counts_one_line_through_the_loader() {
+        let window = 512usize << 10;
+        for (case, (end, edge)) in [("\r", "\r\n"), ("\r\n", "\r\n"), ("\r", "\r"), ("\n", "\r")]
+            .into_iter()
+            .enumerate()
+        {
+            for shift in 0..3 {
+                let mut text = b"a,b".to_vec();
+                text.extend_from_slice(end.as_bytes());
+                let mut i = 0;
+                // Rows until the edge's `\r` falls at the window's last byte (or one off).
+                let target = window - 1 + shift - 1;
+                while text.len() + 40 < target {
+                    text.extend_from_slice(format!("{},{}", i, "x".repeat(i % 30)).as_bytes());
+                    text.extend_from_slice(end.as_bytes());
+                    i += 1;
+                }
+                let fill = target - text.len() - 2;
+                text.extend_from_slice(format!("1,{}", "y".repeat(fill)).as_bytes());
+                assert_eq!(text.len(), target, "case {case}");
+                text.extend_from_slice(edge.as_bytes());
+                text.extend_from_slice(b"2,z");
+                text.extend_from_slice(end.as_bytes());
+                let at = text.len();
+                text.extend_from_slice(b"3");
+                text.extend_from_slice(end.as_bytes());
+                let line = editor_line(&text, at);
+                for chunks in 1..=3 {
+                    assert_eq!(
+                        load(&text, chunks).err(),
+                        Some(DataError::RaggedRow { line, expected: 2 }),
+                        "case {case}, shift {shift}, {chunks} chunks"
+                    );
+                }
+            }
+        }
+    }
+
     /// The line a text editor shows for byte `at`: one more than the line ends before it,
     /// `\n`, `\r\n` (one) and a lone `\r` each ending one, in quoted fields too.
     fn editor_line(bytes: &[u8], at: usize) -> u64 {
