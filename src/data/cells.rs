@@ -115,8 +115,8 @@ fn text_cells(seg: &Segment, column: usize, listed: &[Option<u64>]) -> Option<Ve
 
 /// [`text_cells`] over the codes of a segment, [`CODE_BLOCK`] rows at a time: each row's
 /// validity is spread to a byte (0 or 1) once, and then each listed code is compared with
-/// every row of the block, the byte of a match (all ones) masked by the row's validity byte
-/// and the listed code's own mask, and added up in 64 byte-wide tallies. The compares, masks
+/// every row of the block, a match (1) masked by the row's validity byte and the listed
+/// code's own mask, and added up in 64 byte-wide tallies. The compares, masks
 /// and adds are a few vector instructions per 16 one-byte codes, where building each 64
 /// rows' match bits and counting them took three times as long.
 fn count_codes<T: Lane>(
