@@ -663,15 +663,8 @@ mod tests {
             let top = if top == 0 { u64::MAX } else { (1u64 << top) - 1 };
             let entries: Vec<u64> = table.iter().map(|&x| x & top).collect();
             let table = narrowest(top, entries.iter().copied());
-            let mut state = bits_seed | 1;
-            let valid: Vec<u64> = (0..keys.len().div_ceil(64))
-                .map(|_| {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    state
-                })
-                .collect();
+            let mut next = super::super::rng::xorshift(bits_seed | 1);
+            let valid: Vec<u64> = (0..keys.len().div_ceil(64)).map(|_| next()).collect();
             let valid = with_validity.then_some(valid);
             let got = Lanes::gather(&table, &keys, valid.as_deref());
             prop_assert_eq!(bits(&got), bits(&table));

@@ -465,14 +465,9 @@ mod tests {
     #[test]
     fn lines_end_at_line_feeds_and_lone_carriage_returns_across_windows() {
         let len = 2 * WINDOW + 100;
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = super::super::rng::xorshift(0x9e37_79b9_7f4a_7c15);
         let mut text: Vec<u8> = (0..len)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                [b'a', b'\r', b'\n', b'\r'][(state % 4) as usize]
-            })
+            .map(|_| [b'a', b'\r', b'\n', b'\r'][(next() % 4) as usize])
             .collect();
         // A `\r\n` and a lone `\r` astride each window's edge.
         text[WINDOW - 1..WINDOW + 1].copy_from_slice(b"\r\n");
