@@ -26,6 +26,8 @@ mod lanes;
 mod load;
 mod open;
 #[cfg(feature = "native")]
+mod pages;
+#[cfg(feature = "native")]
 mod parquet;
 mod parse;
 #[cfg(feature = "native")]

@@ -30,9 +30,10 @@ use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReader
 use parquet::arrow::ProjectionMask;
 use rayon::prelude::*;
 
+use super::cells::{count_cells, Buckets};
 use super::error::{escape_name, DataError};
 use super::lanes::{Ints, Lanes};
-use super::predicate::Predicate;
+use super::predicate::{Predicate, Value};
 use super::prune::{never_true, Bounds};
 use super::table::{ColumnData, ColumnType, Dictionary, Segment, SegmentColumn, Table};
 
@@ -94,9 +95,12 @@ pub struct ParquetTable {
     groups_read: AtomicU64,
     /// Rows read by questions so far, each row once per row group read (for the same).
     rows_read: AtomicU64,
-    /// Whether row groups may be skipped on the bounds dpq found on their values. Off for a
-    /// served dataset: those bounds are the data's own least and greatest values, and the
-    /// time a skipped group saves would tell them to an analyst (see [`Self::constant_work`]).
+    /// Row groups whose cells were counted on their dictionary keys (see `pages`).
+    keyed_groups: AtomicU64,
+    /// Whether row groups may be skipped on the bounds dpq found on their values, and a
+    /// cube's cells counted on dictionary keys. Off for a served dataset: those bounds are
+    /// the data's own least and greatest values, and the time a skipped group saves would
+    /// tell them to an analyst (see [`Self::constant_work`]).
     skipping: bool,
 }
 
@@ -365,6 +369,7 @@ pub fn open_parquet(path: &Path) -> Result<ParquetTable, DataError> {
         parts,
         groups_read: AtomicU64::new(0),
         rows_read: AtomicU64::new(0),
+        keyed_groups: AtomicU64::new(0),
         skipping: true,
     })
 }
@@ -540,8 +545,15 @@ impl ParquetTable {
         self.rows_read.load(Ordering::Relaxed)
     }
 
-    /// Makes every question read every row group whole: no group is skipped, and no bounds
-    /// on the values are kept. What a question then reads depends on the files' row groups
+    /// Row groups whose cells questions so far counted on the groups' dictionary keys,
+    /// without reading their rows into a table (see [`Self::count_cells`]).
+    pub fn groups_by_keys(&self) -> u64 {
+        self.keyed_groups.load(Ordering::Relaxed)
+    }
+
+    /// Makes every question read every row group whole: no group is skipped, no bounds on
+    /// the values are kept, and no cube is counted on dictionary keys (whose runs the writer
+    /// chose by the values). What a question then reads depends on the files' row groups
     /// and the columns it names, never on the values; `dpq serve` asks this of every
     /// Parquet dataset, whose analysts must not learn a column's least or greatest value
     /// from how long an answer takes.
@@ -567,6 +579,62 @@ impl ParquetTable {
         ask: impl Fn(&Table) -> T + Sync + Send,
         add: impl Fn(T, T) -> T + Sync + Send,
     ) -> Result<T, DataError> {
+        self.scan_with(needed, rows, |_, _| None, zero, ask, add)
+    }
+
+    /// The true number of rows in every cell of a cube whose dimensions are `dims`, as
+    /// [`super::cells::count_cells`] counts a table's. In a local session, a cube by one
+    /// text column is counted on each row group's dictionary keys where its pages allow
+    /// (see `pages`); a served dataset ([`Self::constant_work`]) and any other cube read
+    /// every row's value.
+    ///
+    /// Internal: the numbers must only ever be used to add noise to.
+    pub fn count_cells(&self, dims: &[(usize, Buckets)]) -> Result<Vec<u64>, DataError> {
+        let needed: Vec<usize> = dims.iter().map(|(c, _)| *c).collect();
+        let cells: usize = dims.iter().map(|(_, b)| b.len()).product();
+        let by_keys = match dims {
+            [(c, Buckets::Values(values))]
+                if self.skipping && self.shell.types[*c] == ColumnType::Text =>
+            {
+                let listed: Vec<Option<&str>> = values
+                    .iter()
+                    .map(|v| match v {
+                        Value::Text(t) => Some(t.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                Some((*c, listed))
+            }
+            _ => None,
+        };
+        self.scan_with(
+            &needed,
+            None,
+            |part, g| {
+                let (c, listed) = by_keys.as_ref()?;
+                let group = part.metadata.metadata().row_groups().get(g)?;
+                let file = File::open(&part.path).ok()?;
+                let cells = super::pages::key_cells(file, group, *c, listed)?;
+                self.keyed_groups.fetch_add(1, Ordering::Relaxed);
+                Some(cells)
+            },
+            || vec![0; cells],
+            |t| count_cells(t, dims),
+            |a, b| a.iter().zip(&b).map(|(x, y)| x + y).collect(),
+        )
+    }
+
+    /// [`Self::scan`], asking `quick` first for each row group read: its answer, when it has
+    /// one, is the group's, and the group's rows are not read into a table.
+    fn scan_with<T: Send>(
+        &self,
+        needed: &[usize],
+        rows: Option<&Predicate>,
+        quick: impl Fn(&Part, usize) -> Option<T> + Sync + Send,
+        zero: impl Fn() -> T + Sync + Send,
+        ask: impl Fn(&Table) -> T + Sync + Send,
+        add: impl Fn(T, T) -> T + Sync + Send,
+    ) -> Result<T, DataError> {
         self.check_unchanged()?;
         let mut set = needed.to_vec();
         set.sort_unstable();
@@ -587,6 +655,12 @@ impl ParquetTable {
                     }
                 }
                 self.groups_read.fetch_add(1, Ordering::Relaxed);
+                if let Some(answer) = quick(part, g) {
+                    let rows = part.metadata.metadata().row_group(g).num_rows();
+                    self.rows_read
+                        .fetch_add(u64::try_from(rows).unwrap_or(0), Ordering::Relaxed);
+                    return Ok(answer);
+                }
                 let mut total = zero();
                 let mut found: Vec<Bounds> = vec![Bounds::AllMissing; set.len()];
                 let mut ranked: Vec<Option<Ranked>> = set.iter().map(|_| None).collect();

@@ -209,17 +209,7 @@ impl Source {
         match self {
             Source::Memory(t) => Ok(count_cells(t, dims)),
             #[cfg(feature = "native")]
-            Source::Parquet(p) => {
-                let needed: Vec<usize> = dims.iter().map(|(c, _)| *c).collect();
-                let cells: usize = dims.iter().map(|(_, b)| b.len()).product();
-                p.scan(
-                    &needed,
-                    None,
-                    || vec![0; cells],
-                    |t| count_cells(t, dims),
-                    |a, b| a.iter().zip(&b).map(|(x, y)| x + y).collect(),
-                )
-            }
+            Source::Parquet(p) => p.count_cells(dims),
             #[cfg(feature = "native")]
             Source::Postgres(p) => p.count_cells(dims),
             #[cfg(feature = "spark")]

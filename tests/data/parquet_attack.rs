@@ -1359,3 +1359,133 @@ fn histogram_one_text_dimension_equals_brute_force_over_lane_widths_and_encoding
         );
     }
 }
+
+/// A histogram by one text column in a local session is counted on each row group's
+/// dictionary keys, run by run, without reading its rows into a table. Its cells equal a
+/// brute-force count and the served path's (which reads every row), over data pages of both
+/// versions, required and optional columns, three codecs, keys of 0 to 17 bits in runs and
+/// scattered, small pages, a group with no value, and writers that fall back to plain pages
+/// or write no dictionary (whose groups are read row by row).
+#[test]
+fn histograms_counted_on_dictionary_keys_equal_brute_force_and_the_served_path() {
+    use dpq::data::Buckets;
+    use parquet::basic::{Compression, ZstdLevel};
+    use parquet::file::properties::WriterVersion;
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Distinct values, and whether the file is plain-paged past its first group.
+    let entries = [1usize, 2, 3, 5, 16, 17, 40, 100, 256, 300, 4_000, 70_000];
+    let codecs = [
+        Compression::UNCOMPRESSED,
+        Compression::SNAPPY,
+        Compression::ZSTD(ZstdLevel::default()),
+    ];
+    let mut cases = Vec::new();
+    for (k, &distinct) in entries.iter().enumerate() {
+        let version = if k % 2 == 0 {
+            WriterVersion::PARQUET_1_0
+        } else {
+            WriterVersion::PARQUET_2_0
+        };
+        let nullable = k % 4 < 2;
+        let mut props = WriterProperties::builder()
+            .set_writer_version(version)
+            .set_compression(codecs[k % 3])
+            .set_max_row_group_row_count(Some(if distinct > 65_536 { 80_000 } else { 7_000 }));
+        if k % 3 == 1 {
+            props = props
+                .set_data_page_row_count_limit(1_000)
+                .set_write_batch_size(300);
+        }
+        cases.push((distinct, nullable, props.build(), true));
+    }
+    // A dictionary page limit the values outgrow (plain pages follow), and no dictionary.
+    let small = WriterProperties::builder()
+        .set_dictionary_page_size_limit(200)
+        .set_max_row_group_row_count(Some(5_000))
+        .build();
+    cases.push((500, true, small, false));
+    let plain = WriterProperties::builder()
+        .set_dictionary_enabled(false)
+        .set_max_row_group_row_count(Some(5_000))
+        .build();
+    cases.push((30, true, plain, false));
+    for (case, (distinct, nullable, props, keyed)) in cases.into_iter().enumerate() {
+        let rows = 20_000.max(distinct + 10_000);
+        let values: Vec<Option<String>> = (0..rows)
+            .map(|i| {
+                let h = (i as u64 ^ case as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 33;
+                // Runs in the first half, scattered keys in the second; every value once.
+                let key = if i < distinct {
+                    i
+                } else if i < rows / 2 {
+                    (i / 37) % distinct
+                } else {
+                    h as usize % distinct
+                };
+                // In the first file, rows 7,000 to 13,999 (its second group) hold no value.
+                let gone = nullable
+                    && (h.is_multiple_of(7) || (case == 0 && (7_000..14_000).contains(&i)));
+                (!gone).then(|| format!("v{key}"))
+            })
+            .collect();
+        let batch = RecordBatch::try_from_iter_with_nullable([(
+            "s",
+            Arc::new(StringArray::from(values.clone())) as ArrayRef,
+            nullable,
+        )])
+        .expect("a batch");
+        let path = dir.path().join(format!("k{case}.parquet"));
+        let file = std::fs::File::create(&path).expect("a file");
+        let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).expect("a writer");
+        w.write(&batch).expect("written");
+        w.close().expect("closed");
+
+        let local = open_parquet(&path).expect("opens");
+        let mut served = open_parquet(&path).expect("opens");
+        served.constant_work();
+        let mut lists: Vec<Vec<String>> = vec![
+            vec!["v0".into()],
+            vec!["nowhere".into(), "".into()],
+            vec![],
+            (0..distinct.min(12))
+                .rev()
+                .map(|k| format!("v{k}"))
+                .collect(),
+        ];
+        lists[1].push(format!("v{}", distinct - 1));
+        for listed in &lists {
+            let mut want = vec![0u64; listed.len() + 2];
+            for v in &values {
+                want[match v {
+                    None => listed.len() + 1,
+                    Some(v) => listed.iter().position(|l| l == v).unwrap_or(listed.len()),
+                }] += 1;
+            }
+            let mut buckets: Vec<Value> = listed.iter().map(|s| text(s)).collect();
+            buckets.push(Value::Number(0.0));
+            want.insert(listed.len(), 0);
+            let dims = vec![(0, Buckets::Values(buckets))];
+            let (before, read) = (local.groups_by_keys(), local.groups_read());
+            let got = Source::Parquet(open_parquet(&path).expect("opens")).count_cells(&dims);
+            assert_eq!(got.ok().as_ref(), Some(&want), "case {case}: {listed:?}");
+            let counted = local.count_cells(&dims).expect("counted");
+            assert_eq!(counted, want, "case {case}: {listed:?}");
+            assert_eq!(
+                served.count_cells(&dims).expect("counted"),
+                want,
+                "case {case}, served: {listed:?}"
+            );
+            let groups = local.groups_read() - read;
+            let by_keys = local.groups_by_keys() - before;
+            if keyed {
+                assert_eq!(by_keys, groups, "case {case}: every group by its keys");
+            } else {
+                assert!(
+                    by_keys < groups,
+                    "case {case}: {by_keys} of {groups} by keys"
+                );
+            }
+            assert_eq!(served.groups_by_keys(), 0, "case {case}: served by keys");
+        }
+    }
+}

@@ -1,0 +1,505 @@
+//! A Parquet text column's rows counted by dictionary key, read from its pages below Arrow's
+//! record reader, for a histogram by that one column in a local session.
+//!
+//! Such a histogram needs of each row group only how many rows hold each value. A column
+//! chunk written with a dictionary (as every common writer writes text of few distinct
+//! values) holds each row's key into its dictionary page, in runs of one repeated key or of
+//! bit-packed keys. Counting the keys run by run, and mapping each of the dictionary's
+//! entries to its cell once, skips Arrow's decoding of a key a row, its placing of the keys
+//! among the missing rows, and dpq's own lookup of each row's code.
+//!
+//! [`key_cells`] answers only what it reads exactly: a page not written with the
+//! dictionary (a writer falls back to plain pages when the dictionary grows large), a nested
+//! column, a key outside the dictionary, an entry that is not UTF-8, a run cut short or pages
+//! whose rows are not the row group's make it answer `None`, and the row group is then read
+//! through Arrow as any other question reads it, which reports what is wrong. So this path
+//! never fails a question, and it counts no group the general path would refuse for a key,
+//! an entry or a length.
+//!
+//! Its time depends on the runs the writer chose, a fact of the data: `dpq serve` never
+//! takes it (see [`super::parquet::ParquetTable::constant_work`]).
+
+use std::fs::File;
+use std::sync::Arc;
+
+use ahash::AHashMap;
+use parquet::basic::{Encoding, Type};
+use parquet::column::page::Page;
+use parquet::file::metadata::RowGroupMetaData;
+use parquet::file::serialized_reader::SerializedPageReader;
+
+/// The rows of leaf column `column` of row group `group` of `file` in each cell of a cube
+/// by that one column listing `listed` (`None` for a listed value that is not text, which no
+/// row equals): one count per listed value, then the rows holding another value, then the
+/// rows missing one, as `cells::count_cells` counts them. `None` when the column chunk is
+/// not read exactly this way (see the module's comment).
+pub(super) fn key_cells(
+    file: File,
+    group: &RowGroupMetaData,
+    column: usize,
+    listed: &[Option<&str>],
+) -> Option<Vec<u64>> {
+    let chunk = group.columns().get(column)?;
+    let descr = chunk.column_descr();
+    if descr.physical_type() != Type::BYTE_ARRAY
+        || descr.max_rep_level() != 0
+        || descr.max_def_level() > 1
+    {
+        return None;
+    }
+    let nullable = descr.max_def_level() == 1;
+    let rows = u64::try_from(group.num_rows()).ok()?;
+    let pages =
+        SerializedPageReader::new(Arc::new(file), chunk, usize::try_from(rows).ok()?, None).ok()?;
+    let mut cells: Option<Vec<usize>> = None;
+    let mut keys: Vec<u64> = Vec::new();
+    let (mut seen, mut present) = (0u64, 0u64);
+    for page in pages {
+        let (levels, values, num_values, encoding) = match page.ok()? {
+            Page::DictionaryPage {
+                buf,
+                num_values,
+                encoding,
+                ..
+            } => {
+                if cells.is_some()
+                    || !matches!(encoding, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY)
+                {
+                    return None;
+                }
+                let of_entries = entry_cells(&buf, num_values, listed)?;
+                keys = vec![0; of_entries.len()];
+                cells = Some(of_entries);
+                continue;
+            }
+            Page::DataPage {
+                buf,
+                num_values,
+                encoding,
+                def_level_encoding,
+                ..
+            } => {
+                if !nullable {
+                    (None, buf, num_values, encoding)
+                } else if def_level_encoding != Encoding::RLE {
+                    return None;
+                } else {
+                    let len = u32::from_le_bytes(buf.get(..4)?.try_into().ok()?);
+                    let end = usize::try_from(len).ok()?.checked_add(4)?;
+                    if end > buf.len() {
+                        return None;
+                    }
+                    (
+                        Some(buf.slice(4..end)),
+                        buf.slice(end..),
+                        num_values,
+                        encoding,
+                    )
+                }
+            }
+            Page::DataPageV2 {
+                buf,
+                num_values,
+                encoding,
+                def_levels_byte_len,
+                rep_levels_byte_len,
+                ..
+            } => {
+                let def = usize::try_from(def_levels_byte_len).ok()?;
+                if rep_levels_byte_len != 0 || def > buf.len() || (!nullable && def != 0) {
+                    return None;
+                }
+                let levels = nullable.then(|| buf.slice(..def));
+                (levels, buf.slice(def..), num_values, encoding)
+            }
+        };
+        if cells.is_none()
+            || !matches!(
+                encoding,
+                Encoding::RLE_DICTIONARY | Encoding::PLAIN_DICTIONARY
+            )
+        {
+            return None;
+        }
+        let here = match &levels {
+            Some(levels) => count_levels(levels, u64::from(num_values))?,
+            None => u64::from(num_values),
+        };
+        if here > 0 {
+            let (&width, runs) = values.split_first()?;
+            count_keys(runs, u32::from(width), here, &mut keys)?;
+        }
+        seen += u64::from(num_values);
+        present += here;
+    }
+    let cells = cells?;
+    if seen != rows {
+        return None;
+    }
+    let mut counts = vec![0u64; listed.len() + 2];
+    for (&cell, &n) in cells.iter().zip(&keys) {
+        counts[cell] += n;
+    }
+    counts[listed.len() + 1] = rows - present;
+    Some(counts)
+}
+
+/// The cell of each of a dictionary page's `n` entries (PLAIN byte arrays: a 4-byte length
+/// and the bytes): the index of the listed value it equals, else `listed.len()`. `None` when
+/// the page holds fewer entries or one is not UTF-8.
+fn entry_cells(buf: &[u8], n: u32, listed: &[Option<&str>]) -> Option<Vec<usize>> {
+    let by_value: AHashMap<&str, usize> = listed
+        .iter()
+        .enumerate()
+        .rev()
+        .filter_map(|(i, v)| v.map(|v| (v, i)))
+        .collect();
+    let mut rest = buf;
+    let mut cells = Vec::with_capacity(usize::try_from(n).ok()?.min(buf.len() / 4));
+    for _ in 0..n {
+        let len = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?);
+        let end = usize::try_from(len).ok()?.checked_add(4)?;
+        let entry = std::str::from_utf8(rest.get(4..end)?).ok()?;
+        cells.push(by_value.get(entry).copied().unwrap_or(listed.len()));
+        rest = &rest[end..];
+    }
+    Some(cells)
+}
+
+/// One run of Parquet's hybrid of run-length encoding and bit-packing.
+enum Run<'a> {
+    /// `count` values, each `value`.
+    Repeat { value: u64, count: u64 },
+    /// `count` values (a multiple of 8) packed at the run's width, least significant bit
+    /// first: at most the run's bytes, fewer when the page ends first.
+    Packed { bytes: &'a [u8], count: u64 },
+}
+
+/// The runs of a page's levels or keys encoded at bit width `width`.
+struct Runs<'a> {
+    buf: &'a [u8],
+    width: u32,
+}
+
+impl<'a> Runs<'a> {
+    /// The next run, or `None` at the end of the bytes or at a header that does not read.
+    fn next_run(&mut self) -> Option<Run<'a>> {
+        let header = uleb128(&mut self.buf)?;
+        let count = header >> 1;
+        if header & 1 == 0 {
+            let n = usize::try_from(self.width.div_ceil(8)).ok()?;
+            let bytes = self.buf.get(..n)?;
+            let value = bytes
+                .iter()
+                .rev()
+                .fold(0u64, |v, &b| (v << 8) | u64::from(b));
+            self.buf = &self.buf[n..];
+            Some(Run::Repeat { value, count })
+        } else {
+            let n = usize::try_from(count.checked_mul(u64::from(self.width))?).ok()?;
+            let (bytes, rest) = self.buf.split_at(n.min(self.buf.len()));
+            self.buf = rest;
+            Some(Run::Packed {
+                bytes,
+                count: count.checked_mul(8)?,
+            })
+        }
+    }
+}
+
+/// An unsigned LEB128 number of at most 63 bits, read off the front of `buf`.
+fn uleb128(buf: &mut &[u8]) -> Option<u64> {
+    let mut value = 0u64;
+    for (i, &b) in buf.iter().enumerate().take(9) {
+        value |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            *buf = &buf[i + 1..];
+            return Some(value);
+        }
+    }
+    None
+}
+
+/// How many of the first `n` definition levels of a column of one optional level (bit width
+/// 1) are 1, a present row; `None` when the runs end first or a repeated level is not 0 or 1.
+fn count_levels(buf: &[u8], n: u64) -> Option<u64> {
+    let mut runs = Runs { buf, width: 1 };
+    let (mut left, mut ones) = (n, 0u64);
+    while left > 0 {
+        match runs.next_run()? {
+            Run::Repeat { value, count } => {
+                let take = count.min(left);
+                if take > 0 && value > 1 {
+                    return None;
+                }
+                ones += value * take;
+                left -= take;
+            }
+            Run::Packed { bytes, count } => {
+                let take = count.min(left);
+                let whole = usize::try_from(take / 8).ok()?;
+                let part = (take % 8) as u32;
+                let used = bytes.get(..whole + usize::from(part > 0))?;
+                ones += used[..whole]
+                    .iter()
+                    .map(|b| u64::from(b.count_ones()))
+                    .sum::<u64>();
+                if part > 0 {
+                    ones += u64::from((used[whole] & ((1u8 << part) - 1)).count_ones());
+                }
+                left -= take;
+            }
+        }
+    }
+    Some(ones)
+}
+
+/// Adds each of the first `n` keys encoded at bit width `width` in `buf` to its tally in
+/// `keys`; `None` when the runs end first, the width is over 32 or a key is past `keys`.
+fn count_keys(buf: &[u8], width: u32, n: u64, keys: &mut [u64]) -> Option<()> {
+    if width > 32 {
+        return None;
+    }
+    let mut runs = Runs { buf, width };
+    // Whole bytes of keys of 1, 2, 4 or 8 bits are tallied by the byte, in four tables that
+    // take bytes in turn, and split into their keys at the end.
+    let mut by_byte = [[0u64; 256]; 4];
+    let mut left = n;
+    while left > 0 {
+        match runs.next_run()? {
+            Run::Repeat { value, count } => {
+                let take = count.min(left);
+                if take > 0 {
+                    *keys.get_mut(usize::try_from(value).ok()?)? += take;
+                }
+                left -= take;
+            }
+            Run::Packed { bytes, count } => {
+                let take = count.min(left);
+                let bits = take.checked_mul(u64::from(width))?;
+                let bytes = bytes.get(..usize::try_from(bits.div_ceil(8)).ok()?)?;
+                let mut from = 0u64;
+                if matches!(width, 1 | 2 | 4 | 8) {
+                    let whole = &bytes[..usize::try_from(bits / 8).ok()?];
+                    let mut fours = whole.chunks_exact(4);
+                    for q in &mut fours {
+                        by_byte[0][usize::from(q[0])] += 1;
+                        by_byte[1][usize::from(q[1])] += 1;
+                        by_byte[2][usize::from(q[2])] += 1;
+                        by_byte[3][usize::from(q[3])] += 1;
+                    }
+                    for &b in fours.remainder() {
+                        by_byte[0][usize::from(b)] += 1;
+                    }
+                    from = whole.len() as u64 * 8 / u64::from(width);
+                }
+                for i in from..take {
+                    *keys.get_mut(unpack(bytes, i * u64::from(width), width))? += 1;
+                }
+                left -= take;
+            }
+        }
+    }
+    if matches!(width, 1 | 2 | 4 | 8) {
+        let mask = (1usize << width) - 1;
+        for b in 0..256usize {
+            let times: u64 = by_byte.iter().map(|t| t[b]).sum();
+            if times == 0 {
+                continue;
+            }
+            for j in (0..8).step_by(width as usize) {
+                *keys.get_mut((b >> j) & mask)? += times;
+            }
+        }
+    }
+    Some(())
+}
+
+/// The `width`-bit value at bit `at` of `bytes` (least significant bit first), with bytes
+/// past the end read as 0.
+fn unpack(bytes: &[u8], at: u64, width: u32) -> usize {
+    let first = (at / 8) as usize;
+    let mut word = [0u8; 8];
+    let have = bytes.get(first..).unwrap_or(&[]);
+    let n = have.len().min(8);
+    word[..n].copy_from_slice(&have[..n]);
+    let mask = (1u64 << width) - 1;
+    ((u64::from_le_bytes(word) >> (at % 8)) & mask) as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// `values` at bit width `width` in Parquet's hybrid encoding: a run of one value where
+    /// `runs` says so and it repeats, else groups of 8 bit-packed (the last padded with
+    /// `pad`), as writers choose.
+    fn encode(values: &[u64], width: u32, runs: &[bool], pad: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        let leb = |out: &mut Vec<u8>, mut v: u64| loop {
+            let b = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                out.push(b);
+                break;
+            }
+            out.push(b | 0x80);
+        };
+        let mut i = 0;
+        let mut choice = runs.iter().cycle();
+        while i < values.len() {
+            let same = values[i..].iter().take_while(|&&v| v == values[i]).count();
+            if *choice.next().unwrap_or(&false) && same > 1 {
+                leb(&mut out, (same as u64) << 1);
+                let bytes = values[i].to_le_bytes();
+                out.extend_from_slice(&bytes[..width.div_ceil(8) as usize]);
+                i += same;
+                continue;
+            }
+            let groups = (values.len() - i).min(16).div_ceil(8);
+            leb(&mut out, ((groups as u64) << 1) | 1);
+            let group: Vec<u64> = (0..groups * 8)
+                .map(|j| values.get(i + j).copied().unwrap_or(pad))
+                .collect();
+            out.extend_from_slice(&pack(&group, width));
+            i += (groups * 8).min(values.len() - i);
+        }
+        out
+    }
+
+    /// `values` (a multiple of 8 of them) bit-packed at `width`, least significant bit first.
+    fn pack(values: &[u64], width: u32) -> Vec<u8> {
+        let mut bits = vec![0u8; values.len() * width as usize / 8];
+        for (j, &v) in values.iter().enumerate() {
+            for b in 0..width as usize {
+                if v >> b & 1 == 1 {
+                    let at = j * width as usize + b;
+                    bits[at / 8] |= 1 << (at % 8);
+                }
+            }
+        }
+        bits
+    }
+
+    fn tallies(values: &[u64], entries: usize) -> Vec<u64> {
+        let mut t = vec![0u64; entries];
+        values.iter().for_each(|&v| t[v as usize] += 1);
+        t
+    }
+
+    fn keys_at(width: u32) -> impl Strategy<Value = (u32, Vec<u64>, Vec<bool>, u64)> {
+        let top = if width == 0 { 1 } else { 1u64 << width.min(12) };
+        (
+            Just(width),
+            proptest::collection::vec(prop_oneof![0..top, Just(0u64), Just(top - 1)], 0..300),
+            proptest::collection::vec(any::<bool>(), 1..6),
+            0..top,
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn keys_are_counted_as_written_at_every_width(
+            (width, values, runs, pad) in (0u32..=32).prop_flat_map(keys_at),
+        ) {
+            let entries = values.iter().max().map_or(1, |m| *m as usize + 1);
+            let buf = encode(&values, width, &runs, pad);
+            let mut keys = vec![0u64; entries];
+            prop_assert_eq!(count_keys(&buf, width, values.len() as u64, &mut keys), Some(()));
+            prop_assert_eq!(&keys, &tallies(&values, entries));
+            // Cut short anywhere, the page counts exactly or not at all.
+            for cut in 0..buf.len() {
+                let mut keys = vec![0u64; entries];
+                if count_keys(&buf[..cut], width, values.len() as u64, &mut keys).is_some() {
+                    prop_assert_eq!(&keys, &tallies(&values, entries));
+                }
+            }
+            // A dictionary one entry short of the greatest key is not counted.
+            if let Some(&top) = values.iter().max() {
+                let mut keys = vec![0u64; top as usize];
+                prop_assert_eq!(count_keys(&buf, width, values.len() as u64, &mut keys), None);
+            }
+        }
+
+        #[test]
+        fn levels_count_the_present_rows(
+            levels in proptest::collection::vec(0u64..2, 0..400),
+            runs in proptest::collection::vec(any::<bool>(), 1..6),
+            pad in 0u64..2,
+        ) {
+            let buf = encode(&levels, 1, &runs, pad);
+            let ones = levels.iter().sum::<u64>();
+            prop_assert_eq!(count_levels(&buf, levels.len() as u64), Some(ones));
+            for cut in 0..buf.len() {
+                if let Some(n) = count_levels(&buf[..cut], levels.len() as u64) {
+                    prop_assert_eq!(n, ones);
+                }
+            }
+        }
+
+        #[test]
+        fn bytes_of_any_kind_never_panic(
+            buf in proptest::collection::vec(any::<u8>(), 0..200),
+            width in 0u32..40,
+            n in 0u64..5_000,
+            entries in 0usize..300,
+        ) {
+            let mut keys = vec![0u64; entries];
+            let counted = count_keys(&buf, width, n, &mut keys);
+            if counted.is_some() {
+                prop_assert_eq!(keys.iter().sum::<u64>(), n);
+            }
+            if let Some(ones) = count_levels(&buf, n) {
+                prop_assert!(ones <= n);
+            }
+            let _ = entry_cells(&buf, n as u32, &[Some("a"), None, Some("")]);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn unpacking_reads_each_value_at_every_width(
+            width in 0u32..=32,
+            raw in proptest::collection::vec(any::<u64>(), 1..40),
+        ) {
+            let mask = if width == 0 { 0 } else { u64::MAX >> (64 - width) };
+            let values: Vec<u64> = raw.iter().map(|v| v & mask).collect();
+            let groups = values.len().div_ceil(8);
+            let padded: Vec<u64> = (0..groups * 8).map(|i| values.get(i).copied().unwrap_or(0)).collect();
+            let bytes = pack(&padded, width);
+            for (i, &v) in values.iter().enumerate() {
+                prop_assert_eq!(unpack(&bytes, i as u64 * u64::from(width), width) as u64, v);
+            }
+        }
+    }
+
+    #[test]
+    fn a_repeated_level_other_than_0_or_1_is_not_counted() {
+        // A run of 5 levels of 2, then of 3 levels of 1.
+        assert_eq!(count_levels(&[10, 2, 6, 1], 8), None);
+        assert_eq!(count_levels(&[10, 1, 6, 0], 8), Some(5));
+        // A run no row reaches may hold anything.
+        assert_eq!(count_levels(&[10, 1, 6, 9], 5), Some(5));
+    }
+
+    #[test]
+    fn dictionary_entries_map_to_their_listed_cell() {
+        let mut page = Vec::new();
+        for entry in ["b", "", "a", "zz", "a"] {
+            page.extend_from_slice(&(entry.len() as u32).to_le_bytes());
+            page.extend_from_slice(entry.as_bytes());
+        }
+        let listed = [Some("a"), None, Some(""), Some("c")];
+        assert_eq!(entry_cells(&page, 5, &listed), Some(vec![4, 2, 0, 4, 0]));
+        assert_eq!(entry_cells(&page, 4, &listed), Some(vec![4, 2, 0, 4]));
+        assert_eq!(entry_cells(&page, 6, &listed), None);
+        assert_eq!(entry_cells(&page[..page.len() - 1], 5, &listed), None);
+        let mut bad = page.clone();
+        bad[4] = 0xff;
+        assert_eq!(entry_cells(&bad, 5, &listed), None);
+        assert_eq!(entry_cells(&[], 0, &listed), Some(vec![]));
+        let huge = [0xff, 0xff, 0xff, 0xff, b'a'];
+        assert_eq!(entry_cells(&huge, 1, &listed), None);
+    }
+}
