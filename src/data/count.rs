@@ -82,6 +82,23 @@ pub fn count_work(table: &Table, pred: &Predicate) -> (u64, u64) {
         .reduce(|| (0, 0), add)
 }
 
+/// The rows of `table`'s first segment where `pred` is true, a bit a row (none past the
+/// segment's end), on this thread.
+pub(super) fn truth(table: &Table, pred: &Predicate) -> Vec<u64> {
+    let Some(seg) = table.segments.first() else {
+        return Vec::new();
+    };
+    let node = compile(table, pred);
+    let mut scratch = Scratch::default();
+    let mut bits = Vec::with_capacity(seg.len.div_ceil(64));
+    for base in (0..seg.len).step_by(BLOCK) {
+        let rows = BLOCK.min(seg.len - base);
+        count_block(seg, &node, base, rows, &mut scratch);
+        bits.extend_from_slice(&scratch.truth[..rows.div_ceil(64)]);
+    }
+    bits
+}
+
 /// The most blocks counted without the thread pool (about 130,000 rows).
 const SEQUENTIAL_BLOCKS: usize = 16;
 

@@ -1,20 +1,21 @@
-//! A Parquet text column's rows counted by dictionary key, read from its pages below Arrow's
-//! record reader, for a histogram by that one column in a local session.
+//! A Parquet column's rows counted by dictionary key, read from its pages below Arrow's
+//! record reader: for a histogram by one text column, and a count whose condition names one
+//! integer column, in a local session.
 //!
-//! Such a histogram needs of each row group only how many rows hold each value. A column
-//! chunk written with a dictionary (as every common writer writes text of few distinct
+//! Such a question needs of each row group only how many rows hold each value. A column
+//! chunk written with a dictionary (as every common writer writes columns of few distinct
 //! values) holds each row's key into its dictionary page, in runs of one repeated key or of
-//! bit-packed keys. Counting the keys run by run, and mapping each of the dictionary's
-//! entries to its cell once, skips Arrow's decoding of a key a row, its placing of the keys
-//! among the missing rows, and dpq's own lookup of each row's code.
+//! bit-packed keys. Counting the keys run by run, and then mapping each of the dictionary's
+//! entries to its cell (or asking the condition of it) once, skips Arrow's decoding of a
+//! value a row, its placing of the values among the missing rows, and dpq's own conversion
+//! of each row.
 //!
-//! [`key_cells`] answers only what it reads exactly: a page not written with the
+//! [`key_tally`] answers only what it reads exactly: a page not written with the
 //! dictionary (a writer falls back to plain pages when the dictionary grows large), a nested
 //! column, a key outside the dictionary, an entry that is not UTF-8, a run cut short or pages
 //! whose rows are not the row group's make it answer `None`, and the row group is then read
 //! through Arrow as any other question reads it, which reports what is wrong. So this path
-//! never fails a question, and it counts no group the general path would refuse for a key,
-//! an entry or a length.
+//! never fails a question.
 //!
 //! Its time depends on the runs the writer chose, a fact of the data: `dpq serve` never
 //! takes it (see [`super::parquet::ParquetTable::constant_work`]).
@@ -28,22 +29,30 @@ use parquet::column::page::Page;
 use parquet::file::metadata::RowGroupMetaData;
 use parquet::file::serialized_reader::SerializedPageReader;
 
-/// The rows of leaf column `column` of row group `group` of `file` in each cell of a cube
-/// by that one column listing `listed` (`None` for a listed value that is not text, which no
-/// row equals): one count per listed value, then the rows holding another value, then the
-/// rows missing one, as `cells::count_cells` counts them. `None` when the column chunk is
-/// not read exactly this way (see the module's comment).
-pub(super) fn key_cells(
+/// A column chunk's rows counted by their dictionary key.
+pub(super) struct Tally {
+    /// The chunk's dictionary page: its entries as PLAIN values.
+    pub dictionary: Page,
+    /// The rows holding each entry's key, one count an entry.
+    pub keys: Vec<u64>,
+    /// The rows of the row group.
+    pub rows: u64,
+    /// The rows holding a value.
+    pub present: u64,
+}
+
+/// The rows of leaf column `column` of row group `group` of `file` by dictionary key, for a
+/// column of `physical` type. `None` when the column chunk is not read exactly this way
+/// (see the module's comment); its entries are left for the caller to read.
+pub(super) fn key_tally(
     file: File,
     group: &RowGroupMetaData,
     column: usize,
-    listed: &[Option<&str>],
-) -> Option<Vec<u64>> {
+    physical: Type,
+) -> Option<Tally> {
     let chunk = group.columns().get(column)?;
     let descr = chunk.column_descr();
-    if descr.physical_type() != Type::BYTE_ARRAY
-        || descr.max_rep_level() != 0
-        || descr.max_def_level() > 1
+    if descr.physical_type() != physical || descr.max_rep_level() != 0 || descr.max_def_level() > 1
     {
         return None;
     }
@@ -51,77 +60,39 @@ pub(super) fn key_cells(
     let rows = u64::try_from(group.num_rows()).ok()?;
     let pages =
         SerializedPageReader::new(Arc::new(file), chunk, usize::try_from(rows).ok()?, None).ok()?;
-    let mut cells: Option<Vec<usize>> = None;
+    let mut dictionary: Option<Page> = None;
     let mut keys: Vec<u64> = Vec::new();
     let (mut seen, mut present) = (0u64, 0u64);
     for page in pages {
-        let (levels, values, num_values, encoding) = match page.ok()? {
-            Page::DictionaryPage {
-                buf,
-                num_values,
-                encoding,
-                ..
-            } => {
-                if cells.is_some()
-                    || !matches!(encoding, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY)
-                {
-                    return None;
-                }
-                let of_entries = entry_cells(&buf, num_values, listed)?;
-                keys = vec![0; of_entries.len()];
-                cells = Some(of_entries);
-                continue;
-            }
-            Page::DataPage {
-                buf,
-                num_values,
-                encoding,
-                def_level_encoding,
-                ..
-            } => {
-                if !nullable {
-                    (None, buf, num_values, encoding)
-                } else if def_level_encoding != Encoding::RLE {
-                    return None;
-                } else {
-                    let len = u32::from_le_bytes(buf.get(..4)?.try_into().ok()?);
-                    let end = usize::try_from(len).ok()?.checked_add(4)?;
-                    if end > buf.len() {
-                        return None;
-                    }
-                    (
-                        Some(buf.slice(4..end)),
-                        buf.slice(end..),
-                        num_values,
-                        encoding,
-                    )
-                }
-            }
-            Page::DataPageV2 {
-                buf,
-                num_values,
-                encoding,
-                def_levels_byte_len,
-                rep_levels_byte_len,
-                ..
-            } => {
-                let def = usize::try_from(def_levels_byte_len).ok()?;
-                if rep_levels_byte_len != 0 || def > buf.len() || (!nullable && def != 0) {
-                    return None;
-                }
-                let levels = nullable.then(|| buf.slice(..def));
-                (levels, buf.slice(def..), num_values, encoding)
-            }
-        };
-        if cells.is_none()
-            || !matches!(
-                encoding,
-                Encoding::RLE_DICTIONARY | Encoding::PLAIN_DICTIONARY
-            )
+        let page = page.ok()?;
+        if let Page::DictionaryPage {
+            buf,
+            num_values,
+            encoding,
+            ..
+        } = &page
         {
-            return None;
+            // Each entry takes 4 bytes at least (a length, or an INT32), 8 for INT64.
+            let least = if physical == Type::INT64 { 8 } else { 4 };
+            let n = usize::try_from(*num_values).ok()?;
+            if dictionary.is_some()
+                || !matches!(encoding, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY)
+                || n > buf.len() / least
+            {
+                return None;
+            }
+            keys = vec![0; n];
+            dictionary = Some(page);
+            continue;
         }
-        let here = match &levels {
+        let DataPage {
+            levels,
+            keys: values,
+            rows: num_values,
+        } = data_page(&page, nullable)?;
+        // A data page before the dictionary page has no entries to name.
+        dictionary.as_ref()?;
+        let here = match levels {
             Some(levels) => count_levels(levels, u64::from(num_values))?,
             None => u64::from(num_values),
         };
@@ -132,16 +103,118 @@ pub(super) fn key_cells(
         seen += u64::from(num_values);
         present += here;
     }
-    let cells = cells?;
-    if seen != rows {
-        return None;
+    (seen == rows).then_some(Tally {
+        dictionary: dictionary?,
+        keys,
+        rows,
+        present,
+    })
+}
+
+/// The parts of a data page written with the dictionary.
+struct DataPage<'a> {
+    /// The definition levels (`None` for a column with no missing value).
+    levels: Option<&'a [u8]>,
+    /// The keys: a byte of bit width, then the runs.
+    keys: &'a [u8],
+    /// The page's rows (its levels, or its values when it has none).
+    rows: u32,
+}
+
+/// The parts of `page` when it is a data page written with the dictionary; `None` for any
+/// other page.
+fn data_page(page: &Page, nullable: bool) -> Option<DataPage<'_>> {
+    let keyed = |e: &Encoding| matches!(e, Encoding::RLE_DICTIONARY | Encoding::PLAIN_DICTIONARY);
+    match page {
+        Page::DataPage {
+            buf,
+            num_values,
+            encoding,
+            def_level_encoding,
+            ..
+        } if keyed(encoding) => {
+            if !nullable {
+                return Some(DataPage {
+                    levels: None,
+                    keys: buf,
+                    rows: *num_values,
+                });
+            }
+            // Version 1: the levels' length in 4 bytes, the levels, then the keys.
+            let len = u32::from_le_bytes(buf.get(..4)?.try_into().ok()?);
+            let end = usize::try_from(len).ok()?.checked_add(4)?;
+            if *def_level_encoding != Encoding::RLE || end > buf.len() {
+                return None;
+            }
+            Some(DataPage {
+                levels: Some(&buf[4..end]),
+                keys: &buf[end..],
+                rows: *num_values,
+            })
+        }
+        Page::DataPageV2 {
+            buf,
+            num_values,
+            encoding,
+            def_levels_byte_len,
+            rep_levels_byte_len,
+            ..
+        } if keyed(encoding) => {
+            // Version 2: the levels' length is in the page's header.
+            let def = usize::try_from(*def_levels_byte_len).ok()?;
+            if *rep_levels_byte_len != 0 || def > buf.len() || (!nullable && def != 0) {
+                return None;
+            }
+            Some(DataPage {
+                levels: nullable.then(|| &buf[..def]),
+                keys: &buf[def..],
+                rows: *num_values,
+            })
+        }
+        _ => None,
     }
+}
+
+/// The rows of leaf column `column` of row group `group` of `file` in each cell of a cube
+/// by that one text column listing `listed` (`None` for a listed value that is not text,
+/// which no row equals): one count per listed value, then the rows holding another value,
+/// then the rows missing one, as `cells::count_cells` counts them. `None` when the column
+/// chunk is not read exactly this way (see the module's comment).
+pub(super) fn key_cells(
+    file: File,
+    group: &RowGroupMetaData,
+    column: usize,
+    listed: &[Option<&str>],
+) -> Option<Vec<u64>> {
+    let tally = key_tally(file, group, column, Type::BYTE_ARRAY)?;
+    let n = u32::try_from(tally.keys.len()).ok()?;
+    let cells = entry_cells(tally.dictionary.buffer(), n, listed)?;
     let mut counts = vec![0u64; listed.len() + 2];
-    for (&cell, &n) in cells.iter().zip(&keys) {
+    for (&cell, &n) in cells.iter().zip(&tally.keys) {
         counts[cell] += n;
     }
-    counts[listed.len() + 1] = rows - present;
+    counts[listed.len() + 1] = tally.rows - tally.present;
     Some(counts)
+}
+
+/// The `n` entries of an integer column's dictionary page, PLAIN INT32 or INT64 values
+/// (`physical`); `None` when the page holds fewer.
+pub(super) fn int_entries(buf: &[u8], n: usize, physical: Type) -> Option<Vec<i64>> {
+    match physical {
+        Type::INT32 => Some(
+            buf.get(..n.checked_mul(4)?)?
+                .chunks_exact(4)
+                .map(|b| i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+                .collect(),
+        ),
+        Type::INT64 => Some(
+            buf.get(..n.checked_mul(8)?)?
+                .chunks_exact(8)
+                .map(|b| i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+                .collect(),
+        ),
+        _ => None,
+    }
 }
 
 /// The cell of each of a dictionary page's `n` entries (PLAIN byte arrays: a 4-byte length
@@ -292,6 +365,8 @@ fn count_keys(buf: &[u8], width: u32, n: u64, keys: &mut [u64]) -> Option<()> {
                         by_byte[0][usize::from(b)] += 1;
                     }
                     from = whole.len() as u64 * 8 / u64::from(width);
+                } else if width <= 16 {
+                    from = count_groups(bytes, width, take / 8, keys)?;
                 }
                 for i in from..take {
                     *keys.get_mut(unpack(bytes, i * u64::from(width), width))? += 1;
@@ -315,16 +390,44 @@ fn count_keys(buf: &[u8], width: u32, n: u64, keys: &mut [u64]) -> Option<()> {
     Some(())
 }
 
+/// Adds the keys of the first `groups` groups of 8 bit-packed keys of `width` bits (at most
+/// 16: a group's `width` bytes are read as one 128-bit word) to `keys`; the keys counted, or
+/// `None` for a key past `keys`.
+fn count_groups(bytes: &[u8], width: u32, groups: u64, keys: &mut [u64]) -> Option<u64> {
+    let w = width as usize;
+    let mask = (1u128 << width) - 1;
+    for g in 0..usize::try_from(groups).ok()? {
+        let start = g * w;
+        let word = match bytes.get(start..start + 16) {
+            Some(sixteen) => u128::from_le_bytes(sixteen.try_into().ok()?),
+            None => {
+                let mut last = [0u8; 16];
+                last[..w].copy_from_slice(bytes.get(start..start + w)?);
+                u128::from_le_bytes(last)
+            }
+        };
+        for i in 0..8 {
+            *keys.get_mut(((word >> (i * width)) & mask) as usize)? += 1;
+        }
+    }
+    groups.checked_mul(8)
+}
+
 /// The `width`-bit value at bit `at` of `bytes` (least significant bit first), with bytes
 /// past the end read as 0.
 fn unpack(bytes: &[u8], at: u64, width: u32) -> usize {
     let first = (at / 8) as usize;
-    let mut word = [0u8; 8];
-    let have = bytes.get(first..).unwrap_or(&[]);
-    let n = have.len().min(8);
-    word[..n].copy_from_slice(&have[..n]);
+    let word = match bytes.get(first..first + 8) {
+        Some(eight) => u64::from_le_bytes(eight.try_into().unwrap_or([0; 8])),
+        None => {
+            let mut word = [0u8; 8];
+            let have = bytes.get(first..).unwrap_or(&[]);
+            word[..have.len()].copy_from_slice(have);
+            u64::from_le_bytes(word)
+        }
+    };
     let mask = (1u64 << width) - 1;
-    ((u64::from_le_bytes(word) >> (at % 8)) & mask) as usize
+    ((word >> (at % 8)) & mask) as usize
 }
 
 #[cfg(test)]

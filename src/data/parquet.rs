@@ -31,6 +31,7 @@ use parquet::arrow::ProjectionMask;
 use rayon::prelude::*;
 
 use super::cells::{count_cells, Buckets};
+use super::count::{count, truth};
 use super::error::{escape_name, DataError};
 use super::lanes::{Ints, Lanes};
 use super::predicate::{Predicate, Value};
@@ -582,6 +583,85 @@ impl ParquetTable {
         self.scan_with(needed, rows, |_, _| None, zero, ask, add)
     }
 
+    /// The true number of rows where `pred` is true, as [`super::count::count`] counts a
+    /// table's. In a local session, a condition on one integer column is counted on each
+    /// row group's dictionary keys where its pages allow (see `pages`): the condition is
+    /// asked of each dictionary entry once, and the rows of the entries where it holds are
+    /// added up; the group's bounds for skipping are its used entries' least and greatest.
+    /// A served dataset ([`Self::constant_work`]) and any other condition read every row.
+    ///
+    /// Internal: the number must only ever be used to add noise to.
+    pub fn count(&self, pred: &Predicate) -> Result<u64, DataError> {
+        let mut needed = pred.columns();
+        needed.sort_unstable();
+        needed.dedup();
+        let by_keys = match needed.as_slice() {
+            [c] if self.skipping && self.shell.types.get(*c) == Some(&ColumnType::Integer) => {
+                Some(*c)
+            }
+            _ => None,
+        };
+        self.scan_with(
+            &needed,
+            Some(pred),
+            |part, g| {
+                let c = by_keys?;
+                let physical = match part.metadata.schema().fields().get(c)?.data_type() {
+                    DataType::Int32 => parquet::basic::Type::INT32,
+                    DataType::Int64 => parquet::basic::Type::INT64,
+                    _ => return None,
+                };
+                let group = part.metadata.metadata().row_groups().get(g)?;
+                let file = File::open(&part.path).ok()?;
+                let tally = super::pages::key_tally(file, group, c, physical)?;
+                let entries = tally.dictionary.buffer();
+                let values = super::pages::int_entries(entries, tally.keys.len(), physical)?;
+                let holds = truth(&self.entry_table(c, &values), pred);
+                let mut n = 0;
+                let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+                for (e, (&k, &v)) in tally.keys.iter().zip(&values).enumerate() {
+                    if k > 0 {
+                        n += if super::bitmap::get(&holds, e) { k } else { 0 };
+                        (lo, hi) = (lo.min(v), hi.max(v));
+                    }
+                }
+                let bounds = if lo > hi {
+                    Bounds::AllMissing
+                } else {
+                    Bounds::Int(lo, hi)
+                };
+                self.keyed_groups.fetch_add(1, Ordering::Relaxed);
+                Some((n, Some(vec![bounds])))
+            },
+            || 0,
+            |t| count(t, pred),
+            |a, b| a + b,
+        )
+    }
+
+    /// A one-segment table whose column `c` holds `values`, one a row, and whose other
+    /// columns hold nothing: a dictionary's entries, for a condition to be asked of.
+    fn entry_table(&self, c: usize, values: &[i64]) -> Table {
+        let n = self.shell.names.len();
+        let mut columns: Vec<SegmentColumn> = (0..n)
+            .map(|_| SegmentColumn {
+                data: ColumnData::Integer(Ints::zeros(0)),
+                valid: None,
+            })
+            .collect();
+        columns[c].data = ColumnData::Integer(Ints::from_values(values, None));
+        Table {
+            names: self.shell.names.clone(),
+            types: self.shell.types.clone(),
+            dictionaries: vec![Dictionary::default(); n],
+            segments: vec![Segment {
+                len: values.len(),
+                columns,
+            }],
+            n_rows: values.len() as u64,
+        }
+    }
+
     /// The true number of rows in every cell of a cube whose dimensions are `dims`, as
     /// [`super::cells::count_cells`] counts a table's. In a local session, a cube by one
     /// text column is counted on each row group's dictionary keys where its pages allow
@@ -616,7 +696,7 @@ impl ParquetTable {
                 let file = File::open(&part.path).ok()?;
                 let cells = super::pages::key_cells(file, group, *c, listed)?;
                 self.keyed_groups.fetch_add(1, Ordering::Relaxed);
-                Some(cells)
+                Some((cells, None))
             },
             || vec![0; cells],
             |t| count_cells(t, dims),
@@ -625,12 +705,13 @@ impl ParquetTable {
     }
 
     /// [`Self::scan`], asking `quick` first for each row group read: its answer, when it has
-    /// one, is the group's, and the group's rows are not read into a table.
+    /// one, is the group's, and the group's rows are not read into a table. With the answer
+    /// come the bounds of the columns of `needed` (sorted) it found, when it read them whole.
     fn scan_with<T: Send>(
         &self,
         needed: &[usize],
         rows: Option<&Predicate>,
-        quick: impl Fn(&Part, usize) -> Option<T> + Sync + Send,
+        quick: impl Fn(&Part, usize) -> Option<(T, Option<Vec<Bounds>>)> + Sync + Send,
         zero: impl Fn() -> T + Sync + Send,
         ask: impl Fn(&Table) -> T + Sync + Send,
         add: impl Fn(T, T) -> T + Sync + Send,
@@ -655,10 +736,13 @@ impl ParquetTable {
                     }
                 }
                 self.groups_read.fetch_add(1, Ordering::Relaxed);
-                if let Some(answer) = quick(part, g) {
+                if let Some((answer, found)) = quick(part, g) {
                     let rows = part.metadata.metadata().row_group(g).num_rows();
                     self.rows_read
                         .fetch_add(u64::try_from(rows).unwrap_or(0), Ordering::Relaxed);
+                    if let (true, Some(found)) = (self.skipping, found) {
+                        part.record_read(g, &set, found);
+                    }
                     return Ok(answer);
                 }
                 let mut total = zero();

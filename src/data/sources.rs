@@ -128,13 +128,7 @@ impl Source {
         match self {
             Source::Memory(t) => Ok(count(t, pred)),
             #[cfg(feature = "native")]
-            Source::Parquet(p) => p.scan(
-                &pred.columns(),
-                Some(pred),
-                || 0,
-                |t| count(t, pred),
-                |a, b| a + b,
-            ),
+            Source::Parquet(p) => p.count(pred),
             #[cfg(feature = "native")]
             Source::Postgres(p) => p.count(pred),
             #[cfg(feature = "spark")]
