@@ -1665,4 +1665,471 @@ fn bounds_kept_by_a_count_on_dictionary_keys_skip_as_a_full_reads_do() {
     assert_eq!(count_of(&low), (want(&|v| v < 25), 3, 3));
     let not_low = Predicate::Not(Box::new(low));
     assert_eq!(count_of(&not_low), (want(&|v| v >= 25), 7, 7));
+
+/// Pages of a crafted column chunk, written as they are (uncompressed) by the parquet crate's
+/// page writer, for attacks on the dictionary-key path below Arrow's record reader.
+mod crafted {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use parquet::basic::{Compression, Encoding};
+    use parquet::column::page::{CompressedPage, Page, PageWriter};
+    use parquet::column::writer::ColumnCloseResult;
+    use parquet::file::metadata::ColumnChunkMetaData;
+    use parquet::file::properties::WriterProperties;
+    use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedWrite};
+    use parquet::schema::parser::parse_message_type;
+    use parquet::schema::types::SchemaDescriptor;
+
+    /// One row group of `rows` rows of a text column `s` (optional when `nullable`) whose
+    /// chunk is `pages`, in that order.
+    pub fn file(path: &Path, nullable: bool, rows: u64, pages: Vec<Page>) {
+        let kind = if nullable { "optional" } else { "required" };
+        let schema = Arc::new(
+            parse_message_type(&format!("message m {{ {kind} binary s (UTF8); }}"))
+                .expect("schema"),
+        );
+        let descr = SchemaDescriptor::new(schema.clone()).column(0);
+        let chunk_path = path.with_extension("chunk");
+        let mut sink = TrackedWrite::new(std::fs::File::create(&chunk_path).expect("a file"));
+        let (mut dictionary, mut first, mut values) = (None, None, 0i64);
+        {
+            let mut pages_out = SerializedPageWriter::new(&mut sink);
+            for (i, page) in pages.into_iter().enumerate() {
+                let size = page.buffer().len();
+                let is_dictionary = page.is_dictionary_page();
+                let n = page.num_values();
+                let spec = pages_out
+                    .write_page(CompressedPage::new(page, size))
+                    .expect("a page");
+                if i == 0 && is_dictionary {
+                    dictionary = Some(spec.offset as i64);
+                } else if !is_dictionary {
+                    values += i64::from(n);
+                    first.get_or_insert(spec.offset as i64);
+                }
+            }
+            pages_out.close().expect("closed");
+        }
+        let len = sink.bytes_written() as i64;
+        sink.into_inner().expect("flushed");
+        let data = first.unwrap_or(len);
+        let metadata = ColumnChunkMetaData::builder(descr)
+            .set_compression(Compression::UNCOMPRESSED)
+            .set_encodings(vec![
+                Encoding::PLAIN,
+                Encoding::RLE,
+                Encoding::RLE_DICTIONARY,
+            ])
+            .set_num_values(values)
+            .set_total_compressed_size(len)
+            .set_total_uncompressed_size(len)
+            .set_data_page_offset(data)
+            .set_dictionary_page_offset(dictionary)
+            .build()
+            .expect("metadata");
+        let close = ColumnCloseResult {
+            bytes_written: len as u64,
+            rows_written: rows,
+            metadata,
+            bloom_filter: None,
+            column_index: None,
+            offset_index: None,
+        };
+        let props = Arc::new(WriterProperties::builder().build());
+        let out = std::fs::File::create(path).expect("a file");
+        let mut writer = SerializedFileWriter::new(out, schema, props).expect("a writer");
+        let mut group = writer.next_row_group().expect("a group");
+        let chunk = std::fs::File::open(&chunk_path).expect("the chunk");
+        group.append_column(&chunk, close).expect("appended");
+        group.close().expect("closed");
+        writer.close().expect("closed");
+        std::fs::remove_file(chunk_path).expect("removed");
+    }
+
+    /// A PLAIN dictionary page of `entries`, saying it holds `n` of them.
+    pub fn dictionary(entries: &[&[u8]], n: u32) -> Page {
+        let mut buf = Vec::new();
+        for e in entries {
+            buf.extend_from_slice(&(e.len() as u32).to_le_bytes());
+            buf.extend_from_slice(e);
+        }
+        Page::DictionaryPage {
+            buf: buf.into(),
+            num_values: n,
+            encoding: Encoding::PLAIN,
+            is_sorted: false,
+        }
+    }
+
+    /// A v1 data page of `n` values: `levels` (when the column is optional) behind their
+    /// 4-byte length, then `keys` (the width byte and runs).
+    pub fn v1(levels: Option<&[u8]>, keys: &[u8], n: u32) -> Page {
+        let mut buf = Vec::new();
+        if let Some(levels) = levels {
+            buf.extend_from_slice(&(levels.len() as u32).to_le_bytes());
+            buf.extend_from_slice(levels);
+        }
+        buf.extend_from_slice(keys);
+        Page::DataPage {
+            buf: buf.into(),
+            num_values: n,
+            encoding: Encoding::RLE_DICTIONARY,
+            def_level_encoding: Encoding::RLE,
+            rep_level_encoding: Encoding::RLE,
+            statistics: None,
+        }
+    }
+
+    /// A v2 data page of `n` values, `nulls` of them said missing, with `levels` then `keys`.
+    pub fn v2(levels: &[u8], keys: &[u8], n: u32, nulls: u32) -> Page {
+        let mut buf = levels.to_vec();
+        buf.extend_from_slice(keys);
+        Page::DataPageV2 {
+            buf: buf.into(),
+            num_values: n,
+            encoding: Encoding::RLE_DICTIONARY,
+            num_nulls: nulls,
+            num_rows: n,
+            def_levels_byte_len: levels.len() as u32,
+            rep_levels_byte_len: 0,
+            is_compressed: false,
+            statistics: None,
+        }
+    }
+
+    pub fn leb(out: &mut Vec<u8>, mut v: u64) {
+        loop {
+            let b = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                out.push(b);
+                return;
+            }
+            out.push(b | 0x80);
+        }
+    }
+
+    /// A run of `count` times `value` (`bytes` bytes of it).
+    pub fn repeat(count: u64, value: u64, bytes: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        leb(&mut out, count << 1);
+        out.extend_from_slice(&value.to_le_bytes()[..bytes]);
+        out
+    }
+
+    /// A bit-packed run of `groups` groups of 8 values, `bytes` following.
+    pub fn packed(groups: u64, bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        leb(&mut out, (groups << 1) | 1);
+        out.extend_from_slice(bytes);
+        out
+    }
+
+    pub fn cat(parts: &[&[u8]]) -> Vec<u8> {
+        parts.concat()
+    }
+}
+
+/// What a question's cells come to on a table, a panic caught and told.
+fn cells_of(table: &dpq::data::ParquetTable, dims: &[(usize, dpq::data::Buckets)]) -> String {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| table.count_cells(dims))) {
+        Ok(Ok(cells)) => format!("{cells:?}"),
+        Ok(Err(e)) => format!("error: {e}"),
+        Err(_) => "PANIC".to_string(),
+    }
+}
+
+/// The local table's cells (dictionary keys allowed), the served table's (`constant_work`),
+/// and whether the key path answered.
+fn local_and_served(path: &Path, listed: &[Value]) -> (String, String, u64) {
+    use dpq::data::Buckets;
+    let dims = vec![(0, Buckets::Values(listed.to_vec()))];
+    let local = open_parquet(path).expect("opens");
+    let mut served = open_parquet(path).expect("opens");
+    served.constant_work();
+    let a = cells_of(&local, &dims);
+    let b = cells_of(&served, &dims);
+    assert_eq!(served.groups_by_keys(), 0, "a served table counted keys");
+    (a, b, local.groups_by_keys())
+}
+
+/// Crafted pages of a text column's chunk, each against what Arrow's reader (the served
+/// path) makes of it: the key path answers exactly what the general path answers, or falls
+/// back to it; it never answers a page the general path refuses.
+#[test]
+fn crafted_dictionary_pages_answer_as_the_general_path_or_fall_back() {
+    use crafted::*;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let abc: [&[u8]; 3] = [b"a", b"b", b"c"];
+    let ones = repeat(10, 1, 1);
+    let zeros = repeat(10, 0, 1);
+    // Keys of 10 rows at width 2: 6 of "a", 4 of "c".
+    let good = cat(&[&[2], &repeat(6, 0, 1), &repeat(4, 2, 1)]);
+    let cases: Vec<(&str, bool, Vec<parquet::column::page::Page>)> = vec![
+        (
+            "control v1",
+            true,
+            vec![dictionary(&abc, 3), v1(Some(&ones), &good, 10)],
+        ),
+        (
+            "control v2",
+            true,
+            vec![dictionary(&abc, 3), v2(&ones, &good, 10, 0)],
+        ),
+        (
+            "control required",
+            false,
+            vec![dictionary(&abc, 3), v1(None, &good, 10)],
+        ),
+        (
+            "repeated key wider than the width",
+            true,
+            vec![
+                dictionary(&abc, 3),
+                v1(Some(&ones), &cat(&[&[1], &repeat(10, 2, 1)]), 10),
+            ],
+        ),
+        (
+            "a key run header of 0 before the keys",
+            true,
+            vec![
+                dictionary(&abc, 3),
+                v1(Some(&ones), &cat(&[&[2], &[0, 0], &repeat(10, 1, 1)]), 10),
+            ],
+        ),
+        (
+            "a key run longer than i32::MAX",
+            true,
+            vec![
+                dictionary(&abc, 3),
+                v1(Some(&ones), &cat(&[&[2], &repeat(1 << 31, 1, 1)]), 10),
+            ],
+        ),
+        (
+            "a level run longer than i32::MAX",
+            true,
+            vec![
+                dictionary(&abc, 3),
+                v1(Some(&repeat(1 << 31, 1, 1)), &good, 10),
+            ],
+        ),
+        (
+            "a packed key run longer than i32::MAX",
+            true,
+            vec![
+                dictionary(&abc, 3),
+                v1(
+                    Some(&ones),
+                    &cat(&[&[2], &packed(1 << 28, &[0, 0, 0, 0, 0])]),
+                    10,
+                ),
+            ],
+        ),
+        (
+            "all missing, no width byte",
+            true,
+            vec![dictionary(&abc, 3), v1(Some(&zeros), &[], 10)],
+        ),
+        (
+            "all missing, width byte 40",
+            true,
+            vec![dictionary(&abc, 3), v1(Some(&zeros), &[40], 10)],
+        ),
+        (
+            "v2 with more nulls than values",
+            true,
+            vec![dictionary(&abc, 3), v2(&ones, &good, 10, 11)],
+        ),
+        (
+            "v2 with nulls it does not have",
+            true,
+            vec![dictionary(&abc, 3), v2(&ones, &good, 10, 5)],
+        ),
+        (
+            "v2 def_levels_byte_len past the page",
+            true,
+            vec![dictionary(&abc, 3), {
+                let mut p = v2(&ones, &good, 10, 0);
+                if let parquet::column::page::Page::DataPageV2 {
+                    def_levels_byte_len,
+                    ..
+                } = &mut p
+                {
+                    *def_levels_byte_len = 200;
+                }
+                p
+            }],
+        ),
+        (
+            "v1 level length past the page",
+            true,
+            vec![dictionary(&abc, 3), {
+                let mut buf = 500u32.to_le_bytes().to_vec();
+                buf.extend_from_slice(&ones);
+                buf.extend_from_slice(&good);
+                parquet::column::page::Page::DataPage {
+                    buf: buf.into(),
+                    num_values: 10,
+                    encoding: parquet::basic::Encoding::RLE_DICTIONARY,
+                    def_level_encoding: parquet::basic::Encoding::RLE,
+                    rep_level_encoding: parquet::basic::Encoding::RLE,
+                    statistics: None,
+                }
+            }],
+        ),
+        (
+            "page says more values",
+            true,
+            vec![dictionary(&abc, 3), v1(Some(&ones), &good, 12)],
+        ),
+        (
+            "page says fewer values",
+            true,
+            vec![dictionary(&abc, 3), v1(Some(&ones), &good, 8)],
+        ),
+        (
+            "dictionary says more entries",
+            true,
+            vec![dictionary(&abc, 4), v1(Some(&ones), &good, 10)],
+        ),
+        (
+            "dictionary says fewer entries",
+            true,
+            vec![dictionary(&abc, 2), v1(Some(&ones), &good, 10)],
+        ),
+        (
+            "data page before the dictionary",
+            true,
+            vec![v1(Some(&ones), &good, 10), dictionary(&abc, 3)],
+        ),
+        (
+            "two dictionary pages",
+            true,
+            vec![
+                dictionary(&abc, 3),
+                dictionary(&[b"x", b"y", b"z"], 3),
+                v1(Some(&ones), &good, 10),
+            ],
+        ),
+        (
+            "a dictionary repeating a value",
+            true,
+            vec![
+                dictionary(&[b"a", b"b", b"a"], 3),
+                v1(Some(&ones), &good, 10),
+            ],
+        ),
+        (
+            "an entry that is not UTF-8",
+            true,
+            vec![
+                dictionary(&[b"a", b"b", b"\xff"], 3),
+                v1(Some(&ones), &good, 10),
+            ],
+        ),
+        (
+            "a level byte of 2",
+            true,
+            vec![dictionary(&abc, 3), v1(Some(&repeat(10, 2, 1)), &good, 10)],
+        ),
+        (
+            "packed keys cut short",
+            true,
+            vec![
+                dictionary(&abc, 3),
+                v1(Some(&ones), &cat(&[&[2], &packed(2, &[0b1001_0010])]), 10),
+            ],
+        ),
+    ];
+    let listed = [text("a"), text("c"), Value::Number(1.0)];
+    let mut report = Vec::new();
+    let mut broken = Vec::new();
+    for (i, (name, nullable, pages)) in cases.into_iter().enumerate() {
+        let path = dir.path().join(format!("c{i}.parquet"));
+        crafted::file(&path, nullable, 10, pages);
+        let (local, served, keyed) = local_and_served(&path, &listed);
+        report.push(format!(
+            "{name}: local {local} (by keys: {keyed}), served {served}"
+        ));
+        if local != served {
+            broken.push(name);
+        }
+    }
+    eprintln!("{}", report.join("\n"));
+    assert!(
+        broken.is_empty(),
+        "the key path answered otherwise: {broken:?}"
+    );
+}
+
+/// Two pages Arrow's own decoders panic on (a bit-packed run of definition levels longer than
+/// the page, a run header of 11 bytes): the key path falls back on both (it reads neither),
+/// and the general path then panics, locally and served. Not the key path's doing; a
+/// question on such a file must fail, not panic.
+#[test]
+fn pages_arrow_panics_on_fail_the_question_without_a_panic() {
+    use crafted::*;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let abc: [&[u8]; 3] = [b"a", b"b", b"c"];
+    let ones = repeat(10, 1, 1);
+    let good = cat(&[&[2], &repeat(6, 0, 1), &repeat(4, 2, 1)]);
+    let cases = [
+        (
+            "packed levels cut short",
+            v1(Some(&packed(2, &[0xff])), &good, 10),
+        ),
+        (
+            "a key header of 11 bytes",
+            v1(Some(&ones), &cat(&[&[2], &[0x80; 10], &[0]]), 10),
+        ),
+    ];
+    let mut panics = Vec::new();
+    for (i, (name, page)) in cases.into_iter().enumerate() {
+        let path = dir.path().join(format!("p{i}.parquet"));
+        crafted::file(&path, true, 10, vec![dictionary(&abc, 3), page]);
+        let (local, served, keyed) = local_and_served(&path, &[text("a")]);
+        assert_eq!(keyed, 0, "{name}");
+        if local == "PANIC" || served == "PANIC" {
+            panics.push(format!("{name}: local {local}, served {served}"));
+        }
+    }
+    assert!(panics.is_empty(), "{panics:#?}");
+}
+
+/// The key path reads every page of a chunk before it compares the values with the group's
+/// rows, and counted a bit-packed run of 0-bit keys one key at a time: pages saying
+/// `i32::MAX` values, each a packed run of 0-bit keys, cost it seconds a page (minutes for
+/// 64 of them, from a file of a few kilobytes), where Arrow's reader refuses the first page
+/// at once (its header says every value is missing, which the keys deny). A question must
+/// end, answered or refused, in about the time the general path takes.
+#[test]
+fn pages_of_zero_bit_keys_arrow_refuses_are_refused_at_once() {
+    use crafted::*;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("slow.parquet");
+    let n = i32::MAX as u32;
+    let keys = cat(&[&[0], &packed((1 << 28) - 1, &[]), &packed(1 << 20, &[])]);
+    let mut pages = vec![dictionary(&[b"a"], 1)];
+    pages.extend((0..64).map(|_| v2(&[], &keys, n, n)));
+    crafted::file(&path, false, 10, pages);
+    let mut served = open_parquet(&path).expect("opens");
+    served.constant_work();
+    let listed = vec![(0, dpq::data::Buckets::Values(vec![text("a")]))];
+    let start = std::time::Instant::now();
+    assert!(served.count_cells(&listed).is_err());
+    let refused = start.elapsed();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let local_path = path.clone();
+    std::thread::spawn(move || {
+        let local = open_parquet(&local_path).expect("opens");
+        let dims = vec![(0, dpq::data::Buckets::Values(vec![text("a")]))];
+        let _ = tx.send(local.count_cells(&dims).is_err());
+    });
+    let local = rx.recv_timeout(std::time::Duration::from_secs(5));
+    assert_eq!(
+        local,
+        Ok(true),
+        "the general path refused in {refused:?}; the local question did not end in 5 s"
+    );
 }
