@@ -586,6 +586,57 @@ mod tests {
         assert_eq!(count_levels(&[10, 1, 6, 9], 5), Some(5));
     }
 
+    /// The checks Arrow's reader makes of the runs it reads, which the key path makes too, so
+    /// that it never counts a page the general path refuses.
+    #[test]
+    fn runs_arrow_refuses_are_not_counted() {
+        let leb = |v: u64| {
+            let mut out = Vec::new();
+            let mut v = v;
+            loop {
+                let b = (v & 0x7f) as u8;
+                v >>= 7;
+                if v == 0 {
+                    out.push(b);
+                    return out;
+                }
+                out.push(b | 0x80);
+            }
+        };
+        let mut keys = vec![0u64; 3];
+        // A repeated key of 2 at width 1.
+        assert_eq!(count_keys(&[20, 2], 1, 10, &mut keys), None);
+        // A run header of 0 before the keys ends them (a non-minimal 0 too).
+        assert_eq!(count_keys(&[0, 20, 1], 2, 10, &mut keys), None);
+        assert_eq!(count_keys(&[0x80, 0, 20, 1], 2, 10, &mut keys), None);
+        // After them it is never read.
+        let mut k = vec![0u64; 3];
+        assert_eq!(count_keys(&[20, 1, 0], 2, 10, &mut k), Some(()));
+        assert_eq!(k, [0, 10, 0]);
+        // Runs of more than i32::MAX values, repeated or bit-packed, keys or levels.
+        let mut long = leb((1u64 << 31) << 1);
+        long.push(1);
+        assert_eq!(count_keys(&long, 2, 10, &mut keys), None);
+        assert_eq!(count_levels(&long, 10), None);
+        let mut packed = leb(((1u64 << 28) << 1) | 1);
+        packed.extend_from_slice(&[0; 8]);
+        assert_eq!(count_keys(&packed, 1, 10, &mut keys), None);
+        assert_eq!(count_levels(&packed, 10), None);
+        // The first run is read though no key is needed; no run at all is none refused.
+        assert_eq!(count_keys(&[20, 2], 1, 0, &mut keys), None);
+        assert_eq!(count_keys(&[], 1, 0, &mut keys), Some(()));
+        assert_eq!(keys, [0, 0, 0]);
+        // 0-bit keys of the longest packed runs are counted at once.
+        let mut zero = leb((((1u64 << 28) - 1) << 1) | 1);
+        zero.extend(zero.clone());
+        let n = 2 * ((1u64 << 31) - 8);
+        let mut one = vec![0u64; 1];
+        let start = std::time::Instant::now();
+        assert_eq!(count_keys(&zero, 0, n, &mut one), Some(()));
+        assert_eq!(one, [n]);
+        assert!(start.elapsed() < std::time::Duration::from_secs(1));
+    }
+
     #[test]
     fn dictionary_entries_map_to_their_listed_cell() {
         let mut page = Vec::new();
