@@ -2413,3 +2413,54 @@ fn json_text_columns_count_alike_on_keys_and_rows() {
         assert_eq!(local, served, "bad {bad}");
     }
 }
+
+/// Text columns whose Arrow schema (stored in the file) asks for another reading than plain
+/// strings: large strings, string views, and dictionaries of 8-bit keys whose row group holds
+/// more entries than such keys can name (written batch by batch, each of 100 values). The
+/// key path counts what the general path counts, and answers only where it answers.
+#[test]
+fn text_columns_of_other_arrow_types_count_alike_on_keys_and_rows() {
+    use arrow_array::{LargeStringArray, StringViewArray};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let words: Vec<String> = (0..300).map(|i| format!("w{}", i % 150)).collect();
+    let strs: Vec<&str> = words.iter().map(String::as_str).collect();
+    let arrays: Vec<(&str, Vec<ArrayRef>)> = vec![
+        (
+            "large",
+            vec![Arc::new(LargeStringArray::from(strs.clone())) as ArrayRef],
+        ),
+        (
+            "view",
+            vec![Arc::new(StringViewArray::from(strs.clone())) as ArrayRef],
+        ),
+        (
+            "int8 keys",
+            (0..3)
+                .map(|b| {
+                    let part: Vec<String> = (0..100).map(|i| format!("w{}", b * 100 + i)).collect();
+                    let part: Vec<&str> = part.iter().map(String::as_str).collect();
+                    Arc::new(part.into_iter().collect::<DictionaryArray<Int8Type>>()) as ArrayRef
+                })
+                .collect(),
+        ),
+    ];
+    let listed = [text("w0"), text("w149"), text("w250")];
+    for (name, parts) in arrays {
+        let path = dir
+            .path()
+            .join(format!("{}.parquet", name.replace(' ', "_")));
+        let batches: Vec<RecordBatch> = parts
+            .into_iter()
+            .map(|a| RecordBatch::try_from_iter([("s", a)]).expect("a batch"))
+            .collect();
+        write_batches(&path, &batches, None);
+        match open_parquet(&path) {
+            Err(e) => eprintln!("{name}: does not open: {e}"),
+            Ok(_) => {
+                let (local, served, keyed) = local_and_served(&path, &listed);
+                eprintln!("{name}: local {local} (by keys {keyed}), served {served}");
+                assert_eq!(local, served, "{name}");
+            }
+        }
+    }
+}
