@@ -24,7 +24,7 @@ use std::fs::File;
 use std::sync::Arc;
 
 use ahash::AHashMap;
-use parquet::basic::{Encoding, Type};
+use parquet::basic::{ConvertedType, Encoding, Type};
 use parquet::column::page::Page;
 use parquet::file::metadata::RowGroupMetaData;
 use parquet::file::serialized_reader::SerializedPageReader;
@@ -43,12 +43,15 @@ pub(super) struct Tally {
 
 /// The rows of leaf column `column` of row group `group` of `file` by dictionary key, for a
 /// column of `physical` type. `None` when the column chunk is not read exactly this way
-/// (see the module's comment); its entries are left for the caller to read.
+/// (see the module's comment), or its dictionary page holds more than `entries`, the most
+/// Arrow's reader takes at the keys it reads the column with; its entries are left for the
+/// caller to read.
 pub(super) fn key_tally(
     file: File,
     group: &RowGroupMetaData,
     column: usize,
     physical: Type,
+    entries: u64,
 ) -> Option<Tally> {
     let chunk = group.columns().get(column)?;
     let descr = chunk.column_descr();
@@ -78,6 +81,7 @@ pub(super) fn key_tally(
             if dictionary.is_some()
                 || !matches!(encoding, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY)
                 || n > buf.len() / least
+                || u64::from(*num_values) > entries
             {
                 return None;
             }
@@ -89,6 +93,7 @@ pub(super) fn key_tally(
             levels,
             keys: values,
             rows: num_values,
+            most,
         } = data_page(&page, nullable)?;
         // A data page before the dictionary page has no entries to name.
         dictionary.as_ref()?;
@@ -96,10 +101,13 @@ pub(super) fn key_tally(
             Some(levels) => count_levels(levels, u64::from(num_values))?,
             None => u64::from(num_values),
         };
-        if here > 0 {
-            let (&width, runs) = values.split_first()?;
-            count_keys(runs, u32::from(width), here, &mut keys)?;
+        if here > u64::from(most) {
+            return None;
         }
+        // Arrow refuses a page of keys with no bit width (or one over 32), and reads its
+        // first run, whether or not a row needs a key.
+        let (&width, runs) = values.split_first()?;
+        count_keys(runs, u32::from(width), here, &mut keys)?;
         seen += u64::from(num_values);
         present += here;
     }
@@ -119,6 +127,9 @@ struct DataPage<'a> {
     keys: &'a [u8],
     /// The page's rows (its levels, or its values when it has none).
     rows: u32,
+    /// The most keys Arrow's reader reads of the page (a version 2 page's header says how
+    /// many rows miss a value): fewer than the levels' present rows is an error to it.
+    most: u32,
 }
 
 /// The parts of `page` when it is a data page written with the dictionary; `None` for any
@@ -138,6 +149,7 @@ fn data_page(page: &Page, nullable: bool) -> Option<DataPage<'_>> {
                     levels: None,
                     keys: buf,
                     rows: *num_values,
+                    most: *num_values,
                 });
             }
             // Version 1: the levels' length in 4 bytes, the levels, then the keys.
@@ -150,17 +162,20 @@ fn data_page(page: &Page, nullable: bool) -> Option<DataPage<'_>> {
                 levels: Some(&buf[4..end]),
                 keys: &buf[end..],
                 rows: *num_values,
+                most: *num_values,
             })
         }
         Page::DataPageV2 {
             buf,
             num_values,
             encoding,
+            num_nulls,
             def_levels_byte_len,
             rep_levels_byte_len,
             ..
         } if keyed(encoding) => {
             // Version 2: the levels' length is in the page's header.
+            let most = num_values.checked_sub(*num_nulls)?;
             let def = usize::try_from(*def_levels_byte_len).ok()?;
             if *rep_levels_byte_len != 0 || def > buf.len() || (!nullable && def != 0) {
                 return None;
@@ -169,6 +184,7 @@ fn data_page(page: &Page, nullable: bool) -> Option<DataPage<'_>> {
                 levels: nullable.then(|| &buf[..def]),
                 keys: &buf[def..],
                 rows: *num_values,
+                most,
             })
         }
         _ => None,
@@ -179,14 +195,22 @@ fn data_page(page: &Page, nullable: bool) -> Option<DataPage<'_>> {
 /// by that one text column listing `listed` (`None` for a listed value that is not text,
 /// which no row equals): one count per listed value, then the rows holding another value,
 /// then the rows missing one, as `cells::count_cells` counts them. `None` when the column
-/// chunk is not read exactly this way (see the module's comment).
+/// chunk is not read exactly this way (see [`key_tally`]) or is not annotated UTF8.
 pub(super) fn key_cells(
     file: File,
     group: &RowGroupMetaData,
     column: usize,
+    entries: u64,
     listed: &[Option<&str>],
 ) -> Option<Vec<u64>> {
-    let tally = key_tally(file, group, column, Type::BYTE_ARRAY)?;
+    // Arrow's dictionary decoder hands over a column's entries as strings only when it is
+    // annotated UTF8; any other (JSON, which Arrow types as text) as bytes, which the general
+    // path writes otherwise (as hex).
+    let descr = group.columns().get(column)?.column_descr();
+    if descr.converted_type() != ConvertedType::UTF8 {
+        return None;
+    }
+    let tally = key_tally(file, group, column, Type::BYTE_ARRAY, entries)?;
     let n = u32::try_from(tally.keys.len()).ok()?;
     let cells = entry_cells(tally.dictionary.buffer(), n, listed)?;
     let mut counts = vec![0u64; listed.len() + 2];
@@ -255,10 +279,19 @@ struct Runs<'a> {
 }
 
 impl<'a> Runs<'a> {
-    /// The next run, or `None` at the end of the bytes or at a header that does not read.
+    /// The next run, or `None` at the end of the bytes or at a header that does not read,
+    /// as Arrow's reader reads it: a run of more than `i32::MAX` values is refused.
     fn next_run(&mut self) -> Option<Run<'a>> {
         let header = uleb128(&mut self.buf)?;
         let count = header >> 1;
+        let values = if header & 1 == 0 {
+            Some(count)
+        } else {
+            count.checked_mul(8)
+        };
+        if values? > MAX_RUN {
+            return None;
+        }
         if header & 1 == 0 {
             let n = usize::try_from(self.width.div_ceil(8)).ok()?;
             let bytes = self.buf.get(..n)?;
@@ -279,6 +312,9 @@ impl<'a> Runs<'a> {
         }
     }
 }
+
+/// The most values of one run Arrow's reader reads (more is a corrupt header to it).
+const MAX_RUN: u64 = i32::MAX as u64;
 
 /// An unsigned LEB128 number of at most 63 bits, read off the front of `buf`.
 fn uleb128(buf: &mut &[u8]) -> Option<u64> {
@@ -328,7 +364,9 @@ fn count_levels(buf: &[u8], n: u64) -> Option<u64> {
 }
 
 /// Adds each of the first `n` keys encoded at bit width `width` in `buf` to its tally in
-/// `keys`; `None` when the runs end first, the width is over 32 or a key is past `keys`.
+/// `keys`; `None` when the runs end first, the width is over 32 or a key is past `keys`, and
+/// on whatever Arrow's reader refuses in the runs it reads: the first run is read even when
+/// `n` is 0, a run header of 0 ends the keys, a repeated key must fit in `width` bits.
 fn count_keys(buf: &[u8], width: u32, n: u64, keys: &mut [u64]) -> Option<()> {
     if width > 32 {
         return None;
@@ -338,9 +376,18 @@ fn count_keys(buf: &[u8], width: u32, n: u64, keys: &mut [u64]) -> Option<()> {
     // take bytes in turn, and split into their keys at the end.
     let mut by_byte = [[0u64; 256]; 4];
     let mut left = n;
-    while left > 0 {
+    let mut first = !buf.is_empty();
+    while left > 0 || first {
+        first = false;
+        let mut header = runs.buf;
+        if uleb128(&mut header) == Some(0) {
+            return (left == 0).then_some(());
+        }
         match runs.next_run()? {
             Run::Repeat { value, count } => {
+                if value >> width != 0 {
+                    return None;
+                }
                 let take = count.min(left);
                 if take > 0 {
                     *keys.get_mut(usize::try_from(value).ok()?)? += take;
@@ -349,6 +396,14 @@ fn count_keys(buf: &[u8], width: u32, n: u64, keys: &mut [u64]) -> Option<()> {
             }
             Run::Packed { bytes, count } => {
                 let take = count.min(left);
+                if width == 0 {
+                    // Every 0-bit key is 0: counted at once, not one by one.
+                    if take > 0 {
+                        *keys.get_mut(0)? += take;
+                    }
+                    left -= take;
+                    continue;
+                }
                 let bits = take.checked_mul(u64::from(width))?;
                 let bytes = bytes.get(..usize::try_from(bits.div_ceil(8)).ok()?)?;
                 let mut from = 0u64;

@@ -234,6 +234,26 @@ pub(super) fn column_type(t: &DataType) -> Result<ColumnType, &'static str> {
     })
 }
 
+/// The most entries Arrow's reader takes of a dictionary page of a column it reads as
+/// `t`: a dictionary of narrower keys than 32 bits names fewer, and a page holding more fails
+/// the read.
+fn dictionary_entries(t: &DataType) -> u64 {
+    use DataType as D;
+    match t {
+        D::Dictionary(k, _) => match k.as_ref() {
+            D::Int8 => i8::MAX as u64,
+            D::UInt8 => u8::MAX as u64,
+            D::Int16 => i16::MAX as u64,
+            D::UInt16 => u16::MAX as u64,
+            D::Int32 => i32::MAX as u64,
+            D::UInt32 => u32::MAX as u64,
+            D::Int64 | D::UInt64 => u64::MAX,
+            _ => 0,
+        },
+        _ => u64::MAX,
+    }
+}
+
 /// How a text column's values are written, for the files of a table to agree on: strings,
 /// dates, dates with times, zoned timestamps (UTC, `...Z`) and times of day each read as text
 /// of their own form, which one condition cannot mean alike.
@@ -613,7 +633,7 @@ impl ParquetTable {
                 };
                 let group = part.metadata.metadata().row_groups().get(g)?;
                 let file = File::open(&part.path).ok()?;
-                let tally = super::pages::key_tally(file, group, c, physical)?;
+                let tally = super::pages::key_tally(file, group, c, physical, u64::MAX)?;
                 let entries = tally.dictionary.buffer();
                 let values = super::pages::int_entries(entries, tally.keys.len(), physical)?;
                 let holds = truth(&self.entry_table(c, &values), pred);
@@ -694,7 +714,8 @@ impl ParquetTable {
                 let (c, listed) = by_keys.as_ref()?;
                 let group = part.metadata.metadata().row_groups().get(g)?;
                 let file = File::open(&part.path).ok()?;
-                let cells = super::pages::key_cells(file, group, *c, listed)?;
+                let entries = dictionary_entries(part.metadata.schema().field(*c).data_type());
+                let cells = super::pages::key_cells(file, group, *c, entries, listed)?;
                 self.keyed_groups.fetch_add(1, Ordering::Relaxed);
                 Some((cells, None))
             },
@@ -748,7 +769,8 @@ impl ParquetTable {
                 let mut total = zero();
                 let mut found: Vec<Bounds> = vec![Bounds::AllMissing; set.len()];
                 let mut ranked: Vec<Option<Ranked>> = set.iter().map(|_| None).collect();
-                for batch in self.read_group(part, g, &set)? {
+                let mut reader = decoding(&part.path, || self.read_group(part, g, &set))?;
+                while let Some(batch) = decoding(&part.path, || Ok(reader.next()))? {
                     let batch = batch.map_err(|_| not_parquet(&part.path))?;
                     let chunk = self.chunk(&batch, &set, &mut ranked)?;
                     self.rows_read
@@ -845,6 +867,32 @@ impl ParquetTable {
             message: format!("column {}: {why}", escape_name(&self.shell.names[column])),
         }
     }
+}
+
+thread_local! {
+    /// Whether this thread is inside [`decoding`].
+    static DECODING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f`, in which Arrow's reader decodes a row group of the file at `path`, and turns a
+/// panic in it into the error of a file that does not read. Arrow's decoders panic on some
+/// damaged pages (a run of definition levels past the page's end, a run header of more than
+/// ten bytes); such a file must fail its question, not end the session. The panic is not
+/// printed: the error says what is wrong. A panic anywhere else is printed as before.
+fn decoding<T>(path: &Path, f: impl FnOnce() -> Result<T, DataError>) -> Result<T, DataError> {
+    static QUIET: std::sync::Once = std::sync::Once::new();
+    QUIET.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !DECODING.with(std::cell::Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+    let was = DECODING.with(|d| d.replace(true));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    DECODING.with(|d| d.set(was));
+    result.unwrap_or_else(|_| Err(not_parquet(path)))
 }
 
 /// The validity bitmap of `array` (`None` when every value is present).

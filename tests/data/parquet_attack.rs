@@ -1665,6 +1665,7 @@ fn bounds_kept_by_a_count_on_dictionary_keys_skip_as_a_full_reads_do() {
     assert_eq!(count_of(&low), (want(&|v| v < 25), 3, 3));
     let not_low = Predicate::Not(Box::new(low));
     assert_eq!(count_of(&not_low), (want(&|v| v >= 25), 7, 7));
+}
 
 /// Pages of a crafted column chunk, written as they are (uncompressed) by the parquet crate's
 /// page writer, for attacks on the dictionary-key path below Arrow's record reader.
