@@ -633,7 +633,10 @@ impl ParquetTable {
                 };
                 let group = part.metadata.metadata().row_groups().get(g)?;
                 let file = File::open(&part.path).ok()?;
-                let tally = super::pages::key_tally(file, group, c, physical, u64::MAX)?;
+                let tally = decoding(&part.path, || {
+                    Ok(super::pages::key_tally(file, group, c, physical, u64::MAX))
+                })
+                .ok()??;
                 let entries = tally.dictionary.buffer();
                 let values = super::pages::int_entries(entries, tally.keys.len(), physical)?;
                 let holds = truth(&self.entry_table(c, &values), pred);
@@ -715,7 +718,10 @@ impl ParquetTable {
                 let group = part.metadata.metadata().row_groups().get(g)?;
                 let file = File::open(&part.path).ok()?;
                 let entries = dictionary_entries(part.metadata.schema().field(*c).data_type());
-                let cells = super::pages::key_cells(file, group, *c, entries, listed)?;
+                let cells = decoding(&part.path, || {
+                    Ok(super::pages::key_cells(file, group, *c, entries, listed))
+                })
+                .ok()??;
                 self.keyed_groups.fetch_add(1, Ordering::Relaxed);
                 Some((cells, None))
             },
@@ -878,7 +884,9 @@ thread_local! {
 /// panic in it into the error of a file that does not read. Arrow's decoders panic on some
 /// damaged pages (a run of definition levels past the page's end, a run header of more than
 /// ten bytes); such a file must fail its question, not end the session. The panic is not
-/// printed: the error says what is wrong. A panic anywhere else is printed as before.
+/// printed: the error says what is wrong. A panic anywhere else is printed as before. The
+/// key path (see `pages`) reads pages through the same page reader, which panics on some page
+/// headers, inside it too: a panic there leaves the group to the general path, which fails.
 fn decoding<T>(path: &Path, f: impl FnOnce() -> Result<T, DataError>) -> Result<T, DataError> {
     static QUIET: std::sync::Once = std::sync::Once::new();
     QUIET.call_once(|| {
