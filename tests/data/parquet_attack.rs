@@ -2556,3 +2556,311 @@ fn a_page_header_arrows_page_reader_panics_on_fails_the_key_path_question_too() 
     assert!(served.starts_with("error"), "{served}");
     assert_eq!(local, served);
 }
+
+/// A v1 data page of an optional integer column written with the dictionary, one run a row:
+/// `rows` holds each row's key, `None` for a missing row; keys at bit width 3.
+fn keyed_rows(rows: &[Option<u64>]) -> parquet::column::page::Page {
+    use crafted::*;
+    let mut levels = Vec::new();
+    let mut keys = vec![3u8];
+    for r in rows {
+        levels.extend(repeat(1, u64::from(r.is_some()), 1));
+        if let Some(k) = r {
+            keys.extend(repeat(1, *k, 1));
+        }
+    }
+    v1(Some(&levels), &keys, rows.len() as u32)
+}
+
+/// Crafted integer chunks, a file each, as one table (a directory): dictionaries holding
+/// entries no row uses (`i64::MIN`, `i64::MAX`, values far outside the used ones), an entry
+/// written twice, a group of missing values only (its dictionary not empty), a chunk that
+/// falls back to PLAIN pages after a dictionary page (read by the general path) and an INT32
+/// chunk beside INT64 ones. Every condition, asked in sequence of one table (later ones
+/// skipping on the bounds earlier ones kept), of a fresh table and of a served one, counts
+/// as the column store counts the same rows.
+#[test]
+fn crafted_integer_dictionaries_count_and_skip_as_the_column_store() {
+    use crafted::*;
+    use parquet::basic::Encoding;
+    use parquet::column::page::Page;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("d");
+    std::fs::create_dir(&data).expect("dir");
+    let mut all: Vec<Option<i64>> = Vec::new();
+    let mut chunk = |name: &str,
+                     column: &str,
+                     entries: &[i64],
+                     width: usize,
+                     pages: Vec<Page>,
+                     rows: Vec<Option<i64>>| {
+        let mut p = vec![int_dictionary(entries, width, entries.len() as u32)];
+        p.extend(pages);
+        crafted::file_of(&data.join(name), column, rows.len() as u64, p);
+        all.extend(rows);
+    };
+    let (min, max) = (i64::MIN, i64::MAX);
+    let dict0 = [min, 5, 7, max, 5];
+    let keys0 = [
+        Some(1),
+        None,
+        Some(2),
+        Some(4),
+        Some(1),
+        None,
+        Some(2),
+        Some(4),
+    ];
+    chunk(
+        "a.parquet",
+        "optional int64 x",
+        &dict0,
+        8,
+        vec![keyed_rows(&keys0)],
+        keys0.iter().map(|k| k.map(|k| dict0[k as usize])).collect(),
+    );
+    let dict1 = [100, -100, 50];
+    let keys1 = [Some(2), Some(2), None];
+    chunk(
+        "b.parquet",
+        "optional int64 x",
+        &dict1,
+        8,
+        vec![keyed_rows(&keys1)],
+        keys1.iter().map(|k| k.map(|k| dict1[k as usize])).collect(),
+    );
+    let keys2 = [None, None, None, None];
+    chunk(
+        "c.parquet",
+        "optional int64 x",
+        &[3, min],
+        8,
+        vec![keyed_rows(&keys2)],
+        vec![None; 4],
+    );
+    // A dictionary page, a page of keys, then a PLAIN page of 20 and 21 (one row missing).
+    let dict3 = [-3, 9];
+    let keys3 = [Some(0), Some(1), None];
+    let mut plain_levels = repeat(2, 1, 1);
+    plain_levels.extend(repeat(1, 0, 1));
+    let mut plain = Vec::new();
+    for v in [20i64, 21] {
+        plain.extend_from_slice(&v.to_le_bytes());
+    }
+    let plain_page = {
+        let mut buf = (plain_levels.len() as u32).to_le_bytes().to_vec();
+        buf.extend(&plain_levels);
+        buf.extend(&plain);
+        Page::DataPage {
+            buf: buf.into(),
+            num_values: 3,
+            encoding: Encoding::PLAIN,
+            def_level_encoding: Encoding::RLE,
+            rep_level_encoding: Encoding::RLE,
+            statistics: None,
+        }
+    };
+    let mut rows3: Vec<Option<i64>> = keys3.iter().map(|k| k.map(|k| dict3[k as usize])).collect();
+    rows3.extend([Some(20), Some(21), None]);
+    chunk(
+        "d.parquet",
+        "optional int64 x",
+        &dict3,
+        8,
+        vec![keyed_rows(&keys3), plain_page],
+        rows3,
+    );
+    let dict4 = [i64::from(i32::MIN), -1, i64::from(i32::MAX), 0];
+    let keys4 = [Some(0), Some(1), Some(2), None, Some(1)];
+    chunk(
+        "e.parquet",
+        "optional int32 x",
+        &dict4,
+        4,
+        vec![keyed_rows(&keys4)],
+        keys4.iter().map(|k| k.map(|k| dict4[k as usize])).collect(),
+    );
+
+    let batch = RecordBatch::try_from_iter([("x", Arc::new(Int64Array::from(all)) as ArrayRef)])
+        .expect("a batch");
+    let (table, _) = dpq::data::from_batches(&batch.schema(), std::slice::from_ref(&batch), "rows")
+        .expect("rows read");
+    let memory = Source::Memory(table);
+    let n = Value::Number;
+    let c = |op, v| compare(0, op, n(v));
+    let not = |p: Predicate| Predicate::Not(Box::new(p));
+    let mut preds = Vec::new();
+    for v in [
+        -1e19,
+        -9.3e18,
+        -2147483648.0,
+        -100.0,
+        -3.5,
+        -1.0,
+        0.0,
+        4.5,
+        5.0,
+        6.0,
+        7.0,
+        9.0,
+        20.5,
+        50.0,
+        99.0,
+        100.0,
+        2147483647.0,
+        9.2e18,
+        1e19,
+        f64::NAN,
+    ] {
+        for op in [
+            CmpOp::Eq,
+            CmpOp::Ne,
+            CmpOp::Lt,
+            CmpOp::Le,
+            CmpOp::Gt,
+            CmpOp::Ge,
+        ] {
+            preds.push(c(op, v));
+            preds.push(not(c(op, v)));
+        }
+    }
+    preds.extend([
+        compare(0, CmpOp::Eq, text("5")),
+        not(compare(0, CmpOp::Ne, Value::Bool(true))),
+        Predicate::In {
+            column: 0,
+            values: vec![n(5.0), n(5.0), text("7"), n(100.0), n(-100.0), n(21.0)],
+        },
+        not(Predicate::In {
+            column: 0,
+            values: vec![n(-1.0), n(1e19), Value::Bool(false)],
+        }),
+        Predicate::Between {
+            column: 0,
+            low: n(9.0),
+            high: n(-3.0),
+        },
+        Predicate::Between {
+            column: 0,
+            low: n(-3.0),
+            high: n(9.0),
+        },
+        not(Predicate::Between {
+            column: 0,
+            low: n(6.0),
+            high: n(60.0),
+        }),
+        not(Predicate::Between {
+            column: 0,
+            low: n(f64::NAN),
+            high: n(60.0),
+        }),
+        Predicate::Or(Box::new(c(CmpOp::Lt, 0.0)), Box::new(c(CmpOp::Gt, 50.0))),
+        Predicate::And(
+            Box::new(c(CmpOp::Ge, -100.0)),
+            Box::new(not(c(CmpOp::Eq, 5.0))),
+        ),
+        Predicate::Or(
+            Box::new(c(CmpOp::Eq, 101.0)),
+            Box::new(not(c(CmpOp::Eq, 101.0))),
+        ),
+    ]);
+    // Four chunks are counted on their keys, the one falling back to PLAIN pages is read.
+    let first = open_parquet(&data).expect("opens");
+    first.count(&preds[0]).expect("counted");
+    assert_eq!((first.groups_read(), first.groups_by_keys()), (5, 4));
+    let kept = open_parquet(&data).expect("opens");
+    let mut served = open_parquet(&data).expect("opens");
+    served.constant_work();
+    let mut wrong = Vec::new();
+    // Forward, backward, then forward again on the same table.
+    let order: Vec<&Predicate> = preds
+        .iter()
+        .chain(preds.iter().rev())
+        .chain(preds.iter())
+        .collect();
+    for pred in order {
+        let want = memory.count(pred).expect("counted");
+        let fresh = open_parquet(&data)
+            .expect("opens")
+            .count(pred)
+            .expect("counted");
+        let got = (
+            kept.count(pred).expect("counted"),
+            fresh,
+            served.count(pred).expect("counted"),
+        );
+        if got != (want, want, want) {
+            wrong.push(format!("{pred:?}: kept/fresh/served {got:?}, want {want}"));
+        }
+    }
+    assert!(kept.groups_by_keys() > 0, "the key path answered");
+    assert_eq!(served.groups_by_keys(), 0);
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// Integer columns Arrow reads as another type than Int32 or Int64 (8-, 16-bit and unsigned
+/// integers, stored as INT32 or INT64 with a logical type; UInt32 past `i32::MAX` and UInt64
+/// past `i64::MAX` among them) are never counted on their keys, and count as the column store
+/// counts them, locally, after bounds were kept and served.
+#[test]
+fn integer_columns_of_other_arrow_types_are_not_counted_on_keys() {
+    use arrow_array::{Int16Array, Int8Array, UInt16Array, UInt32Array, UInt8Array};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rows = 3_000usize;
+    let pick = |i: usize| i % 7 != 3;
+    let arrays: Vec<ArrayRef> = vec![
+        Arc::new(Int8Array::from_iter(
+            (0..rows).map(|i| pick(i).then_some((i % 5) as i8 - 2)),
+        )),
+        Arc::new(Int16Array::from_iter(
+            (0..rows).map(|i| pick(i).then_some((i % 5) as i16 * 1000 - 2000)),
+        )),
+        Arc::new(UInt8Array::from_iter(
+            (0..rows).map(|i| pick(i).then_some(250 + (i % 5) as u8)),
+        )),
+        Arc::new(UInt16Array::from_iter(
+            (0..rows).map(|i| pick(i).then_some(65_531 + (i % 5) as u16)),
+        )),
+        Arc::new(UInt32Array::from_iter((0..rows).map(|i| {
+            pick(i).then_some(u32::MAX - (i % 5) as u32 * 1_000_000_000)
+        }))),
+        Arc::new(UInt64Array::from_iter((0..rows).map(|i| {
+            pick(i).then_some(u64::MAX - (i % 5) as u64 * (1 << 61))
+        }))),
+    ];
+    let n = Value::Number;
+    let c = |op, v| compare(0, op, n(v));
+    let preds = [
+        c(CmpOp::Lt, 0.0),
+        c(CmpOp::Gt, 2147483647.0),
+        c(CmpOp::Ge, 9.3e18),
+        c(CmpOp::Le, 255.0),
+        c(CmpOp::Eq, 4294967295.0),
+        Predicate::Not(Box::new(c(CmpOp::Gt, 1000.0))),
+    ];
+    for (k, array) in arrays.into_iter().enumerate() {
+        let path = dir.path().join(format!("t{k}.parquet"));
+        write_parquet(&path, vec![("x", array.clone())], Some(1_000));
+        let batch = RecordBatch::try_from_iter([("x", array)]).expect("a batch");
+        let (table, _) =
+            dpq::data::from_batches(&batch.schema(), std::slice::from_ref(&batch), "rows")
+                .expect("rows read");
+        let memory = Source::Memory(table);
+        let kept = open_parquet(&path).expect("opens");
+        let mut served = open_parquet(&path).expect("opens");
+        served.constant_work();
+        for pred in preds.iter().chain(preds.iter().rev()) {
+            let want = memory.count(pred).expect("counted");
+            let fresh = open_parquet(&path).expect("opens");
+            let got = (
+                kept.count(pred).expect("counted"),
+                fresh.count(pred).expect("counted"),
+                served.count(pred).expect("counted"),
+            );
+            assert_eq!(got, (want, want, want), "type {k}: {pred:?}");
+            assert_eq!(fresh.groups_by_keys(), 0, "type {k}: counted on keys");
+        }
+        assert_eq!((kept.groups_by_keys(), served.groups_by_keys()), (0, 0));
+    }
+}
