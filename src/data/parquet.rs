@@ -1256,6 +1256,44 @@ mod tests {
             .collect()
     }
 
+    /// `decoding` sets its flag only while it runs: after a panic it caught, around a nested
+    /// call that caught one, and on a rayon worker for the worker's next tasks.
+    #[test]
+    fn decoding_restores_its_flag_after_a_panic_nested_and_on_rayon_workers() {
+        let flag = || DECODING.with(std::cell::Cell::get);
+        let path = Path::new("x.parquet");
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .expect("a pool");
+        pool.install(|| {
+            let failed: Result<(), DataError> = decoding(path, || panic!("in a decoder"));
+            assert!(failed.is_err());
+            assert!(!flag());
+            let outer = decoding(path, || {
+                let inner: Result<(), DataError> = decoding(path, || panic!("nested"));
+                assert!(inner.is_err());
+                assert!(flag(), "the outer call's flag is restored");
+                Ok(7)
+            });
+            assert_eq!(outer.ok(), Some(7));
+            assert!(!flag());
+        });
+        assert!(!pool.install(flag), "the worker's next task");
+        let flags: Vec<bool> = pool.install(|| {
+            (0..64)
+                .into_par_iter()
+                .map(|i| {
+                    let _ = decoding(path, || if i % 2 == 0 { panic!("even") } else { Ok(()) });
+                    flag()
+                })
+                .collect()
+        });
+        assert!(flags.iter().all(|f| !f));
+        assert!(!pool.install(flag));
+        assert!(!flag());
+    }
+
     /// A row group's dictionary, ranked once and kept while batches hand the very same
     /// values: a dictionary that repeats a value and holds one no key uses, missing rows whose
     /// keys point anywhere (past the dictionary too), the same values handed again, then a
