@@ -96,10 +96,10 @@ pub struct ParquetTable {
     groups_read: AtomicU64,
     /// Rows read by questions so far, each row once per row group read (for the same).
     rows_read: AtomicU64,
-    /// Row groups whose cells were counted on their dictionary keys (see `pages`).
+    /// Row groups a question counted on their dictionary keys (see `pages`).
     keyed_groups: AtomicU64,
-    /// Whether row groups may be skipped on the bounds dpq found on their values, and a
-    /// cube's cells counted on dictionary keys. Off for a served dataset: those bounds are
+    /// Whether row groups may be skipped on the bounds dpq found on their values, and
+    /// counted on their dictionary keys. Off for a served dataset: those bounds are
     /// the data's own least and greatest values, and the time a skipped group saves would
     /// tell them to an analyst (see [`Self::constant_work`]).
     skipping: bool,
@@ -566,15 +566,15 @@ impl ParquetTable {
         self.rows_read.load(Ordering::Relaxed)
     }
 
-    /// Row groups whose cells questions so far counted on the groups' dictionary keys,
-    /// without reading their rows into a table (see [`Self::count_cells`]).
+    /// Row groups that questions so far counted on the groups' dictionary keys, without
+    /// reading their rows into a table (see [`Self::count`] and [`Self::count_cells`]).
     pub fn groups_by_keys(&self) -> u64 {
         self.keyed_groups.load(Ordering::Relaxed)
     }
 
     /// Makes every question read every row group whole: no group is skipped, no bounds on
-    /// the values are kept, and no cube is counted on dictionary keys (whose runs the writer
-    /// chose by the values). What a question then reads depends on the files' row groups
+    /// the values are kept, and no group is counted on its dictionary keys (whose runs the
+    /// writer chose by the values). What a question then reads depends on the files' row groups
     /// and the columns it names, never on the values; `dpq serve` asks this of every
     /// Parquet dataset, whose analysts must not learn a column's least or greatest value
     /// from how long an answer takes.
