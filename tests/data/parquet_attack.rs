@@ -2165,7 +2165,6 @@ fn bytes_changed_in_a_text_chunk_answer_as_the_general_path() {
     use dpq::data::Buckets;
     use parquet::basic::Compression;
     use parquet::file::properties::WriterVersion;
-    use parquet::file::reader::{FileReader, SerializedFileReader};
     let dir = tempfile::tempdir().expect("tempdir");
     let mut state = 0x2545_f491_4f6c_dd1du64;
     let mut next = move || {
@@ -2211,34 +2210,9 @@ fn bytes_changed_in_a_text_chunk_answer_as_the_general_path() {
         w.write(&batch).expect("written");
         w.close().expect("closed");
         let bytes = std::fs::read(&base).expect("read");
-        let reader = SerializedFileReader::new(std::fs::File::open(&base).expect("opens"))
-            .expect("a reader");
-        let ranges: Vec<(u64, u64)> = reader
-            .metadata()
-            .row_groups()
-            .iter()
-            .map(|g| g.column(0).byte_range())
-            .collect();
+        let ranges = chunk_ranges(&base);
         for round in 0..rounds() {
-            let mut changed = bytes.clone();
-            // A chunk's bytes three rounds in four, the footer's the fourth.
-            let footer = u32::from_le_bytes(bytes[bytes.len() - 8..][..4].try_into().unwrap());
-            let (start, len) = if round % 4 == 3 {
-                (
-                    (bytes.len() - 8) as u64 - u64::from(footer),
-                    u64::from(footer),
-                )
-            } else {
-                ranges[round % ranges.len()]
-            };
-            let at = (start + next() % len) as usize;
-            let r = next();
-            changed[at] = match r % 4 {
-                0 => changed[at] ^ (1 << ((r >> 8) % 8)),
-                1 => 0,
-                2 => 0xff,
-                _ => (r >> 16) as u8,
-            };
+            let (changed, at) = change_a_byte(&bytes, &ranges, round, &mut next);
             let path = dir.path().join("changed.parquet");
             std::fs::write(&path, &changed).expect("written");
             let (Ok(local), Ok(mut served)) = (open_parquet(&path), open_parquet(&path)) else {
@@ -2884,7 +2858,6 @@ fn bytes_changed_in_an_integer_chunk_answer_as_the_general_path() {
     use arrow_array::Int32Array;
     use parquet::basic::Compression;
     use parquet::file::properties::WriterVersion;
-    use parquet::file::reader::{FileReader, SerializedFileReader};
     let dir = tempfile::tempdir().expect("tempdir");
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     let mut next = move || {
@@ -2935,33 +2908,9 @@ fn bytes_changed_in_an_integer_chunk_answer_as_the_general_path() {
         w.write(&batch).expect("written");
         w.close().expect("closed");
         let bytes = std::fs::read(&base).expect("read");
-        let reader = SerializedFileReader::new(std::fs::File::open(&base).expect("opens"))
-            .expect("a reader");
-        let ranges: Vec<(u64, u64)> = reader
-            .metadata()
-            .row_groups()
-            .iter()
-            .map(|g| g.column(0).byte_range())
-            .collect();
+        let ranges = chunk_ranges(&base);
         for round in 0..rounds() / 12 {
-            let mut changed = bytes.clone();
-            let footer = u32::from_le_bytes(bytes[bytes.len() - 8..][..4].try_into().unwrap());
-            let (start, len) = if round % 4 == 3 {
-                (
-                    (bytes.len() - 8) as u64 - u64::from(footer),
-                    u64::from(footer),
-                )
-            } else {
-                ranges[round % ranges.len()]
-            };
-            let at = (start + next() % len) as usize;
-            let r = next();
-            changed[at] = match r % 4 {
-                0 => changed[at] ^ (1 << ((r >> 8) % 8)),
-                1 => 0,
-                2 => 0xff,
-                _ => (r >> 16) as u8,
-            };
+            let (changed, at) = change_a_byte(&bytes, &ranges, round, &mut next);
             let path = dir.path().join("changed.parquet");
             std::fs::write(&path, &changed).expect("written");
             let (Ok(local), Ok(mut served)) = (open_parquet(&path), open_parquet(&path)) else {
@@ -2987,4 +2936,46 @@ fn bytes_changed_in_an_integer_chunk_answer_as_the_general_path() {
     eprintln!("{tried} changed files, {keyed} groups by keys");
     assert!(keyed > 0);
     assert!(broken.is_empty(), "{broken:#?}");
+}
+
+/// The byte range of the first column's chunk in each row group of the Parquet file at `path`.
+fn chunk_ranges(path: &Path) -> Vec<(u64, u64)> {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let reader =
+        SerializedFileReader::new(std::fs::File::open(path).expect("opens")).expect("a reader");
+    reader
+        .metadata()
+        .row_groups()
+        .iter()
+        .map(|g| g.column(0).byte_range())
+        .collect()
+}
+
+/// `bytes` with one byte changed (a bit flipped, zeroed, all ones or random), and where: in a
+/// chunk of `ranges` three rounds in four, in the footer the fourth.
+fn change_a_byte(
+    bytes: &[u8],
+    ranges: &[(u64, u64)],
+    round: usize,
+    next: &mut impl FnMut() -> u64,
+) -> (Vec<u8>, usize) {
+    let mut changed = bytes.to_vec();
+    let footer = u32::from_le_bytes(bytes[bytes.len() - 8..][..4].try_into().unwrap());
+    let (start, len) = if round % 4 == 3 {
+        (
+            (bytes.len() - 8) as u64 - u64::from(footer),
+            u64::from(footer),
+        )
+    } else {
+        ranges[round % ranges.len()]
+    };
+    let at = (start + next() % len) as usize;
+    let r = next();
+    changed[at] = match r % 4 {
+        0 => changed[at] ^ (1 << ((r >> 8) % 8)),
+        1 => 0,
+        2 => 0xff,
+        _ => (r >> 16) as u8,
+    };
+    (changed, at)
 }
